@@ -1,0 +1,19 @@
+"""The sans-I/O xDS protocol core: state in, messages and events out, time passed in."""
+
+from __future__ import annotations
+
+from ._events import AmbientError, DataError, Event, ResourceChanged
+from ._options import ProtocolOptions
+from ._session import Session
+from ._status import ResourceState, ResourceStatus
+
+__all__ = [
+    "AmbientError",
+    "DataError",
+    "Event",
+    "ProtocolOptions",
+    "ResourceChanged",
+    "ResourceState",
+    "ResourceStatus",
+    "Session",
+]

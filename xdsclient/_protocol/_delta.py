@@ -1,0 +1,224 @@
+"""Incremental (Delta) state for one resource type.
+
+Why separate: Delta requests carry only what changed (subscribe / unsubscribe diffs), versions
+are per resource, resources carry their own names, and deletion is explicit
+(``removed_resources``, or a `Resource` with a name and no body).
+
+Invariants (as Envoy's delta_subscription_state keeps them):
+- Interest is three groups: explicitly requested names (``names``; their versions are those of
+  their cache entries, none while waiting for the server), names received through the wildcard
+  (cache entries outside ``names``), and ``ambiguous`` names, unsubscribed while the wildcard is
+  on, that may still come to us through it.
+- A remove-then-add before the request goes out is sent as a subscribe.
+- The first request of a stream restates all interest and lists in ``initial_resource_versions``
+  the version of every resource we hold, so the server can skip what we already have.
+- A wildcard-only first request is the legacy empty subscribe list; ``*`` goes out explicitly as
+  soon as explicit names are added to such a stream.
+- ``system_version_info`` is kept for debugging only; it drives nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._errors import ResourceValidationError
+from .._names import WILDCARD
+from ..resources._type import ResourceType
+from ._deadlines import Deadlines
+from ._events import Event
+from ._messages import DeltaDiscoveryRequest, Request
+from ._options import ProtocolOptions
+from ._status import Input
+from ._typestate import Ack, DeadlineKey, TypeState, duration_seconds, nack_message
+
+__all__ = ["DeltaTypeState"]
+
+_INVALID = Input.INVALID
+
+
+class DeltaTypeState(TypeState):
+    """Subscription state, cache and ACK bookkeeping for one type over Delta."""
+
+    def __init__(
+        self, rtype: ResourceType[Any], options: ProtocolOptions, deadlines: Deadlines[DeadlineKey]
+    ) -> None:
+        super().__init__(rtype, options, deadlines)
+        self.ambiguous: set[str] = set()
+        #: subscribed alias -> the name of the resource the server sent for it
+        self.aliases: dict[str, str] = {}
+        self.system_version_info = ""
+        self._subscribe: dict[str, None] = {}
+        self._unsubscribe: dict[str, None] = {}
+        self._legacy_wildcard = False  # this stream's first request was the legacy empty list
+
+    # ----------------------------------------------------------------- interest
+
+    def _interest_added(self, name: str) -> None:
+        self._unsubscribe.pop(name, None)
+        self._subscribe[name] = None
+        self.ambiguous.discard(name)
+
+    def _interest_removed(self, name: str, *, had_value: bool) -> None:
+        self._subscribe.pop(name, None)
+        self._unsubscribe[name] = None
+        self.aliases.pop(name, None)
+        if name == WILDCARD:
+            self.ambiguous.clear()
+        elif self.wildcard and had_value:
+            self.ambiguous.add(name)
+
+    def reset_stream(self) -> None:
+        super().reset_stream()
+        self._subscribe = {}
+        self._unsubscribe = {}
+        self._legacy_wildcard = False
+
+    # ----------------------------------------------------------------- requests
+
+    def initial_resource_versions(self) -> dict[str, str]:
+        """Every resource we hold, by the name the server knows it by, with its version."""
+        versions: dict[str, str] = {}
+        for key, entry in self.entries.items():
+            if entry.status.holds_value and entry.version is not None:
+                versions[self.aliases.get(key, key)] = entry.version
+        return versions
+
+    def _build_requests(self) -> list[Request]:
+        acks = self.pending_acks
+        if not self.sent_on_stream:
+            if not self.has_interest:
+                return []
+            subscribe = list(self.names)
+            if self.wildcard:
+                if subscribe:
+                    subscribe.insert(0, WILDCARD)
+                else:
+                    self._legacy_wildcard = True
+            first = DeltaDiscoveryRequest(
+                type_url=self.type_url,
+                resource_names_subscribe=subscribe,
+                initial_resource_versions=self.initial_resource_versions(),
+            )
+            self._subscribe = {}
+            self._unsubscribe = {}
+            return [first]
+        subscribe = list(self._subscribe)
+        unsubscribe = list(self._unsubscribe)
+        self._subscribe = {}
+        self._unsubscribe = {}
+        if self._legacy_wildcard and self.wildcard and any(n != WILDCARD for n in subscribe):
+            # The server must not take explicit names as the end of our legacy wildcard.
+            if WILDCARD not in subscribe:
+                subscribe.insert(0, WILDCARD)
+            self._legacy_wildcard = False
+        if not acks:
+            if not subscribe and not unsubscribe:
+                return []
+            return [
+                DeltaDiscoveryRequest(
+                    type_url=self.type_url,
+                    resource_names_subscribe=subscribe,
+                    resource_names_unsubscribe=unsubscribe,
+                )
+            ]
+        requests = []
+        for index, ack in enumerate(acks):
+            request = DeltaDiscoveryRequest(type_url=self.type_url, response_nonce=ack.nonce)
+            if index == 0:
+                request.resource_names_subscribe.extend(subscribe)
+                request.resource_names_unsubscribe.extend(unsubscribe)
+            if ack.error is not None:
+                request.error_detail.code = 3  # INVALID_ARGUMENT
+                request.error_detail.message = ack.error
+            requests.append(request)
+        return requests
+
+    # ----------------------------------------------------------------- responses
+
+    def _keys(self, name: str, aliases: Any) -> list[str]:
+        """The cache keys a resource called ``name`` (with these aliases) updates."""
+        names = self.names
+        keys = [name] if name in names else []
+        for alias in aliases:
+            if alias in names and alias != name:
+                keys.append(alias)
+        if not keys and self.wildcard:
+            keys.append(name)
+        return keys
+
+    def receive(self, response: Any, now: float, events: list[Event]) -> None:
+        """Apply one DeltaDiscoveryResponse for this type and queue its ACK or NACK."""
+        self.system_version_info = response.system_version_info
+        type_url = self.type_url
+        errors: list[str] = []
+        invalid: dict[str, str] = {}
+        seen: dict[str, int] = {}
+        resources = []
+        for index, resource in enumerate(response.resources):
+            name = resource.name
+            if not name:
+                errors.append(f"resource {index}: no name")
+            elif name == WILDCARD:
+                errors.append(f"resource {index}: {WILDCARD!r} is not a resource name")
+            else:
+                seen[name] = seen.get(name, 0) + 1
+                resources.append(resource)
+        if len(seen) < len(resources):
+            for name, count in seen.items():
+                if count > 1:
+                    invalid[name] = "duplicate resource name in one response"
+
+        for resource in resources:
+            name = resource.name
+            if name in invalid:
+                continue
+            keys = self._keys(name, resource.aliases)
+            if not keys:
+                continue  # not requested: ignored, not even decoded
+            ttl = duration_seconds(resource.ttl) if resource.HasField("ttl") else None
+            if not resource.HasField("resource"):
+                for key in keys:
+                    if not self.refresh_ttl(key, resource.version, ttl, now):
+                        self._remove(key, now, events)
+                continue
+            packed = resource.resource
+            if packed.type_url != type_url:
+                invalid[name] = f"type {packed.type_url or '(none)'} is not {type_url}"
+                continue
+            raw = packed.value
+            value = self.cached_unchanged(keys[0], raw)
+            if value is None:
+                _, value, reason = self.decode(raw)
+                if reason is not None:
+                    invalid[name] = reason
+                    continue
+            for key in keys:
+                if key != name:
+                    self.aliases[key] = name
+                self.apply_valid(key, raw, value, resource.version, now, ttl, events)
+
+        for name, reason in invalid.items():
+            error = ResourceValidationError(type_url, name, reason)
+            errors.append(str(error))
+            for key in self._keys(name, ()):
+                self.apply_error(key, _INVALID, error, now, events)
+
+        removed = list(response.removed_resources)
+        removed.extend(item.name for item in response.removed_resource_names)
+        for name in removed:
+            self.ambiguous.discard(name)
+            keys = (
+                [k for k, target in self.aliases.items() if target == name] if self.aliases else []
+            )
+            if name in self.entries:
+                keys.append(name)
+            for key in keys:
+                self._remove(key, now, events)
+
+        self.apply_server_errors(response.resource_errors, now, events)
+        message = nack_message(errors, self.options.max_nack_message_length) if errors else None
+        self.pending_acks.append(Ack(response.nonce, "", message))
+
+    def _remove(self, key: str, now: float, events: list[Event]) -> None:
+        self.aliases.pop(key, None)
+        self.apply_deletion(key, now, events)

@@ -1,0 +1,31 @@
+"""Options of the protocol core.
+
+Why a value: the shell builds these once from the client's configuration; the core only reads
+them, so every behaviour they switch is visible in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["ProtocolOptions"]
+
+
+def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ProtocolOptions:
+    """How the protocol core behaves where the xDS spec leaves a choice."""
+
+    #: Seconds after the request naming a resource was sent before it is declared missing
+    #: (gRFC A57; the spec recommends 15 s).
+    does_not_exist_timeout: float = attrs.field(default=15.0, validator=_positive)
+    #: Keep resources the server deletes, reporting the deletion once (gRFC A53 server feature).
+    ignore_resource_deletion: bool = False
+    #: Longest ``error_detail.message`` a NACK carries; longer lists of errors are cut short.
+    max_nack_message_length: int = attrs.field(default=4096, validator=_positive)

@@ -1,0 +1,218 @@
+"""The sans-I/O protocol core: every resource type multiplexed on one xDS stream.
+
+Why: all of the xDS transport protocol (what to request, how to answer each response, when a
+resource is declared missing or expired) is decided here, synchronously and deterministically,
+so it can be tested exhaustively with a fake clock. The shell around it only moves messages:
+
+    session.connect(now)                      # a stream was opened
+    for request in session.requests_to_send(now): write(request)
+    events = session.receive(response, now)   # then write requests_to_send(now) again
+    events = session.expire(now)              # when now >= session.next_deadline()
+    events = session.disconnect(now, error)   # the stream ended
+
+ADS is one session holding every type; a non-aggregated (per-type) stream is a session holding
+one type. SotW or Delta is chosen per session.
+
+Rules:
+- The node goes in the first request of each stream only.
+- Interest changes made before the next `requests_to_send` are coalesced into one request per
+  type; an ACK owed for a type rides in that same request, so it is never delayed behind them.
+  Every response of a known type is answered exactly once, in order, with its own nonce.
+- Responses for a type this stream never requested are ignored (not answered).
+- The core never reads a clock, sleeps, or calls user code: time comes in as ``now``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .._errors import ProtocolError, XdsError
+from ..resources._type import ResourceType
+from ._deadlines import Deadlines
+from ._delta import DeltaTypeState
+from ._events import Event
+from ._messages import DeltaDiscoveryResponse, DiscoveryResponse, Request, Response
+from ._options import ProtocolOptions
+from ._sotw import SotwTypeState
+from ._status import ResourceState
+from ._typestate import DeadlineKey
+
+__all__ = ["Session"]
+
+
+class Session:
+    """Protocol state for one xDS stream (ADS or per-type, SotW or Delta).
+
+    The cache and the subscriptions outlive any one stream: `connect` / `disconnect` bracket
+    each stream, and versions, cached resources and TTLs carry over to the next one.
+    """
+
+    def __init__(
+        self,
+        *,
+        node: Any,
+        resource_types: Iterable[ResourceType[Any]],
+        delta: bool = False,
+        options: ProtocolOptions | None = None,
+    ) -> None:
+        self._node = node
+        self._delta = delta
+        self._options = options if options is not None else ProtocolOptions()
+        self._deadlines: Deadlines[DeadlineKey] = Deadlines()
+        state_class = DeltaTypeState if delta else SotwTypeState
+        self._types: dict[str, SotwTypeState | DeltaTypeState] = {}
+        for rtype in resource_types:
+            if rtype.type_url in self._types:
+                raise ValueError(f"resource type {rtype.type_url} given twice")
+            self._types[rtype.type_url] = state_class(rtype, self._options, self._deadlines)
+        self._response_class = DeltaDiscoveryResponse if delta else DiscoveryResponse
+        self._connected = False
+        self._node_sent = False
+        self._response_received = False
+
+    # ----------------------------------------------------------------- properties
+
+    @property
+    def delta(self) -> bool:
+        """Whether this session speaks the incremental (Delta) variant."""
+        return self._delta
+
+    @property
+    def options(self) -> ProtocolOptions:
+        return self._options
+
+    @property
+    def connected(self) -> bool:
+        """Between `connect` and `disconnect`."""
+        return self._connected
+
+    @property
+    def response_received(self) -> bool:
+        """Whether the current (or last) stream received at least one response (gRFC A57)."""
+        return self._response_received
+
+    @property
+    def type_urls(self) -> tuple[str, ...]:
+        return tuple(self._types)
+
+    def _state(self, type_url: str) -> SotwTypeState | DeltaTypeState:
+        try:
+            return self._types[type_url]
+        except KeyError:
+            raise ProtocolError(f"resource type {type_url} is not part of this session") from None
+
+    # ----------------------------------------------------------------- interest
+
+    def subscribe(self, type_url: str, name: str) -> None:
+        """Want resource ``name`` (``"*"`` for the wildcard) of a type; idempotent."""
+        self._state(type_url).subscribe(name)
+
+    def unsubscribe(self, type_url: str, name: str) -> None:
+        """Stop wanting ``name``: it leaves the cache unless the wildcard still covers it."""
+        self._state(type_url).unsubscribe(name)
+
+    def subscribed(self, type_url: str) -> tuple[str, ...]:
+        """The explicitly subscribed names of a type, with ``"*"`` first when wildcard is on."""
+        state = self._state(type_url)
+        return (("*",) if state.wildcard else ()) + tuple(state.names)
+
+    # ----------------------------------------------------------------- stream
+
+    def connect(self, now: float) -> None:
+        """A new stream is open: the next requests restate all interest, node first."""
+        if self._connected:
+            raise ProtocolError("connect() on a session that is already connected")
+        self._connected = True
+        self._node_sent = False
+        self._response_received = False
+        for state in self._types.values():
+            state.reset_stream()
+
+    def disconnect(self, now: float, error: XdsError | None = None) -> list[Event]:
+        """The stream ended. With ``error`` and no response received on it, watchers hear of it.
+
+        Does-not-exist timers stop (they restart for still-missing resources on the next
+        stream); cached resources, versions and TTL timers stay.
+        """
+        if not self._connected:
+            raise ProtocolError("disconnect() on a session that is not connected")
+        self._connected = False
+        events: list[Event] = []
+        for state in self._types.values():
+            state.stream_lost()
+            if error is not None and not self._response_received:
+                state.connectivity_error(error, events)
+        return events
+
+    def requests_to_send(self, now: float) -> list[Request]:
+        """The requests to write now, in order; hand each one to the stream.
+
+        Calling this is what counts as sending: does-not-exist timers for the names these
+        requests newly carry start at ``now``. Nothing is returned while disconnected.
+        """
+        if not self._connected:
+            return []
+        requests: list[Request] = []
+        for state in self._types.values():
+            if state.dirty or state.pending_acks:
+                requests.extend(state.take_requests())
+                state.arm_sent(now)
+        if requests and not self._node_sent:
+            requests[0].node.CopyFrom(self._node)
+            self._node_sent = True
+        return requests
+
+    def receive(self, response: Response, now: float) -> list[Event]:
+        """Apply one response; its ACK or NACK is in the next `requests_to_send`."""
+        if not self._connected:
+            raise ProtocolError("receive() on a session that is not connected")
+        if not isinstance(response, self._response_class):
+            raise ProtocolError(
+                f"this {'Delta' if self._delta else 'SotW'} session cannot take a "
+                f"{type(response).__name__}"
+            )
+        self._response_received = True
+        state = self._types.get(response.type_url)
+        events: list[Event] = []
+        if state is None or not state.sent_on_stream:
+            return events
+        state.receive(response, now, events)
+        return events
+
+    # ----------------------------------------------------------------- time
+
+    def next_deadline(self) -> float | None:
+        """When `expire` has work to do next, or None."""
+        return self._deadlines.next_deadline()
+
+    def expire(self, now: float) -> list[Event]:
+        """Fire every does-not-exist and TTL deadline at or before ``now``."""
+        events: list[Event] = []
+        for kind, type_url, name in self._deadlines.expire(now):
+            self._types[type_url].expire(kind, name, now, events)
+        return events
+
+    # ----------------------------------------------------------------- introspection
+
+    def resource_state(self, type_url: str, name: str) -> ResourceState | None:
+        """A snapshot of one cached resource, or None when it is neither wanted nor held."""
+        return self._state(type_url).state(name)
+
+    def resource_states(self, type_url: str | None = None) -> list[ResourceState]:
+        """Snapshots of every cached resource (of one type, or of all)."""
+        states = [self._state(type_url)] if type_url is not None else list(self._types.values())
+        result = []
+        for state in states:
+            for name in state.entries:
+                snapshot = state.state(name)
+                if snapshot is not None:
+                    result.append(snapshot)
+        return result
+
+    def version_info(self, type_url: str) -> str:
+        """SotW: the last accepted version of the type. Delta: the last system_version_info."""
+        state = self._state(type_url)
+        if isinstance(state, SotwTypeState):
+            return state.version_info
+        return state.system_version_info

@@ -1,0 +1,383 @@
+"""Per-type subscription state and cache, shared by the SotW and Delta variants.
+
+Why one base: interest (explicit names, wildcard), the cache entries, the does-not-exist and TTL
+deadlines and the event rules are the same in both variants; only how requests are built and
+responses read differ (`_sotw.py`, `_delta.py`).
+
+Invariants:
+- ``entries`` holds an entry for every explicitly subscribed name, and otherwise only entries
+  that hold a value received through the wildcard. Nothing unrequested lingers.
+- A does-not-exist deadline exists only for a name in status REQUESTED whose request has been
+  handed out on the current stream (``_unsent`` holds REQUESTED names not yet handed out).
+- A TTL deadline exists only for an entry that holds a value.
+- ``pending_acks`` answers every response received on this stream, in order, until sent; it
+  and every other stream-scoped field are reset by `reset_stream`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._errors import (
+    ResourceDecodeError,
+    ResourceDoesNotExistError,
+    ResourceExpiredError,
+    ResourceTimeoutError,
+    ServerResourceError,
+    XdsError,
+)
+from .._names import WILDCARD
+from ..resources._type import ResourceType
+from ._deadlines import Deadlines
+from ._events import AmbientError, DataError, Event, ResourceChanged
+from ._messages import Request
+from ._options import ProtocolOptions
+from ._status import TRANSITIONS, Input, ResourceState, ResourceStatus, next_status
+
+__all__ = ["DNE", "TTL", "DeadlineKey", "TypeState"]
+
+DNE = 0  #: deadline kind: does-not-exist timer
+TTL = 1  #: deadline kind: TTL expiry
+DeadlineKey = tuple[int, str, str]  # (kind, type_url, name)
+
+_REQUESTED = ResourceStatus.REQUESTED
+_ACKED = ResourceStatus.ACKED
+_NACKED = ResourceStatus.NACKED
+_VALID = Input.VALID
+
+
+class _Entry:
+    """One cached resource. Mutable and private: users see `ResourceState` snapshots."""
+
+    __slots__ = ("error", "error_at", "raw", "status", "updated_at", "value", "version")
+
+    def __init__(self) -> None:
+        self.status = _REQUESTED
+        self.value: Any = None
+        self.raw: bytes | None = None  # serialized value, to tell an unchanged resource cheaply
+        self.version: str | None = None
+        self.updated_at: float | None = None
+        self.error: XdsError | None = None
+        self.error_at: float | None = None
+
+
+@attrs.frozen
+class Ack:
+    """The answer owed to one response: its nonce, the version to send, the NACK message."""
+
+    nonce: str
+    version: str  # SotW: the response's version on ACK, the previous accepted one on NACK
+    error: str | None  # None for an ACK
+
+
+class TypeState:
+    """Subscription state and cache for one resource type on one stream."""
+
+    def __init__(
+        self, rtype: ResourceType[Any], options: ProtocolOptions, deadlines: Deadlines[DeadlineKey]
+    ) -> None:
+        self.rtype = rtype
+        self.type_url = rtype.type_url
+        self.options = options
+        self.deadlines = deadlines
+        #: explicitly subscribed names, in subscription order (the wildcard is a flag instead)
+        self.names: dict[str, None] = {}
+        self.wildcard = False
+        self.entries: dict[str, _Entry] = {}
+        # --- stream-scoped: reset by reset_stream() ---
+        #: a request for this type has been handed out on the current stream
+        self.sent_on_stream = False
+        self.pending_acks: list[Ack] = []
+        #: interest changed since the last request was handed out
+        self.dirty = False
+        self._unsent: set[str] = set()
+
+    # ----------------------------------------------------------------- interest
+
+    @property
+    def has_interest(self) -> bool:
+        return self.wildcard or bool(self.names)
+
+    def wants(self, name: str) -> bool:
+        return name in self.names or self.wildcard
+
+    def subscribe(self, name: str) -> bool:
+        """Add interest in ``name`` (or the wildcard); returns whether anything changed."""
+        if name == WILDCARD:
+            if self.wildcard:
+                return False
+            self.wildcard = True
+        else:
+            if name in self.names:
+                return False
+            self.names[name] = None
+            if name not in self.entries:
+                self.entries[name] = _Entry()
+                self._unsent.add(name)
+        self._interest_added(name)
+        self.dirty = True
+        return True
+
+    def unsubscribe(self, name: str) -> bool:
+        """Drop interest in ``name`` (or the wildcard); returns whether anything changed."""
+        if name == WILDCARD:
+            if not self.wildcard:
+                return False
+            self.wildcard = False
+            for other in [n for n in self.entries if n not in self.names]:
+                self._forget(other)
+            self._interest_removed(name, had_value=False)
+        else:
+            if name not in self.names:
+                return False
+            del self.names[name]
+            entry = self.entries[name]
+            had_value = entry.status.holds_value
+            if self.wildcard and had_value:
+                # Still wanted through the wildcard; only its does-not-exist timer goes.
+                self.deadlines.cancel((DNE, self.type_url, name))
+            else:
+                self._forget(name)
+            self._interest_removed(name, had_value=had_value)
+        self.dirty = True
+        return True
+
+    def _forget(self, name: str) -> None:
+        del self.entries[name]
+        self._unsent.discard(name)
+        self.deadlines.cancel((DNE, self.type_url, name))
+        self.deadlines.cancel((TTL, self.type_url, name))
+
+    def _interest_added(self, name: str) -> None:
+        """Hook for the variant: ``name`` (maybe the wildcard) was subscribed."""
+
+    def _interest_removed(self, name: str, *, had_value: bool) -> None:
+        """Hook for the variant: ``name`` (maybe the wildcard) was unsubscribed."""
+
+    # ----------------------------------------------------------------- stream
+
+    def reset_stream(self) -> None:
+        """A new stream starts: forget everything stream-scoped, owe the server our interest."""
+        self.sent_on_stream = False
+        self.pending_acks = []
+        self.dirty = self.has_interest
+        self._unsent = {n for n in self.names if self.entries[n].status is _REQUESTED}
+
+    def stream_lost(self) -> None:
+        """The stream ended: its does-not-exist timers stop (gRFC A57) and no ACK is owed."""
+        self.pending_acks = []
+        cancel = self.deadlines.cancel
+        for name in self.names:
+            if self.entries[name].status is _REQUESTED:
+                cancel((DNE, self.type_url, name))
+
+    def connectivity_error(self, error: XdsError, events: list[Event]) -> None:
+        """The stream failed before any response: tell everyone who is waiting (gRFC A57)."""
+        for name, entry in self.entries.items():
+            kind = AmbientError if entry.status.holds_value else DataError
+            events.append(kind(type_url=self.type_url, name=name, error=error))
+        if self.wildcard:
+            kind = AmbientError if len(self.entries) > len(self.names) else DataError
+            events.append(kind(type_url=self.type_url, name=WILDCARD, error=error))
+
+    def take_requests(self) -> list[Request]:
+        """The requests owed for this type, in order; marks them handed out."""
+        requests = self._build_requests()
+        if requests:
+            self.sent_on_stream = True
+        self.pending_acks = []
+        self.dirty = False
+        return requests
+
+    def _build_requests(self) -> list[Request]:
+        raise NotImplementedError
+
+    def arm_sent(self, now: float) -> None:
+        """Requests naming the not-yet-sent REQUESTED names were handed out: start their timers."""
+        if self._unsent and self.sent_on_stream:
+            when = now + self.options.does_not_exist_timeout
+            arm = self.deadlines.arm
+            for name in self._unsent:
+                arm((DNE, self.type_url, name), when)
+            self._unsent = set()
+
+    # ----------------------------------------------------------------- applying updates
+
+    def apply_valid(
+        self,
+        name: str,
+        raw: bytes,
+        value: Any,
+        version: str,
+        now: float,
+        ttl: float | None,
+        events: list[Event],
+    ) -> None:
+        """A valid resource arrived for a wanted name."""
+        entry = self.entries.get(name)
+        if entry is None:
+            entry = self.entries[name] = _Entry()
+        old = entry.status
+        if old is _REQUESTED:
+            self.deadlines.cancel((DNE, self.type_url, name))
+            self._unsent.discard(name)
+        entry.status = TRANSITIONS[old, _VALID]
+        entry.version = version
+        entry.error = None
+        entry.error_at = None
+        if entry.raw != raw or not old.holds_value:
+            entry.raw = raw
+            entry.value = value
+            entry.updated_at = now
+            events.append(
+                ResourceChanged(type_url=self.type_url, name=name, value=value, version=version)
+            )
+        if ttl is not None:
+            self.deadlines.arm((TTL, self.type_url, name), now + ttl)
+        else:
+            self.deadlines.cancel((TTL, self.type_url, name))
+
+    def decode(self, raw: bytes) -> tuple[str | None, Any, str | None]:
+        """Run the type's decoder: ``(name, value, None)`` or ``(name or None, None, reason)``.
+
+        Any exception from the decoder becomes a reason: a buggy decoder NACKs a resource, it
+        never breaks the client.
+        """
+        try:
+            name, value = self.rtype.decode(raw)
+        except ResourceDecodeError as exc:
+            return exc.name or None, None, exc.message
+        except Exception as exc:
+            return None, None, f"decoder failed: {exc!r}"
+        return name, value, None
+
+    def cached_unchanged(self, name: str, raw: bytes) -> Any:
+        """The cached value of ``name`` if it holds exactly ``raw``, else None (skip a decode)."""
+        entry = self.entries.get(name)
+        if entry is not None and entry.raw == raw and entry.status.holds_value:
+            return entry.value
+        return None
+
+    def apply_error(
+        self, name: str, cause: Input, error: XdsError, now: float, events: list[Event]
+    ) -> None:
+        """Anything but a valid update happened to a wanted name: look up the transition."""
+        entry = self.entries.get(name)
+        if entry is None:
+            entry = self.entries[name] = _Entry()
+        old = entry.status
+        new = next_status(old, cause)
+        if old is _REQUESTED:
+            self.deadlines.cancel((DNE, self.type_url, name))
+            self._unsent.discard(name)
+        previous = entry.error
+        entry.status = new
+        entry.error = error
+        entry.error_at = now
+        holds_value = new.holds_value
+        if not holds_value:
+            entry.value = None
+            entry.raw = None
+            entry.version = None
+            self.deadlines.cancel((TTL, self.type_url, name))
+        if old is not new or previous is None or str(previous) != str(error):
+            kind = AmbientError if holds_value else DataError
+            events.append(kind(type_url=self.type_url, name=name, error=error))
+        if not holds_value and name not in self.names:
+            # Received only through the wildcard and now gone: keep nothing unrequested.
+            self._forget(name)
+
+    def apply_deletion(self, name: str, now: float, events: list[Event]) -> None:
+        """The server said ``name`` does not exist (or deleted it)."""
+        entry = self.entries.get(name)
+        if self.options.ignore_resource_deletion and entry is not None and entry.status.holds_value:
+            cause, message = (
+                Input.DELETION_IGNORED,
+                "deleted by the server; kept (ignore_resource_deletion)",
+            )
+        else:
+            cause, message = Input.DELETED, "the server says it does not exist"
+        error = ResourceDoesNotExistError(self.type_url, name, message)
+        self.apply_error(name, cause, error, now, events)
+
+    def refresh_ttl(self, name: str, version: str, ttl: float | None, now: float) -> bool:
+        """A heartbeat: a body-less resource with the cached version refreshes (or clears) its TTL.
+
+        Returns False when it is not a heartbeat (nothing cached at that version).
+        """
+        entry = self.entries.get(name)
+        if entry is None or not entry.status.holds_value or entry.version != version:
+            return False
+        if ttl is None:
+            self.deadlines.cancel((TTL, self.type_url, name))
+        else:
+            self.deadlines.arm((TTL, self.type_url, name), now + ttl)
+        return True
+
+    def apply_server_errors(
+        self, resource_errors: Any, now: float, events: list[Event]
+    ) -> set[str]:
+        """``resource_errors`` of a response (gRFC A88); returns the names they covered."""
+        covered: set[str] = set()
+        for item in resource_errors:
+            name = item.resource_name.name
+            if not self.wants(name):
+                continue
+            covered.add(name)
+            status = item.error_detail
+            error = ServerResourceError(
+                self.type_url,
+                name,
+                status.message or "error reported by the server",
+                code=status.code,
+            )
+            cause = Input.DATA_ERROR if error.is_data_error else Input.TRANSIENT_ERROR
+            self.apply_error(name, cause, error, now, events)
+        return covered
+
+    def expire(self, kind: int, name: str, now: float, events: list[Event]) -> None:
+        """A deadline of ours passed."""
+        if kind == DNE:
+            timeout = self.options.does_not_exist_timeout
+            error: XdsError = ResourceTimeoutError(
+                self.type_url, name, f"not received within {timeout:g} s of being requested"
+            )
+            self.apply_error(name, Input.TIMED_OUT, error, now, events)
+        else:
+            error = ResourceExpiredError(self.type_url, name, "its TTL expired without a refresh")
+            self.apply_error(name, Input.EXPIRED, error, now, events)
+
+    # ----------------------------------------------------------------- introspection
+
+    def state(self, name: str) -> ResourceState | None:
+        entry = self.entries.get(name)
+        if entry is None:
+            return None
+        return ResourceState(
+            type_url=self.type_url,
+            name=name,
+            status=entry.status,
+            value=entry.value,
+            version=entry.version,
+            last_updated=entry.updated_at,
+            error=entry.error,
+            error_time=entry.error_at,
+            expires_at=self.deadlines.when((TTL, self.type_url, name)),
+        )
+
+
+def nack_message(errors: list[str], limit: int) -> str:
+    """Join per-resource errors into one NACK message of at most ``limit`` characters."""
+    message = "; ".join(errors)
+    if len(message) <= limit:
+        return message
+    suffix = f" ... ({len(errors)} errors in all)"
+    return (message[: max(0, limit - len(suffix))] + suffix)[:limit]
+
+
+def duration_seconds(duration: Any) -> float:
+    """A ``google.protobuf.Duration`` in seconds."""
+    seconds: float = duration.seconds + duration.nanos / 1e9
+    return seconds

@@ -1,0 +1,72 @@
+"""A resource type is data plus a decoder, not a subclass of the client.
+
+Why: the protocol core must handle Listener, Cluster and any user-defined type the same way. All
+it needs to know about a type is its URL, how to turn the serialized bytes of one resource into
+``(name, value)``, and whether SotW responses carry the full state of the world for it (which
+makes absence mean deletion). Custom types register the same way as built-in ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from .._errors import ResourceDecodeError
+
+__all__ = ["ResourceType"]
+
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class ResourceType(Generic[T]):
+    """Describes one xDS resource type to the client.
+
+    ``decode(data)`` receives the serialized resource (the ``value`` of its ``Any``) and returns
+    ``(name, value)``; it raises `ResourceDecodeError` (naming the resource when it can) for
+    anything it rejects. Any other exception it raises is caught and treated the same way, so a
+    buggy decoder NACKs a resource instead of breaking the client.
+    """
+
+    type_url: str
+    decode: Callable[[bytes], tuple[str, T]] = attrs.field(eq=False)
+    #: SotW responses for this type hold every resource the client wants (LDS, CDS): a resource
+    #: missing from such a response has been deleted.
+    all_resources_required_in_sotw: bool = False
+
+    @property
+    def short_name(self) -> str:
+        """The last component of the type URL, e.g. ``Cluster``."""
+        return self.type_url.rsplit(".", 1)[-1]
+
+    @classmethod
+    def for_message(
+        cls,
+        message_class: Any,
+        *,
+        name_field: str = "name",
+        all_resources_required_in_sotw: bool = False,
+    ) -> ResourceType[Any]:
+        """A type whose values are the protobuf messages themselves, named by ``name_field``.
+
+        The type URL is derived from the message descriptor.
+        """
+        full_name: str = message_class.DESCRIPTOR.full_name
+        if name_field not in message_class.DESCRIPTOR.fields_by_name:
+            raise ValueError(f"{full_name} has no field {name_field!r} to name resources by")
+        from_string = message_class.FromString
+
+        def decode(data: bytes) -> tuple[str, Any]:
+            try:
+                message = from_string(data)
+            except Exception as exc:  # protobuf raises DecodeError, a foreign type: map it here.
+                raise ResourceDecodeError(f"cannot parse {full_name}: {exc}") from exc
+            return getattr(message, name_field), message
+
+        return ResourceType(
+            type_url="type.googleapis.com/" + full_name,
+            decode=decode,
+            all_resources_required_in_sotw=all_resources_required_in_sotw,
+        )
