@@ -118,11 +118,7 @@ class _Protocol(RuleBasedStateMachine):
                         assert request.error_detail.code == 3
                         assert request.error_detail.message
                     if not self.delta:
-                        if bad:
-                            assert request.version_info == self.accepted[type_url]
-                        else:
-                            assert request.version_info == version
-                            self.accepted[type_url] = version
+                        assert request.version_info == version
                 self.owed[type_url] = []
             else:
                 assert len(sent) <= 1
@@ -232,8 +228,14 @@ class _Protocol(RuleBasedStateMachine):
         self.events += self.s.receive(response, self.now)
         self.stream_nonces.add(nonce)
         if type_url in self.requested_on_stream:
-            self.owed[type_url].append((nonce, version, bad))
+            # A response is accepted when applied; its ACK carries its version, a NACK the
+            # version accepted before it. Both survive the stream.
+            if not bad:
+                self.accepted[type_url] = version
+            self.owed[type_url].append((nonce, self.accepted[type_url], bad))
             self.last_nonce[type_url] = nonce
+            if not self.delta:
+                assert self.s.version_info(type_url) == self.accepted[type_url]
 
     # ------------------------------------------------------------- invariants
 
