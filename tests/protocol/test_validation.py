@@ -211,14 +211,14 @@ def test_delta_nacks_wrong_types_duplicates_and_missing_names_but_applies_the_re
     (nack,) = s.requests_to_send(1.0)
     assert nack.error_detail.message == (
         "resource 4: no name; resource 5: '*' is not a resource name; "
-        'Cluster "c": duplicate resource name in one response; '
         'Cluster "b": type type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment '
-        "is not type.googleapis.com/envoy.config.cluster.v3.Cluster"
+        "is not type.googleapis.com/envoy.config.cluster.v3.Cluster; "
+        'Cluster "c": duplicate resource name in one response'
     )
     assert [(type(e), e.name) for e in events] == [
         (ResourceChanged, "a"),
-        (DataError, "c"),
         (DataError, "b"),
+        (DataError, "c"),
     ]
 
 

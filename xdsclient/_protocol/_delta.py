@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import ResourceValidationError
+from .._errors import ResourceDecodeError, ResourceValidationError
 from .._names import WILDCARD
 from ..resources._type import ResourceType
 from ._deadlines import Deadlines
@@ -29,7 +29,7 @@ from ._events import Event
 from ._messages import DeltaDiscoveryRequest, Request
 from ._options import ProtocolOptions
 from ._status import Input
-from ._typestate import Ack, DeadlineKey, TypeState, duration_seconds, nack_message
+from ._typestate import Ack, DeadlineKey, TypeState, ValidItem, duration_seconds, nack_message
 
 __all__ = ["DeltaTypeState"]
 
@@ -135,72 +135,79 @@ class DeltaTypeState(TypeState):
 
     # ----------------------------------------------------------------- responses
 
-    def _keys(self, name: str, aliases: Any) -> list[str]:
-        """The cache keys a resource called ``name`` (with these aliases) updates."""
-        names = self.names
-        keys = [name] if name in names else []
-        for alias in aliases:
-            if alias in names and alias != name:
-                keys.append(alias)
-        if not keys and self.wildcard:
-            keys.append(name)
-        return keys
-
     def receive(self, response: Any, now: float, events: list[Event]) -> None:
         """Apply one DeltaDiscoveryResponse for this type and queue its ACK or NACK."""
         self.system_version_info = response.system_version_info
         type_url = self.type_url
+        decode = self.rtype.decode
+        names = self.names
+        wildcard = self.wildcard
+        entries = self.entries
         errors: list[str] = []
         invalid: dict[str, str] = {}
-        seen: dict[str, int] = {}
-        resources = []
+        valid: list[ValidItem] = []
+        bodiless: list[tuple[str, str, float | None]] = []
+        aliased: dict[str, list[str]] = {}  # resource name -> the subscribed aliases it serves
+        seen: set[str] = set()
+        duplicates: list[str] = []
         for index, resource in enumerate(response.resources):
             name = resource.name
-            if not name:
-                errors.append(f"resource {index}: no name")
-            elif name == WILDCARD:
-                errors.append(f"resource {index}: {WILDCARD!r} is not a resource name")
-            else:
-                seen[name] = seen.get(name, 0) + 1
-                resources.append(resource)
-        if len(seen) < len(resources):
-            for name, count in seen.items():
-                if count > 1:
-                    invalid[name] = "duplicate resource name in one response"
-
-        for resource in resources:
-            name = resource.name
-            if name in invalid:
+            if not name or name == WILDCARD:
+                errors.append(
+                    f"resource {index}: "
+                    + (f"{name!r} is not a resource name" if name else "no name")
+                )
                 continue
-            keys = self._keys(name, resource.aliases)
-            if not keys:
+            if name in seen:
+                duplicates.append(name)
+                continue
+            seen.add(name)
+            if resource.aliases:
+                keys = self._alias_keys(name, resource.aliases)
+                if not keys:
+                    continue
+                aliased[name] = keys
+            elif not (wildcard or name in names):
                 continue  # not requested: ignored, not even decoded
             ttl = duration_seconds(resource.ttl) if resource.HasField("ttl") else None
             if not resource.HasField("resource"):
-                for key in keys:
-                    if not self.refresh_ttl(key, resource.version, ttl, now):
-                        self._remove(key, now, events)
+                bodiless.append((name, resource.version, ttl))
                 continue
             packed = resource.resource
             if packed.type_url != type_url:
                 invalid[name] = f"type {packed.type_url or '(none)'} is not {type_url}"
                 continue
             raw = packed.value
-            value = self.cached_unchanged(keys[0], raw)
-            if value is None:
-                _, value, reason = self.decode(raw)
-                if reason is not None:
-                    invalid[name] = reason
+            entry = entries.get(name)
+            if entry is not None and entry.raw == raw and entry.status.holds_value:
+                value = entry.value  # unchanged: no need to decode it again
+            else:
+                try:
+                    _, value = decode(raw)
+                except ResourceDecodeError as exc:
+                    invalid[name] = exc.message
                     continue
-            for key in keys:
-                if key != name:
-                    self.aliases[key] = name
-                self.apply_valid(key, raw, value, resource.version, now, ttl, events)
+                except Exception as exc:
+                    invalid[name] = f"decoder failed: {exc!r}"
+                    continue
+            valid.append((name, raw, value, resource.version, ttl))
 
+        if duplicates:
+            for name in duplicates:
+                invalid[name] = "duplicate resource name in one response"
+            valid = [item for item in valid if item[0] not in invalid]
+            bodiless = [item for item in bodiless if item[0] not in invalid]
+        if aliased:
+            valid = self._expand_aliases(valid, aliased)
+        self.apply_valid(valid, now, events)
+        for name, version, ttl in bodiless:
+            for key in aliased.get(name, (name,)):
+                if not self.refresh_ttl(key, version, ttl, now):
+                    self._remove(key, now, events)
         for name, reason in invalid.items():
             error = ResourceValidationError(type_url, name, reason)
             errors.append(str(error))
-            for key in self._keys(name, ()):
+            for key in aliased.get(name, (name,) if name in names or wildcard else ()):
                 self.apply_error(key, _INVALID, error, now, events)
 
         removed = list(response.removed_resources)
@@ -210,7 +217,7 @@ class DeltaTypeState(TypeState):
             keys = (
                 [k for k, target in self.aliases.items() if target == name] if self.aliases else []
             )
-            if name in self.entries:
+            if name in entries:
                 keys.append(name)
             for key in keys:
                 self._remove(key, now, events)
@@ -218,6 +225,30 @@ class DeltaTypeState(TypeState):
         self.apply_server_errors(response.resource_errors, now, events)
         message = nack_message(errors, self.options.max_nack_message_length) if errors else None
         self.pending_acks.append(Ack(response.nonce, "", message))
+
+    def _alias_keys(self, name: str, aliases: Any) -> list[str]:
+        """The cache keys a resource called ``name`` with these aliases updates."""
+        names = self.names
+        keys = [name] if name in names else []
+        keys.extend(alias for alias in aliases if alias in names and alias != name)
+        if not keys and self.wildcard:
+            keys.append(name)
+        return keys
+
+    def _expand_aliases(
+        self, valid: list[ValidItem], aliased: dict[str, list[str]]
+    ) -> list[ValidItem]:
+        expanded: list[ValidItem] = []
+        for item in valid:
+            keys = aliased.get(item[0])
+            if keys is None:
+                expanded.append(item)
+                continue
+            for key in keys:
+                if key != item[0]:
+                    self.aliases[key] = item[0]
+                expanded.append((key, *item[1:]))
+        return expanded
 
     def _remove(self, key: str, now: float, events: list[Event]) -> None:
         self.aliases.pop(key, None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import ResourceValidationError
+from .._errors import ResourceDecodeError, ResourceValidationError
 from .._names import RESOURCE_WRAPPER_TYPE_URL, WILDCARD
 from ..resources._type import ResourceType
 from ._deadlines import Deadlines
@@ -24,7 +24,7 @@ from ._events import Event
 from ._messages import DiscoveryRequest, Request, Resource
 from ._options import ProtocolOptions
 from ._status import Input, ResourceStatus
-from ._typestate import Ack, DeadlineKey, TypeState, duration_seconds, nack_message
+from ._typestate import Ack, DeadlineKey, TypeState, ValidItem, duration_seconds, nack_message
 
 __all__ = ["SotwTypeState"]
 
@@ -88,85 +88,71 @@ class SotwTypeState(TypeState):
     def receive(self, response: Any, now: float, events: list[Event]) -> None:
         """Apply one DiscoveryResponse for this type and queue its ACK or NACK."""
         self.nonce = response.nonce
+        version = response.version_info
         type_url = self.type_url
-        decode = self.decode
-        errors: list[str] = []
-        invalid: dict[str, str] = {}
-        valid: list[tuple[str, bytes, Any, float | None]] = []
+        decode = self.rtype.decode
+        names = self.names
+        wildcard = self.wildcard
+        errors: list[str] = []  # reasons for resources we could not name
+        invalid: dict[str, str] = {}  # name -> reason
+        valid: list[ValidItem] = []
         bodiless: list[tuple[str, str, float | None]] = []
-        seen: dict[str, int] = {}
+        seen: set[str] = set()
+        duplicates: list[str] = []
         every_name_known = True
 
         for index, packed in enumerate(response.resources):
-            raw = packed.value
             ttl: float | None = None
             wrapped_name = ""
-            if packed.type_url != type_url:
-                if packed.type_url != RESOURCE_WRAPPER_TYPE_URL:
-                    errors.append(
-                        f"resource {index}: type {packed.type_url or '(none)'} is not {type_url}"
-                    )
+            if packed.type_url == type_url:
+                raw = packed.value
+            else:
+                unwrapped = self._unwrap(index, packed, errors)
+                if unwrapped is None:
                     every_name_known = False
                     continue
-                try:
-                    wrapper = Resource.FromString(raw)
-                except Exception as exc:
-                    errors.append(f"resource {index}: cannot parse the Resource wrapper: {exc}")
-                    every_name_known = False
-                    continue
-                wrapped_name = wrapper.name
-                if wrapper.HasField("ttl"):
-                    ttl = duration_seconds(wrapper.ttl)
-                if not wrapper.HasField("resource"):
-                    if not wrapped_name:
-                        errors.append(f"resource {index}: a Resource with neither name nor body")
-                        every_name_known = False
-                        continue
-                    seen[wrapped_name] = seen.get(wrapped_name, 0) + 1
-                    bodiless.append((wrapped_name, wrapper.version, ttl))
-                    continue
-                if wrapper.resource.type_url != type_url:
-                    mismatch = f"type {wrapper.resource.type_url or '(none)'} is not {type_url}"
-                    if wrapped_name:
-                        seen[wrapped_name] = seen.get(wrapped_name, 0) + 1
-                        invalid[wrapped_name] = mismatch
+                wrapped_name, raw, ttl, body_version = unwrapped
+                if raw is None:  # a body-less Resource (heartbeat) or one of another type
+                    if wrapped_name in seen:
+                        duplicates.append(wrapped_name)
+                    seen.add(wrapped_name)
+                    if body_version is None:
+                        invalid[wrapped_name] = errors.pop()
                     else:
-                        errors.append(f"resource {index}: {mismatch}")
-                        every_name_known = False
+                        bodiless.append((wrapped_name, body_version, ttl))
                     continue
-                raw = wrapper.resource.value
-            decoded_name, value, reason = decode(raw)
-            name = decoded_name
-            if wrapped_name:
-                if decoded_name is not None and reason is None and decoded_name != wrapped_name:
-                    reason = (
-                        f"the Resource wrapper names it {wrapped_name!r} but it is {decoded_name!r}"
-                    )
-                name = wrapped_name
-            if name is None:
+            name: str | None
+            reason: str | None = None
+            try:
+                name, value = decode(raw)
+            except ResourceDecodeError as exc:
+                name, value, reason = wrapped_name or exc.name, None, exc.message
+            except Exception as exc:
+                name, value, reason = wrapped_name or None, None, f"decoder failed: {exc!r}"
+            else:
+                if wrapped_name and name != wrapped_name:
+                    reason = f"the Resource wrapper names it {wrapped_name!r} but it is {name!r}"
+                    name = wrapped_name
+            if not name:
                 errors.append(f"resource {index}: {reason}")
                 every_name_known = False
                 continue
-            seen[name] = seen.get(name, 0) + 1
+            if name in seen:
+                duplicates.append(name)
+            seen.add(name)
             if reason is not None:
                 invalid[name] = reason
-            else:
-                valid.append((name, raw, value, ttl))
+            elif wildcard or name in names:
+                valid.append((name, raw, value, version, ttl))
 
-        if len(seen) < len(valid) + len(invalid) + len(bodiless):
-            for name, count in seen.items():
-                if count > 1:
-                    invalid[name] = "duplicate resource name in one response"
-
-        version = response.version_info
-        names = self.names
-        wildcard = self.wildcard
-        apply_valid = self.apply_valid
-        for name, raw, value, ttl in valid:
-            if (name in names or wildcard) and name not in invalid:
-                apply_valid(name, raw, value, version, now, ttl, events)
+        if duplicates:
+            for name in duplicates:
+                invalid[name] = "duplicate resource name in one response"
+            valid = [item for item in valid if item[0] not in invalid]
+            bodiless = [item for item in bodiless if item[0] not in invalid]
+        self.apply_valid(valid, now, events)
         for name, name_version, ttl in bodiless:
-            wanted = (name in names or wildcard) and name not in invalid
+            wanted = name in names or wildcard
             if wanted and not self.refresh_ttl(name, name_version, ttl, now):
                 self.apply_deletion(name, now, events)
         for name, reason in invalid.items():
@@ -179,10 +165,9 @@ class SotwTypeState(TypeState):
         if self.rtype.all_resources_required_in_sotw and every_name_known:
             # Full state: a resource seen before and absent now was deleted. One never seen may
             # simply not be in this response yet (the request naming it may be in flight).
-            for name in [
-                n for n, e in self.entries.items() if e.status.holds_value or e.status is _NACKED
-            ]:
-                if name not in seen and name not in covered:
+            for name in self.entries.keys() - seen - covered:
+                status = self.entries[name].status
+                if status.holds_value or status is _NACKED:
                     self.apply_deletion(name, now, events)
 
         if errors:
@@ -191,3 +176,36 @@ class SotwTypeState(TypeState):
         else:
             self.version_info = version
             self.pending_acks.append(Ack(response.nonce, version, None))
+
+    def _unwrap(
+        self, index: int, packed: Any, errors: list[str]
+    ) -> tuple[str, bytes | None, float | None, str | None] | None:
+        """Open a `Resource` wrapper: ``(name, body or None, ttl, version or None)``.
+
+        None (with a reason in ``errors``) when it cannot be attributed to a name. A named
+        wrapper with a body of another type comes back with no body and no version, its reason
+        last in ``errors``.
+        """
+        if packed.type_url != RESOURCE_WRAPPER_TYPE_URL:
+            errors.append(
+                f"resource {index}: type {packed.type_url or '(none)'} is not {self.type_url}"
+            )
+            return None
+        try:
+            wrapper = Resource.FromString(packed.value)
+        except Exception as exc:
+            errors.append(f"resource {index}: cannot parse the Resource wrapper: {exc}")
+            return None
+        name = wrapper.name
+        ttl = duration_seconds(wrapper.ttl) if wrapper.HasField("ttl") else None
+        if not wrapper.HasField("resource"):
+            if not name:
+                errors.append(f"resource {index}: a Resource with neither name nor body")
+                return None
+            return name, None, ttl, wrapper.version
+        inner = wrapper.resource
+        if inner.type_url != self.type_url:
+            mismatch = f"type {inner.type_url or '(none)'} is not {self.type_url}"
+            errors.append(mismatch if name else f"resource {index}: {mismatch}")
+            return (name, None, ttl, None) if name else None
+        return name, inner.value, ttl, None

@@ -20,7 +20,7 @@ import attrs
 
 from .._errors import ProtocolError, XdsError
 
-__all__ = ["TRANSITIONS", "Input", "ResourceState", "ResourceStatus", "next_status"]
+__all__ = ["AFTER_VALID", "TRANSITIONS", "Input", "ResourceState", "ResourceStatus", "next_status"]
 
 
 class ResourceStatus(enum.Enum):
@@ -37,20 +37,21 @@ class ResourceStatus(enum.Enum):
     RECEIVED_ERROR = "received_error"  #: the server reported an error; nothing cached
     RECEIVED_ERROR_BUT_CACHED = "received_error_but_cached"  #: transient server error; value kept
 
-    @property
-    def holds_value(self) -> bool:
-        """Whether a resource in this status has a usable cached value."""
-        return self in _HOLDS_VALUE
+    #: Whether a resource in this status has a usable cached value (set below for each member:
+    #: a plain attribute, since the core reads it once per resource).
+    holds_value: bool
+    # Members are singletons compared by identity; hashing by identity keeps the table lookups
+    # in C instead of Enum's Python-level __hash__.
+    __hash__ = object.__hash__
 
 
-_HOLDS_VALUE = frozenset(
-    {
+for _status in ResourceStatus:
+    _status.holds_value = _status in (
         ResourceStatus.ACKED,
         ResourceStatus.NACKED_BUT_CACHED,
         ResourceStatus.DOES_NOT_EXIST_BUT_CACHED,
         ResourceStatus.RECEIVED_ERROR_BUT_CACHED,
-    }
-)
+    )
 
 
 class Input(enum.Enum):
@@ -64,6 +65,8 @@ class Input(enum.Enum):
     EXPIRED = "expired"  #: its TTL deadline passed
     DATA_ERROR = "data_error"  #: the server reported NOT_FOUND or PERMISSION_DENIED for it
     TRANSIENT_ERROR = "transient_error"  #: the server reported any other error for it
+
+    __hash__ = object.__hash__
 
 
 _S = ResourceStatus
@@ -87,6 +90,10 @@ TRANSITIONS: dict[tuple[ResourceStatus, Input], ResourceStatus] = {
     **{(s, Input.TRANSIENT_ERROR): _S.RECEIVED_ERROR_BUT_CACHED for s in _CACHED},
     **{(s, Input.TRANSIENT_ERROR): _S.RECEIVED_ERROR for s in _UNCACHED},
 }
+
+
+#: The VALID column of the table, for the hot path (one lookup per received resource).
+AFTER_VALID: dict[ResourceStatus, ResourceStatus] = {s: TRANSITIONS[s, Input.VALID] for s in _ALL}
 
 
 def next_status(status: ResourceStatus, event: Input) -> ResourceStatus:

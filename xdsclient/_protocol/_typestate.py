@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -31,27 +32,26 @@ from .._errors import (
 from .._names import WILDCARD
 from ..resources._type import ResourceType
 from ._deadlines import Deadlines
-from ._events import AmbientError, DataError, Event, ResourceChanged
+from ._events import AmbientError, DataError, Event, resource_changed
 from ._messages import Request
 from ._options import ProtocolOptions
-from ._status import TRANSITIONS, Input, ResourceState, ResourceStatus, next_status
+from ._status import AFTER_VALID, Input, ResourceState, ResourceStatus, next_status
 
-__all__ = ["DNE", "TTL", "DeadlineKey", "TypeState"]
+__all__ = ["DNE", "TTL", "DeadlineKey", "TypeState", "ValidItem"]
 
 DNE = 0  #: deadline kind: does-not-exist timer
 TTL = 1  #: deadline kind: TTL expiry
 DeadlineKey = tuple[int, str, str]  # (kind, type_url, name)
+#: A valid resource to apply: (name, serialized value, decoded value, version, TTL seconds or None)
+ValidItem = tuple[str, bytes, Any, str, "float | None"]
 
 _REQUESTED = ResourceStatus.REQUESTED
-_ACKED = ResourceStatus.ACKED
-_NACKED = ResourceStatus.NACKED
-_VALID = Input.VALID
 
 
 class _Entry:
     """One cached resource. Mutable and private: users see `ResourceState` snapshots."""
 
-    __slots__ = ("error", "error_at", "raw", "status", "updated_at", "value", "version")
+    __slots__ = ("error", "error_at", "raw", "status", "ttl", "updated_at", "value", "version")
 
     def __init__(self) -> None:
         self.status = _REQUESTED
@@ -61,6 +61,7 @@ class _Entry:
         self.updated_at: float | None = None
         self.error: XdsError | None = None
         self.error_at: float | None = None
+        self.ttl = False  # a TTL deadline is armed
 
 
 @attrs.frozen
@@ -205,39 +206,40 @@ class TypeState:
 
     # ----------------------------------------------------------------- applying updates
 
-    def apply_valid(
-        self,
-        name: str,
-        raw: bytes,
-        value: Any,
-        version: str,
-        now: float,
-        ttl: float | None,
-        events: list[Event],
-    ) -> None:
-        """A valid resource arrived for a wanted name."""
-        entry = self.entries.get(name)
-        if entry is None:
-            entry = self.entries[name] = _Entry()
-        old = entry.status
-        if old is _REQUESTED:
-            self.deadlines.cancel((DNE, self.type_url, name))
-            self._unsent.discard(name)
-        entry.status = TRANSITIONS[old, _VALID]
-        entry.version = version
-        entry.error = None
-        entry.error_at = None
-        if entry.raw != raw or not old.holds_value:
-            entry.raw = raw
-            entry.value = value
-            entry.updated_at = now
-            events.append(
-                ResourceChanged(type_url=self.type_url, name=name, value=value, version=version)
-            )
-        if ttl is not None:
-            self.deadlines.arm((TTL, self.type_url, name), now + ttl)
-        else:
-            self.deadlines.cancel((TTL, self.type_url, name))
+    def apply_valid(self, items: Iterable[ValidItem], now: float, events: list[Event]) -> None:
+        """Valid resources arrived for wanted names: ``(name, raw, value, version, ttl)`` each.
+
+        This is the per-resource hot path of every response, hence one loop with locals.
+        """
+        entries = self.entries
+        type_url = self.type_url
+        deadlines = self.deadlines
+        unsent = self._unsent
+        append = events.append
+        for name, raw, value, version, ttl in items:
+            entry = entries.get(name)
+            if entry is None:
+                entry = entries[name] = _Entry()
+            old = entry.status
+            if old is _REQUESTED:
+                deadlines.cancel((DNE, type_url, name))
+                unsent.discard(name)
+            entry.status = AFTER_VALID[old]
+            entry.version = version
+            if entry.error is not None:
+                entry.error = None
+                entry.error_at = None
+            if entry.raw != raw or not old.holds_value:
+                entry.raw = raw
+                entry.value = value
+                entry.updated_at = now
+                append(resource_changed(type_url, name, value, version))
+            if ttl is not None:
+                deadlines.arm((TTL, type_url, name), now + ttl)
+                entry.ttl = True
+            elif entry.ttl:
+                deadlines.cancel((TTL, type_url, name))
+                entry.ttl = False
 
     def decode(self, raw: bytes) -> tuple[str | None, Any, str | None]:
         """Run the type's decoder: ``(name, value, None)`` or ``(name or None, None, reason)``.
@@ -252,13 +254,6 @@ class TypeState:
         except Exception as exc:
             return None, None, f"decoder failed: {exc!r}"
         return name, value, None
-
-    def cached_unchanged(self, name: str, raw: bytes) -> Any:
-        """The cached value of ``name`` if it holds exactly ``raw``, else None (skip a decode)."""
-        entry = self.entries.get(name)
-        if entry is not None and entry.raw == raw and entry.status.holds_value:
-            return entry.value
-        return None
 
     def apply_error(
         self, name: str, cause: Input, error: XdsError, now: float, events: list[Event]
@@ -281,7 +276,9 @@ class TypeState:
             entry.value = None
             entry.raw = None
             entry.version = None
-            self.deadlines.cancel((TTL, self.type_url, name))
+            if entry.ttl:
+                self.deadlines.cancel((TTL, self.type_url, name))
+                entry.ttl = False
         if old is not new or previous is None or str(previous) != str(error):
             kind = AmbientError if holds_value else DataError
             events.append(kind(type_url=self.type_url, name=name, error=error))
@@ -314,6 +311,7 @@ class TypeState:
             self.deadlines.cancel((TTL, self.type_url, name))
         else:
             self.deadlines.arm((TTL, self.type_url, name), now + ttl)
+        entry.ttl = ttl is not None
         return True
 
     def apply_server_errors(
