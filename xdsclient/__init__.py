@@ -5,6 +5,17 @@ The public API is re-exported here; every other module is private.
 
 from __future__ import annotations
 
+from ._bootstrap import load_bootstrap
+from ._client import XdsClient
+from ._config import (
+    Backoff,
+    BootstrapError,
+    ChannelCredentials,
+    ClientConfig,
+    Locality,
+    NodeConfig,
+    ServerConfig,
+)
 from ._errors import (
     ProtocolError,
     ResourceDecodeError,
@@ -27,12 +38,20 @@ from ._protocol import (
     ResourceStatus,
     Session,
 )
+from ._watchers import CallbackWatcher, ResourceWatcher, WatchHandle
 from .resources import ResourceType
 
 __all__ = [
     "AmbientError",
+    "Backoff",
+    "BootstrapError",
+    "CallbackWatcher",
+    "ChannelCredentials",
+    "ClientConfig",
     "DataError",
     "Event",
+    "Locality",
+    "NodeConfig",
     "ProtocolError",
     "ProtocolOptions",
     "ResourceChanged",
@@ -45,10 +64,15 @@ __all__ = [
     "ResourceTimeoutError",
     "ResourceType",
     "ResourceValidationError",
+    "ResourceWatcher",
+    "ServerConfig",
     "ServerResourceError",
     "Session",
     "TransportError",
+    "WatchHandle",
+    "XdsClient",
     "XdsError",
+    "load_bootstrap",
 ]
 
 __version__ = "0.1.0.dev0"

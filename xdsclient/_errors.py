@@ -88,7 +88,14 @@ class ServerResourceError(ResourceError):
 
 
 class TransportError(XdsError):
-    """Remote: the stream to the management server failed (connectivity, RPC status, limits)."""
+    """Remote: the stream to the management server failed (connectivity, RPC status, limits).
+
+    ``code`` is the gRPC status name (``"UNAVAILABLE"``...) when the stream ended with one.
+    """
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _short_type(type_url: str) -> str:

@@ -160,6 +160,55 @@ def test_a_heartbeat_refreshes_the_ttl_without_notifying() -> None:
     assert _status(s, CDS, "a") is ResourceStatus.ACKED
 
 
+def test_a_wrapped_resource_carries_its_own_version_which_heartbeats_repeat() -> None:
+    s, _ = connected(subscribe={CDS: ["a"]})
+    s.receive(
+        sotw_response(
+            CDS, [wrapped(cluster("a"), name="a", version="r7", ttl=30)], version="v1", nonce="n1"
+        ),
+        1.0,
+    )
+    state = s.resource_state(CDS, "a")
+    assert state is not None
+    assert state.version == "r7"
+    assert (
+        s.receive(
+            sotw_response(
+                CDS, [wrapped(None, name="a", version="r7", ttl=30)], version="v2", nonce="n2"
+            ),
+            2.0,
+        )
+        == []
+    )
+    assert s.next_deadline() == 32.0
+
+
+def test_a_cds_response_of_heartbeats_alone_deletes_nothing() -> None:
+    s, _ = connected(subscribe={CDS: ["a", "b"]})
+    s.receive(
+        sotw_response(
+            CDS,
+            [
+                wrapped(cluster("a"), name="a", version="1", ttl=30),
+                wrapped(cluster("b"), name="b", version="1", ttl=30),
+            ],
+            version="1",
+            nonce="n1",
+        ),
+        1.0,
+    )
+    assert (
+        s.receive(
+            sotw_response(
+                CDS, [wrapped(None, name="a", version="1", ttl=30)], version="1", nonce="n2"
+            ),
+            2.0,
+        )
+        == []
+    )
+    assert _status(s, CDS, "b") is ResourceStatus.ACKED
+
+
 def test_a_body_less_resource_with_another_version_is_not_a_heartbeat_but_a_deletion() -> None:
     s, _ = connected(subscribe={EDS: ["a"]})
     s.receive(

@@ -112,6 +112,11 @@ class Session:
         """Stop wanting ``name``: it leaves the cache unless the wildcard still covers it."""
         self._state(type_url).unsubscribe(name)
 
+    @property
+    def has_interest(self) -> bool:
+        """Whether any type has a subscription (a name or the wildcard)."""
+        return any(state.has_interest for state in self._types.values())
+
     def subscribed(self, type_url: str) -> tuple[str, ...]:
         """The explicitly subscribed names of a type, with ``"*"`` first when wildcard is on."""
         state = self._state(type_url)

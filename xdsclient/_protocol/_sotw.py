@@ -8,6 +8,8 @@ Invariants (grpc-go's ads_stream.go says the same):
 - ``version_info`` is the last *accepted* version of the type. It survives a broken stream and
   is sent on the first request of the next one; a NACK carries it unchanged.
 - ``nonce`` is the last nonce received on the current stream; a new stream starts with none.
+- LDS/CDS responses are the full state, except one made only of heartbeats (body-less
+  ``Resource``s), which refreshes TTLs and deletes nothing.
 - Wildcard: when the wildcard is the only interest and no explicit name went out on this stream,
   the request is the legacy empty list; otherwise ``*`` is sent explicitly beside the names.
 """
@@ -104,6 +106,7 @@ class SotwTypeState(TypeState):
         for index, packed in enumerate(response.resources):
             ttl: float | None = None
             wrapped_name = ""
+            body_version: str | None = None
             if packed.type_url == type_url:
                 raw = packed.value
             else:
@@ -143,7 +146,8 @@ class SotwTypeState(TypeState):
             if reason is not None:
                 invalid[name] = reason
             elif wildcard or name in names:
-                valid.append((name, raw, value, version, ttl))
+                # A Resource wrapper's own version is the resource's (heartbeats repeat it).
+                valid.append((name, raw, value, body_version or version, ttl))
 
         if duplicates:
             for name in duplicates:
@@ -162,9 +166,11 @@ class SotwTypeState(TypeState):
                 self.apply_error(name, _INVALID, error, now, events)
 
         covered = self.apply_server_errors(response.resource_errors, now, events)
-        if self.rtype.all_resources_required_in_sotw and every_name_known:
+        only_heartbeats = bool(bodiless) and not valid and not invalid
+        if self.rtype.all_resources_required_in_sotw and every_name_known and not only_heartbeats:
             # Full state: a resource seen before and absent now was deleted. One never seen may
             # simply not be in this response yet (the request naming it may be in flight).
+            # A response of heartbeats alone refreshes TTLs; it is not a state of the world.
             for name in self.entries.keys() - seen - covered:
                 status = self.entries[name].status
                 if status.holds_value or status is _NACKED:
@@ -180,7 +186,7 @@ class SotwTypeState(TypeState):
     def _unwrap(
         self, index: int, packed: Any, errors: list[str]
     ) -> tuple[str, bytes | None, float | None, str | None] | None:
-        """Open a `Resource` wrapper: ``(name, body or None, ttl, version or None)``.
+        """Open a `Resource` wrapper: ``(name, body or None, ttl, its version or None)``.
 
         None (with a reason in ``errors``) when it cannot be attributed to a name. A named
         wrapper with a body of another type comes back with no body and no version, its reason
@@ -208,4 +214,4 @@ class SotwTypeState(TypeState):
             mismatch = f"type {inner.type_url or '(none)'} is not {self.type_url}"
             errors.append(mismatch if name else f"resource {index}: {mismatch}")
             return (name, None, ttl, None) if name else None
-        return name, inner.value, ttl, None
+        return name, inner.value, ttl, wrapper.version

@@ -1,0 +1,56 @@
+"""Fixtures for end-to-end tests: a real control plane on loopback and a client per variant."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from xdsclient import Backoff, Event, XdsClient
+from xdsclient.testing import ControlPlane
+
+VARIANTS = [
+    pytest.param({"ads": True, "delta": False}, id="ads-sotw"),
+    pytest.param({"ads": True, "delta": True}, id="ads-delta"),
+    pytest.param({"ads": False, "delta": False}, id="xds-sotw"),
+    pytest.param({"ads": False, "delta": True}, id="xds-delta"),
+]
+FAST_BACKOFF = Backoff(initial=0.05, maximum=0.2)
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request: pytest.FixtureRequest) -> dict[str, bool]:
+    return dict(request.param)
+
+
+@pytest.fixture
+async def control_plane() -> AsyncIterator[ControlPlane]:
+    async with ControlPlane() as cp:
+        yield cp
+
+
+@pytest.fixture
+async def client(control_plane: ControlPlane, variant: dict[str, bool]) -> AsyncIterator[XdsClient]:
+    async with XdsClient(
+        control_plane.address,
+        node_id="test-node",
+        does_not_exist_timeout=1.0,
+        backoff=FAST_BACKOFF,
+        **variant,
+    ) as c:
+        yield c
+
+
+async def next_event(updates: AsyncIterator[Event], timeout: float = 5.0) -> Event:
+    """The next event of a watch, or fail after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        return await anext(updates)
+
+
+async def eventually(predicate: Any, timeout: float = 5.0) -> None:
+    """Wait until ``predicate()`` is true (polling the loop), or fail."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)

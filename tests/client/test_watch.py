@@ -1,0 +1,224 @@
+"""End to end over every transport variant: watching, updates, deletion, wildcard, timers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from tests.builders import cluster, endpoints
+from tests.client.conftest import eventually, next_event
+from xdsclient import (
+    AmbientError,
+    CallbackWatcher,
+    DataError,
+    Event,
+    ResourceChanged,
+    ResourceDoesNotExistError,
+    ResourceExpiredError,
+    ResourceStatus,
+    ResourceTimeoutError,
+    XdsClient,
+)
+from xdsclient.resources import CLUSTER, ENDPOINT
+from xdsclient.testing import ControlPlane
+
+
+async def test_a_watch_receives_the_resource_and_its_updates(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(cluster("a"))
+    async with contextlib.aclosing(client.watch(CLUSTER, "a")) as updates:
+        first = await next_event(updates)
+        assert isinstance(first, ResourceChanged)
+        assert first.value == cluster("a")
+        control_plane.set(cluster("a", timeout_s=9))
+        second = await next_event(updates)
+        assert isinstance(second, ResourceChanged)
+        assert second.value.connect_timeout.seconds == 9
+
+
+async def test_deleting_a_cluster_reaches_the_watcher(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(cluster("a"))
+    control_plane.set(cluster("b"))
+    async with contextlib.aclosing(client.watch(CLUSTER, "a")) as updates:
+        assert isinstance(await next_event(updates), ResourceChanged)
+        control_plane.remove(CLUSTER.type_url, "a")
+        gone = await next_event(updates)
+        assert isinstance(gone, DataError)
+        assert isinstance(gone.error, ResourceDoesNotExistError)
+        assert not isinstance(gone.error, ResourceTimeoutError)
+
+
+async def test_a_wildcard_watch_sees_every_cluster(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(cluster("a"))
+    control_plane.set(cluster("b"))
+    async with contextlib.aclosing(client.watch(CLUSTER, "*")) as updates:
+        names = {(await next_event(updates)).name for _ in range(2)}
+        assert names == {"a", "b"}
+        control_plane.set(cluster("c"))
+        assert (await next_event(updates)).name == "c"
+
+
+async def test_a_missing_resource_is_reported_after_the_timeout(client: XdsClient) -> None:
+    async with contextlib.aclosing(client.watch(ENDPOINT, "missing")) as updates:
+        event = await next_event(updates)
+        assert isinstance(event, DataError)
+        assert isinstance(event.error, ResourceTimeoutError)
+        state = client.resource_state(ENDPOINT, "missing")
+        assert state is not None
+        assert state.status is ResourceStatus.TIMEOUT
+
+
+async def test_a_resource_created_after_its_timeout_is_delivered(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    async with contextlib.aclosing(client.watch(ENDPOINT, "late")) as updates:
+        assert isinstance(await next_event(updates), DataError)
+        control_plane.set(endpoints("late"))
+        assert isinstance(await next_event(updates), ResourceChanged)
+
+
+async def test_an_expired_ttl_removes_the_resource_and_heartbeats_keep_it(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(cluster("kept"), ttl=0.6)
+    control_plane.set(cluster("dies"), ttl=0.6)
+    async with (
+        contextlib.aclosing(client.watch(CLUSTER, "kept")) as kept,
+        contextlib.aclosing(client.watch(CLUSTER, "dies")) as dies,
+    ):
+        assert isinstance(await next_event(kept), ResourceChanged)
+        assert isinstance(await next_event(dies), ResourceChanged)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 1.0
+        while loop.time() < end:
+            control_plane.heartbeat(CLUSTER.type_url, "kept")
+            await asyncio.sleep(0.15)
+        expired = await next_event(dies, timeout=2)
+        assert isinstance(expired, DataError)
+        assert isinstance(expired.error, ResourceExpiredError)
+        state = client.resource_state(CLUSTER, "kept")
+        assert state is not None
+        assert state.status is ResourceStatus.ACKED
+
+
+async def test_a_new_watcher_first_gets_the_cached_value_and_unchanged_resends_do_not_notify(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(cluster("a"))
+    control_plane.set(cluster("b"))
+    async with (
+        contextlib.aclosing(client.watch(CLUSTER, "a")) as first,
+        contextlib.aclosing(client.watch(CLUSTER, "b")) as other,
+    ):
+        assert isinstance(await next_event(first), ResourceChanged)
+        assert isinstance(await next_event(other), ResourceChanged)
+        async with contextlib.aclosing(client.watch(CLUSTER, "a")) as second:
+            cached = await next_event(second, timeout=1)
+            assert isinstance(cached, ResourceChanged)
+            assert cached.value == cluster("a")
+        # Changing "b" resends the whole CDS state in SotW; "a" in it is unchanged.
+        control_plane.set(cluster("b", timeout_s=7))
+        assert isinstance(await next_event(other), ResourceChanged)
+        with contextlib.suppress(TimeoutError):
+            extra = await next_event(first, timeout=0.3)
+            raise AssertionError(f"unexpected event {extra}")
+
+
+async def test_many_watchers_share_one_subscription(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(endpoints("a"))
+    seen: list[list[Event]] = [[] for _ in range(20)]
+    handles = [client.add_watcher(ENDPOINT, "a", CallbackWatcher(box.append)) for box in seen]
+    await eventually(lambda: all(box for box in seen))
+    subscriptions = [
+        r
+        for r in control_plane.requests
+        if r.type_url == ENDPOINT.type_url and not r.message.response_nonce
+    ]
+    assert len(subscriptions) == 1
+    for handle in handles:
+        handle.cancel()
+
+
+async def test_a_watcher_that_raises_does_not_break_the_others(
+    control_plane: ControlPlane, client: XdsClient, caplog: object
+) -> None:
+    def explode(event: Event) -> None:
+        raise RuntimeError("watcher bug")
+
+    control_plane.set(cluster("a"))
+    client.add_watcher(CLUSTER, "a", CallbackWatcher(explode))
+    async with contextlib.aclosing(client.watch(CLUSTER, "a")) as updates:
+        assert isinstance(await next_event(updates), ResourceChanged)
+        control_plane.set(cluster("a", timeout_s=3))
+        assert isinstance(await next_event(updates), ResourceChanged)
+
+
+async def test_cancelling_while_updates_flow_stops_delivery_and_unsubscribes(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    seen: list[Event] = []
+    control_plane.set(endpoints("a"))
+    handle = client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
+    for port in range(1, 20):
+        control_plane.set(endpoints("a", port=port))
+        await asyncio.sleep(0)
+    handle.cancel()
+    count = len(seen)
+    for port in range(20, 25):
+        control_plane.set(endpoints("a", port=port))
+    await asyncio.sleep(0.2)
+    assert len(seen) == count
+    assert client.resource_state(ENDPOINT, "a") is None
+
+
+async def test_a_slow_async_watcher_holds_back_the_stream(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    release = asyncio.Event()
+    seen: list[Event] = []
+
+    async def slow(event: Event) -> None:
+        seen.append(event)
+        await release.wait()
+
+    control_plane.set(endpoints("a"))
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(slow))
+    await eventually(lambda: seen)
+    acks = len(control_plane.acks(ENDPOINT.type_url))
+    control_plane.set(endpoints("a", port=2))
+    control_plane.set(endpoints("a", port=3))
+    await asyncio.sleep(0.3)
+    # The next response was read and ACKed, but the one after waits for the watcher.
+    assert len(control_plane.acks(ENDPOINT.type_url)) <= acks + 1
+    release.set()
+    await eventually(
+        lambda: (
+            len(seen) == 3
+            or seen[-1]
+            .value.endpoints[0]
+            .lb_endpoints[0]
+            .endpoint.address.socket_address.port_value
+            == 3
+        )
+    )
+
+
+async def test_ambient_errors_reach_the_a88_method(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    ambient: list[AmbientError] = []
+    changed: list[Event] = []
+    control_plane.set(cluster("a"))
+    client.add_watcher(CLUSTER, "a", CallbackWatcher(changed.append, ambient.append))
+    await eventually(lambda: changed)
+    control_plane.close_streams()
+    await asyncio.sleep(0.3)
+    # A stream closing after a response is not an error to watchers (gRFC A57).
+    assert ambient == []

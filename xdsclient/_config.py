@@ -1,0 +1,135 @@
+"""Client configuration values: where the management servers are and how to talk to them.
+
+Why values: the bootstrap loader, keyword arguments and tests all produce the same frozen
+objects, validated once at construction, so the transport never second-guesses its inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from ._errors import XdsError
+
+__all__ = [
+    "Backoff",
+    "BootstrapError",
+    "ChannelCredentials",
+    "ClientConfig",
+    "Locality",
+    "NodeConfig",
+    "ServerConfig",
+]
+
+#: Client features this library implements, advertised in Node.client_features.
+CLIENT_FEATURES = ("xds.config.resource-in-sotw", "xds.config.supports-resource-ttl")
+
+
+class BootstrapError(XdsError):
+    """The bootstrap configuration is invalid; the message names the offending field."""
+
+
+@attrs.frozen(kw_only=True)
+class Locality:
+    region: str = ""
+    zone: str = ""
+    sub_zone: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class NodeConfig:
+    """What the client tells the control plane about itself (``envoy.config.core.v3.Node``)."""
+
+    id: str = ""
+    cluster: str = ""
+    metadata: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    locality: Locality | None = None
+    user_agent_name: str = "xdsclient-python"
+    user_agent_version: str = ""
+
+    def to_proto(self) -> Any:
+        """The Node message, with the client features we support."""
+        from envoy.config.core.v3 import base_pb2
+
+        node = base_pb2.Node(
+            id=self.id,
+            cluster=self.cluster,
+            user_agent_name=self.user_agent_name,
+            user_agent_version=self.user_agent_version or _version(),
+            client_features=list(CLIENT_FEATURES),
+        )
+        if self.metadata:
+            node.metadata.update(self.metadata)
+        if self.locality is not None:
+            node.locality.region = self.locality.region
+            node.locality.zone = self.locality.zone
+            node.locality.sub_zone = self.locality.sub_zone
+        return node
+
+
+@attrs.frozen(kw_only=True)
+class ChannelCredentials:
+    """How to secure the channel: ``insecure``, or ``tls`` with optional CA / client cert files."""
+
+    type: Literal["insecure", "tls"] = "insecure"
+    ca_certificate_file: str | None = None
+    certificate_file: str | None = None
+    private_key_file: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.certificate_file is None) != (self.private_key_file is None):
+            raise BootstrapError("channel_creds: certificate_file and private_key_file go together")
+
+    def __repr__(self) -> str:  # never show key material paths' contents; paths are fine
+        return f"ChannelCredentials(type={self.type!r}, mutual={self.certificate_file is not None})"
+
+
+@attrs.frozen(kw_only=True)
+class ServerConfig:
+    """One management server: target URI, credentials and the server features it supports."""
+
+    uri: str
+    channel_credentials: ChannelCredentials = ChannelCredentials()
+    server_features: frozenset[str] = frozenset()
+
+    @property
+    def ignore_resource_deletion(self) -> bool:
+        """gRFC A53: keep resources the server deletes."""
+        return "ignore_resource_deletion" in self.server_features
+
+
+def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Backoff:
+    """Reconnect backoff, gRPC's defaults: 1 s, x1.6, +-20 % jitter, at most 120 s."""
+
+    initial: float = attrs.field(default=1.0, validator=_positive)
+    multiplier: float = attrs.field(default=1.6, validator=_positive)
+    jitter: float = attrs.field(
+        default=0.2, validator=attrs.validators.and_(attrs.validators.ge(0), attrs.validators.lt(1))
+    )
+    maximum: float = attrs.field(default=120.0, validator=_positive)
+
+    def delay(self, attempt: int, uniform: float) -> float:
+        """Seconds to wait before reconnect ``attempt`` (0-based); ``uniform`` is in [0, 1)."""
+        base = min(self.initial * self.multiplier**attempt, self.maximum)
+        return base * (1 + self.jitter * (2 * uniform - 1))
+
+
+@attrs.frozen(kw_only=True)
+class ClientConfig:
+    """Everything the client needs to reach its management server."""
+
+    servers: tuple[ServerConfig, ...] = attrs.field(validator=attrs.validators.min_len(1))
+    node: NodeConfig = NodeConfig()
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__

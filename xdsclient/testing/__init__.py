@@ -1,0 +1,10 @@
+"""Test kit: a real xDS control plane on loopback, and what tests need around it."""
+
+from __future__ import annotations
+
+from ._control_plane import ControlPlane, ReceivedRequest
+
+__all__ = ["ControlPlane", "ReceivedRequest"]
+
+for _cls in (ControlPlane, ReceivedRequest):
+    _cls.__module__ = __name__
