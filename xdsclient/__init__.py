@@ -38,7 +38,7 @@ from ._protocol import (
     ResourceStatus,
     Session,
 )
-from ._watchers import CallbackWatcher, ResourceWatcher, WatchHandle
+from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from .resources import ResourceType
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "ServerResourceError",
     "Session",
     "TransportError",
+    "Watch",
     "WatchHandle",
     "XdsClient",
     "XdsError",

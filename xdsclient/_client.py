@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._bootstrap import load_bootstrap
 from ._config import Backoff, ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
-from ._protocol import Event, ProtocolOptions, ResourceState, Session
+from ._protocol import ProtocolOptions, ResourceState, Session
 from ._runner import StreamRunner
 from ._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
 from ._transport import TransportOptions, make_channel
-from ._watchers import CallbackWatcher, Dispatcher, ResourceWatcher, WatchHandle, replay_events
+from ._watchers import (
+    Dispatcher,
+    ResourceWatcher,
+    Watch,
+    WatchFeeder,
+    WatchHandle,
+    replay_events,
+)
 from .resources import BUILTIN_TYPES, ResourceType
 
 __all__ = ["XdsClient"]
@@ -211,22 +218,19 @@ class XdsClient:
         runner.wake()
         return handle
 
-    async def watch(
+    def watch(
         self, resource_type: ResourceType[Any] | str, name: str, *, buffer: int = 16
-    ) -> AsyncIterator[Event]:
+    ) -> Watch:
         """``async for event in client.watch(CLUSTER, "name")``: the cached state, then changes.
 
         Yields `ResourceChanged`, `DataError` (does-not-exist, invalid, expired...) and
-        `AmbientError` values. Leaving the loop unsubscribes (when no one else watches).
-        At most ``buffer`` events wait for the loop; beyond that the client waits for it too.
+        `AmbientError` values. Subscribes at once; leaving the loop (or ``async with``, or
+        `Watch.cancel`) unsubscribes when no one else watches. At most ``buffer`` events wait
+        for the loop; beyond that the client waits for it too.
         """
-        queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=buffer)
-        handle = self.add_watcher(resource_type, name, CallbackWatcher(queue.put))
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            handle.cancel()
+        watch = Watch(buffer)
+        watch._attach(self.add_watcher(resource_type, name, WatchFeeder(watch)))
+        return watch
 
     # ------------------------------------------------------------------ introspection
 

@@ -15,9 +15,11 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import itertools
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
@@ -26,7 +28,14 @@ import attrs
 from ._names import WILDCARD
 from ._protocol import AmbientError, DataError, Event, ResourceChanged, ResourceState
 
-__all__ = ["CallbackWatcher", "Dispatcher", "ResourceWatcher", "WatchHandle", "replay_events"]
+__all__ = [
+    "CallbackWatcher",
+    "Dispatcher",
+    "ResourceWatcher",
+    "Watch",
+    "WatchHandle",
+    "replay_events",
+]
 
 logger = logging.getLogger("xdsclient")
 
@@ -185,3 +194,88 @@ class Dispatcher:
             logger.exception(
                 "xDS watcher %r raised on %r; it keeps its registration", watcher, event
             )
+
+
+class Watch:
+    """The events of one watched resource, as an async iterator (`XdsClient.watch`).
+
+    The subscription starts when the watch is created and ends when it is cancelled: by
+    `cancel`, by leaving ``async with``, or when the watch is dropped (as when an ``async for``
+    loop over it ends). At most ``buffer`` events wait for the consumer; beyond that the client
+    waits too (flow control), so a consumer that stops reading should cancel.
+    """
+
+    def __init__(self, buffer: int) -> None:
+        if buffer < 1:
+            raise ValueError("buffer must be at least 1")
+        self._buffer = buffer
+        self._events: collections.deque[Event] = collections.deque()
+        self._readable = asyncio.Event()
+        self._space = asyncio.Event()
+        self._handle: WatchHandle | None = None
+
+    def _attach(self, handle: WatchHandle) -> None:
+        self._handle = handle
+
+    async def _push(self, event: Event) -> None:
+        """The watcher callback: queue ``event``, waiting while the buffer is full."""
+        if self.cancelled:
+            return
+        self._events.append(event)
+        self._readable.set()
+        while len(self._events) >= self._buffer and not self.cancelled:
+            self._space.clear()
+            await self._space.wait()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._handle is not None and self._handle.cancelled
+
+    def cancel(self) -> None:
+        """Stop watching; iteration ends once the events already queued are consumed."""
+        if self._handle is not None:
+            self._handle.cancel()
+        self._readable.set()
+        self._space.set()
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> Event:
+        while not self._events:
+            if self.cancelled:
+                raise StopAsyncIteration
+            self._readable.clear()
+            await self._readable.wait()
+        event = self._events.popleft()
+        self._space.set()
+        return event
+
+    async def __aenter__(self) -> Watch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.cancel()
+
+    def __del__(self) -> None:
+        handle = self._handle
+        if handle is not None and not handle.cancelled:
+            handle.cancel()
+
+
+class WatchFeeder:
+    """The watcher behind a `Watch`: holds it weakly, so dropping the watch ends the watching."""
+
+    def __init__(self, watch: Watch) -> None:
+        self._watch = weakref.ref(watch)
+
+    async def _feed(self, event: Event) -> None:
+        watch = self._watch()
+        if watch is not None:
+            await watch._push(event)
+
+    def on_resource_changed(self, event: ResourceChanged | DataError) -> Awaitable[None]:
+        return self._feed(event)
+
+    def on_ambient_error(self, event: AmbientError) -> Awaitable[None]:
+        return self._feed(event)

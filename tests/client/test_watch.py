@@ -27,7 +27,7 @@ async def test_a_watch_receives_the_resource_and_its_updates(
     control_plane: ControlPlane, client: XdsClient
 ) -> None:
     control_plane.set(cluster("a"))
-    async with contextlib.aclosing(client.watch(CLUSTER, "a")) as updates:
+    async with client.watch(CLUSTER, "a") as updates:
         first = await next_event(updates)
         assert isinstance(first, ResourceChanged)
         assert first.value == cluster("a")
@@ -42,7 +42,7 @@ async def test_deleting_a_cluster_reaches_the_watcher(
 ) -> None:
     control_plane.set(cluster("a"))
     control_plane.set(cluster("b"))
-    async with contextlib.aclosing(client.watch(CLUSTER, "a")) as updates:
+    async with client.watch(CLUSTER, "a") as updates:
         assert isinstance(await next_event(updates), ResourceChanged)
         control_plane.remove(CLUSTER.type_url, "a")
         gone = await next_event(updates)
@@ -56,7 +56,7 @@ async def test_a_wildcard_watch_sees_every_cluster(
 ) -> None:
     control_plane.set(cluster("a"))
     control_plane.set(cluster("b"))
-    async with contextlib.aclosing(client.watch(CLUSTER, "*")) as updates:
+    async with client.watch(CLUSTER, "*") as updates:
         names = {(await next_event(updates)).name for _ in range(2)}
         assert names == {"a", "b"}
         control_plane.set(cluster("c"))
@@ -64,7 +64,7 @@ async def test_a_wildcard_watch_sees_every_cluster(
 
 
 async def test_a_missing_resource_is_reported_after_the_timeout(client: XdsClient) -> None:
-    async with contextlib.aclosing(client.watch(ENDPOINT, "missing")) as updates:
+    async with client.watch(ENDPOINT, "missing") as updates:
         event = await next_event(updates)
         assert isinstance(event, DataError)
         assert isinstance(event.error, ResourceTimeoutError)
@@ -76,7 +76,7 @@ async def test_a_missing_resource_is_reported_after_the_timeout(client: XdsClien
 async def test_a_resource_created_after_its_timeout_is_delivered(
     control_plane: ControlPlane, client: XdsClient
 ) -> None:
-    async with contextlib.aclosing(client.watch(ENDPOINT, "late")) as updates:
+    async with client.watch(ENDPOINT, "late") as updates:
         assert isinstance(await next_event(updates), DataError)
         control_plane.set(endpoints("late"))
         assert isinstance(await next_event(updates), ResourceChanged)
@@ -88,8 +88,8 @@ async def test_an_expired_ttl_removes_the_resource_and_heartbeats_keep_it(
     control_plane.set(cluster("kept"), ttl=0.6)
     control_plane.set(cluster("dies"), ttl=0.6)
     async with (
-        contextlib.aclosing(client.watch(CLUSTER, "kept")) as kept,
-        contextlib.aclosing(client.watch(CLUSTER, "dies")) as dies,
+        client.watch(CLUSTER, "kept") as kept,
+        client.watch(CLUSTER, "dies") as dies,
     ):
         assert isinstance(await next_event(kept), ResourceChanged)
         assert isinstance(await next_event(dies), ResourceChanged)
@@ -112,12 +112,12 @@ async def test_a_new_watcher_first_gets_the_cached_value_and_unchanged_resends_d
     control_plane.set(cluster("a"))
     control_plane.set(cluster("b"))
     async with (
-        contextlib.aclosing(client.watch(CLUSTER, "a")) as first,
-        contextlib.aclosing(client.watch(CLUSTER, "b")) as other,
+        client.watch(CLUSTER, "a") as first,
+        client.watch(CLUSTER, "b") as other,
     ):
         assert isinstance(await next_event(first), ResourceChanged)
         assert isinstance(await next_event(other), ResourceChanged)
-        async with contextlib.aclosing(client.watch(CLUSTER, "a")) as second:
+        async with client.watch(CLUSTER, "a") as second:
             cached = await next_event(second, timeout=1)
             assert isinstance(cached, ResourceChanged)
             assert cached.value == cluster("a")
@@ -154,7 +154,7 @@ async def test_a_watcher_that_raises_does_not_break_the_others(
 
     control_plane.set(cluster("a"))
     client.add_watcher(CLUSTER, "a", CallbackWatcher(explode))
-    async with contextlib.aclosing(client.watch(CLUSTER, "a")) as updates:
+    async with client.watch(CLUSTER, "a") as updates:
         assert isinstance(await next_event(updates), ResourceChanged)
         control_plane.set(cluster("a", timeout_s=3))
         assert isinstance(await next_event(updates), ResourceChanged)

@@ -1,0 +1,69 @@
+"""Client construction, backoff arithmetic and the Watch object's lifetime."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import cluster
+from tests.client.conftest import eventually, next_event
+from xdsclient import Backoff, ResourceChanged, XdsClient
+from xdsclient.resources import CLUSTER, ResourceType
+from xdsclient.testing import ControlPlane
+
+
+def test_backoff_grows_by_the_multiplier_with_bounded_jitter_and_a_cap() -> None:
+    backoff = Backoff()
+    assert [backoff.delay(n, 0.5) for n in range(3)] == pytest.approx([1.0, 1.6, 2.56])
+    assert backoff.delay(0, 0.0) == pytest.approx(0.8)
+    assert backoff.delay(0, 0.999999) == pytest.approx(1.2, rel=1e-5)
+    assert backoff.delay(50, 0.5) == 120.0
+
+
+def test_backoff_refuses_nonsense() -> None:
+    with pytest.raises(ValueError, match="initial must be positive"):
+        Backoff(initial=0)
+    with pytest.raises(ValueError, match="jitter"):
+        Backoff(jitter=1.5)
+
+
+def test_server_and_bootstrap_are_exclusive_and_custom_types_need_ads() -> None:
+    with pytest.raises(ValueError, match="either a server address or a bootstrap"):
+        XdsClient("a:1", bootstrap={})
+    custom = ResourceType(type_url="type.googleapis.com/my.Thing", decode=lambda b: ("x", b))
+    with pytest.raises(
+        ValueError, match=r"no per-type xDS service carries type\.googleapis\.com/my\.Thing"
+    ):
+        XdsClient("a:1", resource_types=[custom], ads=False)
+
+
+async def test_watching_before_start_or_an_unknown_type_is_an_error(
+    control_plane: ControlPlane,
+) -> None:
+    client = XdsClient(control_plane.address)
+    with pytest.raises(RuntimeError, match="not started"):
+        client.watch(CLUSTER, "a")
+    async with client:
+        with pytest.raises(ValueError, match="unknown resource type"):
+            client.watch("type.googleapis.com/not.Registered", "a")
+    async with XdsClient(control_plane.address, ads=False, delta=False) as per_type:
+        with pytest.raises(ValueError, match="no SotW per-type service carries"):
+            per_type.watch("type.googleapis.com/envoy.config.route.v3.VirtualHost", "vh")
+
+
+async def test_breaking_out_of_the_loop_unsubscribes(control_plane: ControlPlane) -> None:
+    control_plane.set(cluster("a"))
+    async with XdsClient(control_plane.address, node_id="n") as client:
+        async for event in client.watch(CLUSTER, "a"):
+            assert isinstance(event, ResourceChanged)
+            break
+        await eventually(lambda: client.resource_state(CLUSTER, "a") is None)
+        await eventually(lambda: list(control_plane.requests[-1].message.resource_names) == [])
+
+
+async def test_a_cancelled_watch_ends_its_iteration(control_plane: ControlPlane) -> None:
+    control_plane.set(cluster("a"))
+    async with XdsClient(control_plane.address, node_id="n") as client:
+        watch = client.watch(CLUSTER, "a")
+        assert isinstance(await next_event(watch), ResourceChanged)
+        watch.cancel()
+        assert [event async for event in watch] == []
