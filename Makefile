@@ -25,8 +25,7 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 demo: $(STAMP)
-	@echo "The demo arrives with the client (issue: XdsClient over grpc.aio). Until then, see bench/core.py."
-	$(BIN)/python bench/core.py --sizes 1000
+	$(BIN)/python examples/watch_cluster.py $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py

@@ -1,0 +1,42 @@
+"""A user-defined resource type travels over ADS like the built-in ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.protobuf import any_pb2, struct_pb2
+
+from tests.client.conftest import next_event
+from xdsclient import ResourceChanged, ResourceDecodeError, ResourceType, XdsClient
+from xdsclient.testing import ControlPlane
+
+STRUCT_URL = "type.googleapis.com/google.protobuf.Struct"
+
+
+def decode_settings(data: bytes) -> tuple[str, dict[str, Any]]:
+    message = struct_pb2.Struct.FromString(data)
+    if "name" not in message.fields:
+        raise ResourceDecodeError("name: required")
+    return message.fields["name"].string_value, {
+        k: v.string_value for k, v in message.fields.items()
+    }
+
+
+SETTINGS = ResourceType(type_url=STRUCT_URL, decode=decode_settings)
+
+
+@pytest.mark.parametrize("delta", [False, True], ids=["sotw", "delta"])
+async def test_a_custom_type_is_watched_over_ads(control_plane: ControlPlane, delta: bool) -> None:
+    # Custom types have no per-type service: the client refuses them there (test_options).
+    settings = struct_pb2.Struct()
+    settings.update({"name": "feature-flags", "color": "blue"})
+    packed = any_pb2.Any()
+    packed.Pack(settings)
+    control_plane.set_packed(packed, name="feature-flags")
+    async with XdsClient(
+        control_plane.address, node_id="n", resource_types=[SETTINGS], delta=delta
+    ) as client:
+        event = await next_event(client.watch(SETTINGS, "feature-flags"))
+        assert isinstance(event, ResourceChanged)
+        assert event.value == {"name": "feature-flags", "color": "blue"}
