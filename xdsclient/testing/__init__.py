@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._control_plane import ControlPlane, ReceivedRequest
+from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
 
-__all__ = ["ControlPlane", "ReceivedRequest"]
+__all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
 
-for _cls in (ControlPlane, ReceivedRequest):
+for _cls in (ControlPlane, ReceivedRequest, SentResponse):
     _cls.__module__ = __name__

@@ -19,6 +19,7 @@ Serving rules:
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import itertools
 import time
@@ -40,7 +41,7 @@ from .._protocol._messages import (
 from .._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
 from ..resources import CLUSTER, ENDPOINT, LISTENER
 
-__all__ = ["ControlPlane", "ReceivedRequest"]
+__all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
 
 _FULL_STATE = frozenset({LISTENER.type_url, CLUSTER.type_url})
 _WRAPPER = "type.googleapis.com/envoy.service.discovery.v3.Resource"
@@ -63,6 +64,18 @@ class ReceivedRequest:
     @property
     def is_delta(self) -> bool:
         return isinstance(self.message, DeltaDiscoveryRequest)
+
+
+@attrs.frozen(kw_only=True)
+class SentResponse:
+    """A response the control plane sent: when, on which stream, its type, nonce and names."""
+
+    time: float
+    stream: int
+    type_url: str
+    nonce: str
+    names: tuple[str, ...]
+    removed: tuple[str, ...] = ()
 
 
 @attrs.define
@@ -134,6 +147,8 @@ class ControlPlane:
         self._changed = asyncio.Condition()
         #: Every request received, in order.
         self.requests: list[ReceivedRequest] = []
+        #: Every response sent, in order.
+        self.responses: list[SentResponse] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -361,10 +376,10 @@ class ControlPlane:
                     if reader.done():
                         return
                     while stream.raw:
-                        await context.write(stream.raw.pop(0))
+                        await self._write(context, stream, stream.raw.pop(0))
                     if not self._paused:
                         for response in self._responses(stream):
-                            await context.write(response)
+                            await self._write(context, stream, response)
             finally:
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -372,6 +387,44 @@ class ControlPlane:
                 self._streams.pop(stream.id, None)
 
         return serve
+
+    async def _write(
+        self, context: grpc.aio.ServicerContext[Any, Any], stream: _Stream, response: Any
+    ) -> None:
+        if stream.delta:
+            names = tuple(r.name for r in response.resources)
+            removed = tuple(response.removed_resources)
+        else:
+            names = tuple(_sotw_name(packed) for packed in response.resources)
+            removed = ()
+        self.responses.append(
+            SentResponse(
+                time=time.monotonic(),
+                stream=stream.id,
+                type_url=response.type_url,
+                nonce=response.nonce,
+                names=names,
+                removed=removed,
+            )
+        )
+        await context.write(response)
+
+    def acked_names(self, type_url: str, *, since: float = 0.0) -> frozenset[str]:
+        """Names carried by responses sent at or after ``since`` and ACKed (not NACKed)."""
+        sent = {
+            (r.stream, r.nonce): r
+            for r in self.responses
+            if r.type_url == type_url and r.time >= since
+        }
+        names: builtins.set[str] = builtins.set()
+        for request in self.requests:
+            message = request.message
+            if message.type_url != type_url or message.HasField("error_detail"):
+                continue
+            response = sent.get((request.stream, message.response_nonce))
+            if response is not None:
+                names.update(response.names)
+        return frozenset(names)
 
     async def _read(self, stream: _Stream, requests: AsyncIterator[Any]) -> None:
         async for request in requests:
@@ -520,3 +573,27 @@ class ControlPlane:
     def _wake_all(self) -> None:
         for stream in self._streams.values():
             stream.wake.set()
+
+
+def _sotw_name(packed: Any) -> str:
+    """The name of a resource in a SotW response (for the log), without a type registry."""
+    if packed.type_url == _WRAPPER:
+        return str(Resource.FromString(packed.value).name)
+    message = _message_class(packed.type_url)
+    if message is None:
+        return ""
+    decoded = message.FromString(packed.value)
+    return str(
+        decoded.cluster_name
+        if packed.type_url == ENDPOINT.type_url
+        else getattr(decoded, "name", "")
+    )
+
+
+def _message_class(type_url: str) -> Any:
+    from google.protobuf import symbol_database
+
+    try:
+        return symbol_database.Default().GetSymbol(type_url.rsplit("/", 1)[-1])
+    except KeyError:
+        return None
