@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
@@ -11,7 +12,7 @@ from envoy.config.listener.v3 import listener_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2, duration_pb2
 
-from xdsclient import ProtocolOptions, Session
+from xdsclient import ProtocolOptions, ResourceDecodeError, ResourceStatus, Session
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ResourceType
 
 CDS = CLUSTER.type_url
@@ -79,12 +80,16 @@ def sotw_response(
         response.resources.append(
             item if item.DESCRIPTOR.full_name == "google.protobuf.Any" else pack(item)
         )
+    _add_errors(response, errors)
+    return response
+
+
+def _add_errors(response: Any, errors: Iterable[tuple[str, int, str]]) -> None:
     for name, code, message in errors:
         error = response.resource_errors.add()
         error.resource_name.name = name
         error.error_detail.code = code
         error.error_detail.message = message
-    return response
 
 
 def delta_resource(
@@ -121,11 +126,7 @@ def delta_response(
         removed_resources=list(removed),
     )
     response.resources.extend(resources)
-    for name, code, message in errors:
-        error = response.resource_errors.add()
-        error.resource_name.name = name
-        error.error_detail.code = code
-        error.error_detail.message = message
+    _add_errors(response, errors)
     return response
 
 
@@ -152,3 +153,21 @@ def connected(
             result.subscribe(type_url, name)
     result.connect(now)
     return result, result.requests_to_send(now)
+
+
+def status_of(s: Session, type_url: str, name: str) -> ResourceStatus | None:
+    """The status of a resource in a session's cache, or None when it is not there."""
+    state = s.resource_state(type_url, name)
+    return None if state is None else state.status
+
+
+def strict_clusters() -> ResourceType[Any]:
+    """Clusters, where a connect_timeout above 60 s is invalid (the error names the resource)."""
+
+    def decode(data: bytes) -> tuple[str, Any]:
+        name, message = CLUSTER.decode(data)
+        if message.connect_timeout.seconds > 60:
+            raise ResourceDecodeError("connect_timeout: must be at most 60s", name=name)
+        return name, message
+
+    return ResourceType(type_url=CDS, decode=decode, all_resources_required_in_sotw=True)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import attrs
 
 from ._errors import XdsError
+from ._protocol._options import positive as _positive
 
 __all__ = [
     "Backoff",
@@ -97,11 +98,6 @@ class ServerConfig:
     def ignore_resource_deletion(self) -> bool:
         """gRFC A53: keep resources the server deletes."""
         return "ignore_resource_deletion" in self.server_features
-
-
-def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)

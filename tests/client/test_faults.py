@@ -7,35 +7,19 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.builders import cluster, endpoints
+from tests.builders import cluster, endpoints, strict_clusters
 from tests.client.conftest import FAST_BACKOFF, eventually, next_event
 from xdsclient import (
     AmbientError,
     DataError,
     ResourceChanged,
-    ResourceDecodeError,
     ResourceStatus,
-    ResourceType,
     ResourceValidationError,
     TransportError,
     XdsClient,
 )
 from xdsclient.resources import CLUSTER, ENDPOINT
 from xdsclient.testing import ControlPlane
-
-
-def strict_clusters() -> ResourceType[Any]:
-    """Clusters, where a connect_timeout above 60 s is invalid."""
-
-    def decode(data: bytes) -> tuple[str, Any]:
-        name, message = CLUSTER.decode(data)
-        if message.connect_timeout.seconds > 60:
-            raise ResourceDecodeError("connect_timeout: must be at most 60s", name=name)
-        return name, message
-
-    return ResourceType(
-        type_url=CLUSTER.type_url, decode=decode, all_resources_required_in_sotw=True
-    )
 
 
 @pytest.fixture

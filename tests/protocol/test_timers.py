@@ -12,6 +12,7 @@ from tests.builders import (
     endpoints,
     session,
     sotw_response,
+    status_of,
     wrapped,
 )
 from xdsclient import (
@@ -20,14 +21,7 @@ from xdsclient import (
     ResourceExpiredError,
     ResourceStatus,
     ResourceTimeoutError,
-    Session,
 )
-
-
-def _status(s: Session, type_url: str, name: str) -> ResourceStatus | None:
-    state = s.resource_state(type_url, name)
-    return None if state is None else state.status
-
 
 # --------------------------------------------------------------------------- does-not-exist
 
@@ -57,7 +51,7 @@ def test_firing_declares_the_resource_missing_with_a_timeout_error() -> None:
     error = events[0].error
     assert isinstance(error, ResourceTimeoutError)
     assert str(error) == 'ClusterLoadAssignment "a": not received within 3 s of being requested'
-    assert _status(s, EDS, "a") is ResourceStatus.TIMEOUT
+    assert status_of(s, EDS, "a") is ResourceStatus.TIMEOUT
     assert s.next_deadline() is None
 
 
@@ -66,7 +60,7 @@ def test_a_resource_that_arrives_after_the_timeout_is_accepted() -> None:
     s.expire(15.0)
     events = s.receive(sotw_response(EDS, [endpoints("a")], version="1", nonce="n"), 20.0)
     assert [type(e) for e in events] == [ResourceChanged]
-    assert _status(s, EDS, "a") is ResourceStatus.ACKED
+    assert status_of(s, EDS, "a") is ResourceStatus.ACKED
 
 
 def test_arrival_cancels_the_timer_even_when_the_resource_is_invalid() -> None:
@@ -75,7 +69,7 @@ def test_arrival_cancels_the_timer_even_when_the_resource_is_invalid() -> None:
     response.resources[1].value = b"\xff"  # unnamed garbage: "b" has not arrived
     s.receive(response, 1.0)
     assert s.expire(100.0)[0].name == "b"
-    assert _status(s, EDS, "a") is ResourceStatus.ACKED
+    assert status_of(s, EDS, "a") is ResourceStatus.ACKED
 
 
 def test_a_server_reported_error_cancels_the_timer() -> None:
@@ -157,7 +151,7 @@ def test_a_heartbeat_refreshes_the_ttl_without_notifying() -> None:
     assert s.receive(beat, 20.0) == []
     assert s.expire(31.0) == []
     assert s.next_deadline() == 50.0
-    assert _status(s, CDS, "a") is ResourceStatus.ACKED
+    assert status_of(s, CDS, "a") is ResourceStatus.ACKED
 
 
 def test_a_wrapped_resource_carries_its_own_version_which_heartbeats_repeat() -> None:
@@ -206,7 +200,7 @@ def test_a_cds_response_of_heartbeats_alone_deletes_nothing() -> None:
         )
         == []
     )
-    assert _status(s, CDS, "b") is ResourceStatus.ACKED
+    assert status_of(s, CDS, "b") is ResourceStatus.ACKED
 
 
 def test_a_body_less_resource_with_another_version_is_not_a_heartbeat_but_a_deletion() -> None:
@@ -221,7 +215,7 @@ def test_a_body_less_resource_with_another_version_is_not_a_heartbeat_but_a_dele
         sotw_response(EDS, [wrapped(None, name="a", version="2")], version="2", nonce="n2"), 2.0
     )
     assert [type(e) for e in events] == [DataError]
-    assert _status(s, EDS, "a") is ResourceStatus.DOES_NOT_EXIST
+    assert status_of(s, EDS, "a") is ResourceStatus.DOES_NOT_EXIST
     assert s.next_deadline() is None
 
 
@@ -267,7 +261,7 @@ def test_delta_ttl_and_heartbeat() -> None:
     assert s.expire(17.9) == []
     events = s.expire(18.0)
     assert isinstance(events[0].error, ResourceExpiredError)
-    assert _status(s, CDS, "a") is ResourceStatus.EXPIRED
+    assert status_of(s, CDS, "a") is ResourceStatus.EXPIRED
 
 
 def test_a_heartbeat_without_a_ttl_removes_the_timer() -> None:
@@ -278,4 +272,4 @@ def test_a_heartbeat_without_a_ttl_removes_the_timer() -> None:
     )
     s.receive(delta_response(CDS, [delta_resource("a", None, version="v")], nonce="n2"), 1.0)
     assert s.next_deadline() is None
-    assert _status(s, CDS, "a") is ResourceStatus.ACKED
+    assert status_of(s, CDS, "a") is ResourceStatus.ACKED

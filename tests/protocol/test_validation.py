@@ -19,25 +19,20 @@ from tests.builders import (
     pack,
     raw_any,
     sotw_response,
+    status_of,
+    strict_clusters,
     wrapped,
 )
 from xdsclient import (
     AmbientError,
     DataError,
     ResourceChanged,
-    ResourceDecodeError,
     ResourceStatus,
     ResourceType,
     ResourceValidationError,
     Session,
 )
 from xdsclient.resources import CLUSTER
-
-
-def _status(s: Session, type_url: str, name: str) -> ResourceStatus:
-    state = s.resource_state(type_url, name)
-    assert state is not None
-    return state.status
 
 
 def test_an_unparsable_resource_is_nacked_while_the_valid_ones_are_applied() -> None:
@@ -48,23 +43,11 @@ def test_an_unparsable_resource_is_nacked_while_the_valid_ones_are_applied() -> 
     (nack,) = s.requests_to_send(1.0)
     assert [(type(e), e.name) for e in events] == [(ResourceChanged, "a")]
     assert nack.error_detail.message.startswith("resource 1: cannot parse")
-    assert _status(s, EDS, "a") is ResourceStatus.ACKED
-
-
-def _validating_cluster_type() -> ResourceType[Any]:
-    """Cluster, but a connect_timeout above 60 s is invalid (names the resource in the error)."""
-
-    def decode(data: bytes) -> tuple[str, Any]:
-        name, message = CLUSTER.decode(data)
-        if message.connect_timeout.seconds > 60:
-            raise ResourceDecodeError("connect_timeout: must be at most 60s", name=name)
-        return name, message
-
-    return ResourceType(type_url=CDS, decode=decode, all_resources_required_in_sotw=True)
+    assert status_of(s, EDS, "a") is ResourceStatus.ACKED
 
 
 def test_a_named_invalid_resource_is_nacked_by_name_and_keeps_its_last_good_value() -> None:
-    s, _ = connected(_validating_cluster_type(), subscribe={CDS: ["a", "b"]})
+    s, _ = connected(strict_clusters(), subscribe={CDS: ["a", "b"]})
     s.receive(sotw_response(CDS, [cluster("a"), cluster("b")], version="1", nonce="n1"), 1.0)
     s.requests_to_send(1.0)
     events = s.receive(
@@ -88,12 +71,12 @@ def test_a_named_invalid_resource_is_nacked_by_name_and_keeps_its_last_good_valu
 
 
 def test_an_invalid_resource_with_nothing_cached_is_a_data_error() -> None:
-    s, _ = connected(_validating_cluster_type(), subscribe={CDS: ["a"]})
+    s, _ = connected(strict_clusters(), subscribe={CDS: ["a"]})
     events = s.receive(
         sotw_response(CDS, [cluster("a", timeout_s=99)], version="1", nonce="n"), 1.0
     )
     assert [(type(e), e.name) for e in events] == [(DataError, "a")]
-    assert _status(s, CDS, "a") is ResourceStatus.NACKED
+    assert status_of(s, CDS, "a") is ResourceStatus.NACKED
 
 
 def test_a_decoder_that_crashes_nacks_the_resource_instead_of_breaking_the_session() -> None:

@@ -10,10 +10,11 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ProtocolOptions"]
+__all__ = ["ProtocolOptions", "positive"]
 
 
-def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+def positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    """An attrs validator: the value must be greater than zero."""
     if not value > 0:
         raise ValueError(f"{attribute.name} must be positive, got {value!r}")
 
@@ -24,8 +25,8 @@ class ProtocolOptions:
 
     #: Seconds after the request naming a resource was sent before it is declared missing
     #: (gRFC A57; the spec recommends 15 s).
-    does_not_exist_timeout: float = attrs.field(default=15.0, validator=_positive)
+    does_not_exist_timeout: float = attrs.field(default=15.0, validator=positive)
     #: Keep resources the server deletes, reporting the deletion once (gRFC A53 server feature).
     ignore_resource_deletion: bool = False
     #: Longest ``error_detail.message`` a NACK carries; longer lists of errors are cut short.
-    max_nack_message_length: int = attrs.field(default=4096, validator=_positive)
+    max_nack_message_length: int = attrs.field(default=4096, validator=positive)
