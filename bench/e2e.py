@@ -44,21 +44,42 @@ class Result:
     nacks: int
 
 
-def covering_ack_time(cp: ControlPlane, names: set[str], since: float) -> float | None:
-    """When the ACK arrived that made the ACKed endpoint assignments cover ``names``."""
-    sent = {
-        (r.stream, r.nonce): r.names
-        for r in cp.responses
-        if r.type_url == ENDPOINT.type_url and r.time >= since
-    }
-    missing = set(names)
-    for request in cp.requests:
-        message = request.message
-        if message.type_url == ENDPOINT.type_url and not message.HasField("error_detail"):
-            missing.difference_update(sent.get((request.stream, message.response_nonce), ()))
-            if not missing:
-                return request.time
-    return None
+class Coverage:
+    """Incrementally finds the ACK that makes the ACKed endpoint assignments cover all names.
+
+    Reads only what the control plane logged since the last call, so polling stays cheap even
+    when a client sends one request per cluster.
+    """
+
+    def __init__(self, cp: ControlPlane, names: set[str], since: float) -> None:
+        self._cp = cp
+        self._since = since
+        self._missing = set(names)
+        self._sent: dict[tuple[int, str], tuple[str, ...]] = {}
+        self._responses = 0
+        self._requests = 0
+        self.time: float | None = None
+
+    def poll(self) -> bool:
+        cp = self._cp
+        for response in cp.responses[self._responses :]:
+            if response.type_url == ENDPOINT.type_url and response.time >= self._since:
+                self._sent[(response.stream, response.nonce)] = response.names
+        self._responses = len(cp.responses)
+        for request in cp.requests[self._requests :]:
+            message = request.message
+            if (
+                self.time is None
+                and message.type_url == ENDPOINT.type_url
+                and not message.HasField("error_detail")
+            ):
+                self._missing.difference_update(
+                    self._sent.get((request.stream, message.response_nonce), ())
+                )
+                if not self._missing:
+                    self.time = request.time
+        self._requests = len(cp.requests)
+        return self.time is not None
 
 
 async def _until(predicate: Any, timeout: float) -> bool:
@@ -88,17 +109,16 @@ async def measure(client: str, n: int, timeout: float) -> Result:
         )
         load = update = None
         try:
-            if await _until(lambda: names <= cp.acked_names(ENDPOINT.type_url), timeout):
+            loaded = Coverage(cp, names, 0.0)
+            if await _until(loaded.poll, timeout) and loaded.time is not None:
                 first_lds = next(r.time for r in cp.requests if r.type_url == LISTENER.type_url)
-                covered = covering_ack_time(cp, names, 0.0)
-                load = None if covered is None else covered - first_lds
+                load = loaded.time - first_lds
                 start = time.monotonic()
                 for i in range(n):
                     cp.set(cfg.endpoints(i, generation=1))
-                updated = lambda: names <= cp.acked_names(ENDPOINT.type_url, since=start)  # noqa: E731
-                if await _until(updated, timeout):
-                    covered = covering_ack_time(cp, names, start)
-                    update = None if covered is None else covered - start
+                updated = Coverage(cp, names, start)
+                if await _until(updated.poll, timeout) and updated.time is not None:
+                    update = updated.time - start
         finally:
             assert process.stdin is not None
             process.stdin.close()

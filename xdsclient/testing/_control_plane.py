@@ -19,7 +19,6 @@ Serving rules:
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 import itertools
 import time
@@ -408,23 +407,6 @@ class ControlPlane:
             )
         )
         await context.write(response)
-
-    def acked_names(self, type_url: str, *, since: float = 0.0) -> frozenset[str]:
-        """Names carried by responses sent at or after ``since`` and ACKed (not NACKed)."""
-        sent = {
-            (r.stream, r.nonce): r
-            for r in self.responses
-            if r.type_url == type_url and r.time >= since
-        }
-        names: builtins.set[str] = builtins.set()
-        for request in self.requests:
-            message = request.message
-            if message.type_url != type_url or message.HasField("error_detail"):
-                continue
-            response = sent.get((request.stream, message.response_nonce))
-            if response is not None:
-                names.update(response.names)
-        return frozenset(names)
 
     async def _read(self, stream: _Stream, requests: AsyncIterator[Any]) -> None:
         async for request in requests:
