@@ -1,0 +1,362 @@
+"""RouteConfiguration view: gRPC's RDS validation, virtual host selection and route matching."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from envoy.config.route.v3 import route_components_pb2 as rc
+from envoy.config.route.v3 import route_pb2
+from google.protobuf import any_pb2, duration_pb2
+
+from xdsclient import ResourceDecodeError
+from xdsclient.resources._route import (
+    ClusterWeight,
+    HashPolicy,
+    PathMatch,
+    RetryPolicy,
+    RouteActionType,
+    RouteConfigurationView,
+    VirtualHost,
+    decode_route_configuration,
+    match_route,
+    select_virtual_host,
+)
+
+
+def config(*routes: Any, domains: tuple[str, ...] = ("*",)) -> Any:
+    message = route_pb2.RouteConfiguration(name="rc")
+    vhost = message.virtual_hosts.add(name="vh", domains=list(domains))
+    vhost.routes.extend(routes)
+    return message
+
+
+def route(prefix: str = "/", cluster: str = "c") -> Any:
+    message = rc.Route()
+    message.match.prefix = prefix
+    message.route.cluster = cluster
+    return message
+
+
+def view(message: Any) -> RouteConfigurationView:
+    return decode_route_configuration(message.SerializeToString())[1]
+
+
+def reason(message: Any) -> str:
+    with pytest.raises(ResourceDecodeError) as caught:
+        decode_route_configuration(message.SerializeToString())
+    assert caught.value.name == "rc"
+    return caught.value.message
+
+
+R0 = "virtual_hosts[0].routes[0]"
+
+
+def test_a_route_configuration_decodes_with_matchers_actions_and_policies() -> None:
+    r = route("/svc.Echo/")
+    r.match.case_sensitive.value = False
+    header = r.match.headers.add(name="X-Env")
+    header.string_match.exact = "prod"
+    header.string_match.ignore_case = True
+    r.match.runtime_fraction.default_value.numerator = 50  # 50 %
+    r.route.max_stream_duration.grpc_timeout_header_max.seconds = 3
+    r.route.retry_policy.retry_on = "unavailable, cancelled,5xx"
+    r.route.retry_policy.num_retries.value = 3
+    r.route.retry_policy.retry_back_off.base_interval.nanos = 100_000_000
+    policy = r.route.hash_policy.add(terminal=True)
+    policy.header.header_name = "User-Id"
+    r.route.hash_policy.add().filter_state.key = "io.grpc.channel_id"
+    v = view(config(r))
+    (vhost,) = v.virtual_hosts
+    (parsed,) = vhost.routes
+    assert parsed.match.path_match is PathMatch.PREFIX
+    assert not parsed.match.case_sensitive
+    assert parsed.match.runtime_fraction_ppm == 500_000
+    assert parsed.action_type is RouteActionType.ROUTE
+    assert parsed.action is not None
+    assert parsed.action.cluster == "c"
+    assert parsed.action.max_stream_duration == 3.0
+    assert parsed.action.retry_policy == RetryPolicy(
+        retry_on=frozenset({"unavailable", "cancelled"}),
+        num_retries=3,
+        base_interval=0.1,
+        max_interval=1.0,
+    )
+    assert parsed.action.hash_policies == (
+        HashPolicy(kind="header", header_name="user-id", terminal=True),
+        HashPolicy(kind="channel_id"),
+    )
+    assert v.clusters == {"c"}
+
+
+def test_weighted_clusters_and_typed_per_filter_config() -> None:
+    r = rc.Route()
+    r.match.path = "/svc.Echo/Call"
+    a = r.route.weighted_clusters.clusters.add(name="a")
+    a.weight.value = 3
+    r.route.weighted_clusters.clusters.add(name="b").weight.value = 1
+    r.route.weighted_clusters.clusters.add(name="zero").weight.value = 0
+    wrapper = rc.FilterConfig(is_optional=True)
+    wrapper.config.Pack(duration_pb2.Duration(seconds=1))
+    r.typed_per_filter_config["envoy.filters.http.fault"].Pack(wrapper)
+    (parsed,) = view(config(r)).virtual_hosts[0].routes
+    assert parsed.action is not None
+    assert parsed.action.weighted_clusters == (
+        ClusterWeight(name="a", weight=3),
+        ClusterWeight(name="b", weight=1),
+    )
+    assert parsed.typed_per_filter_config["envoy.filters.http.fault"][0] == (
+        "type.googleapis.com/google.protobuf.Duration"
+    )
+    assert parsed.typed_per_filter_config["envoy.filters.http.fault"][2] is True
+
+
+def test_routes_gRPC_cannot_use_are_skipped_and_other_actions_kept_as_unsupported() -> None:
+    query = route("/q")
+    query.match.query_parameters.add(name="debug")
+    header_pick = rc.Route()
+    header_pick.match.prefix = "/h"
+    header_pick.route.cluster_header = "x-cluster"
+    redirect = rc.Route()
+    redirect.match.prefix = "/r"
+    redirect.redirect.host_redirect = "elsewhere"
+    local = rc.Route()
+    local.match.prefix = "/local"
+    local.non_forwarding_action.SetInParent()
+    routes = view(config(query, header_pick, redirect, local)).virtual_hosts[0].routes
+    assert [(r.match.path, r.action_type) for r in routes] == [
+        ("/r", RouteActionType.UNSUPPORTED),
+        ("/local", RouteActionType.NON_FORWARDING),
+    ]
+
+
+def _with(change: Callable[[Any], None]) -> Any:
+    message = config(route())
+    change(message)
+    return message
+
+
+def bad_regex(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].match.safe_regex.regex = "("
+
+
+def bad_separated_prefix(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].match.path_separated_prefix = "/a/"
+
+
+def no_path(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].match.ClearField("prefix")
+
+
+def nameless_header(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].match.headers.add().exact_match = "x"
+
+
+def inverted_range(m: Any) -> None:
+    header = m.virtual_hosts[0].routes[0].match.headers.add(name="n")
+    header.range_match.start, header.range_match.end = 5, 5
+
+
+def bad_header_regex(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].match.headers.add(name="n").safe_regex_match.regex = "[z-a]"
+
+
+def bad_fraction(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].match.runtime_fraction.default_value.denominator = 9
+
+
+def empty_cluster(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.cluster = ""
+
+
+def no_cluster(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.ClearField("cluster")
+
+
+def zero_total(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.weighted_clusters.clusters.add(name="a")
+
+
+def nameless_weighted(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.weighted_clusters.clusters.add().weight.value = 1
+
+
+def weight_overflow(m: Any) -> None:
+    clusters = m.virtual_hosts[0].routes[0].route.weighted_clusters.clusters
+    clusters.add(name="a").weight.value = 2**32 - 1
+    clusters.add(name="b").weight.value = 1
+
+
+def missing_plugin(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.cluster_specifier_plugin = "rls"
+
+
+def zero_retries(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.retry_policy.num_retries.SetInParent()
+
+
+def backoff_without_base(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].route.retry_policy.retry_back_off.max_interval.seconds = 1
+
+
+def backoff_max_below_base(m: Any) -> None:
+    backoff = m.virtual_hosts[0].routes[0].route.retry_policy.retry_back_off
+    backoff.base_interval.seconds = 2
+    backoff.max_interval.seconds = 1
+
+
+def no_domains(m: Any) -> None:
+    del m.virtual_hosts[0].domains[:]
+
+
+def bad_domain(m: Any) -> None:
+    m.virtual_hosts[0].domains.append("a*b.com")
+
+
+def untyped_filter_config(m: Any) -> None:
+    m.virtual_hosts[0].routes[0].typed_per_filter_config["f"].CopyFrom(any_pb2.Any())
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            bad_regex,
+            f"{R0}.match.safe_regex.regex: invalid regex '(': "
+            "missing ), unterminated subpattern at position 0",
+        ),
+        (
+            bad_separated_prefix,
+            f"{R0}.match.path_separated_prefix: must start with '/' and not end with one",
+        ),
+        (no_path, f"{R0}.match: unsupported path specifier (none)"),
+        (nameless_header, f"{R0}.match.headers[0].name: required"),
+        (inverted_range, f"{R0}.match.headers[0].range_match: start must be below end"),
+        (
+            bad_header_regex,
+            f"{R0}.match.headers[0].safe_regex_match.regex: "
+            "invalid regex '[z-a]': bad character range z-a at position 1",
+        ),
+        (
+            bad_fraction,
+            f"{R0}.match.runtime_fraction.default_value.denominator: unknown denominator",
+        ),
+        (empty_cluster, f"{R0}.route.cluster: must not be empty"),
+        (no_cluster, f"{R0}.route: unsupported cluster specifier (none)"),
+        (zero_total, f"{R0}.route.weighted_clusters: total weight must be greater than 0"),
+        (nameless_weighted, f"{R0}.route.weighted_clusters.clusters[0].name: must not be empty"),
+        (weight_overflow, f"{R0}.route.weighted_clusters: total weight must fit in 32 bits"),
+        (missing_plugin, f"{R0}.route.cluster_specifier_plugin: no plugin named 'rls'"),
+        (zero_retries, f"{R0}.route.retry_policy.num_retries: must be at least 1"),
+        (backoff_without_base, f"{R0}.route.retry_policy.retry_back_off.base_interval: required"),
+        (
+            backoff_max_below_base,
+            f"{R0}.route.retry_policy.retry_back_off.max_interval: must not be below base_interval",
+        ),
+        (no_domains, "virtual_hosts[0].domains: must not be empty"),
+        (bad_domain, "virtual_hosts[0].domains[1]: invalid pattern 'a*b.com'"),
+        (untyped_filter_config, f"{R0}.typed_per_filter_config['f']: needs a typed config"),
+    ],
+)
+def test_invalid_route_configurations_name_the_field(
+    change: Callable[[Any], None], expected: str
+) -> None:
+    assert reason(_with(change)) == expected
+
+
+def test_a_defined_cluster_specifier_plugin_is_accepted() -> None:
+    message = config(route())
+    message.virtual_hosts[0].routes[0].route.cluster_specifier_plugin = "rls"
+    plugin = message.cluster_specifier_plugins.add()
+    plugin.extension.name = "rls"
+    plugin.extension.typed_config.Pack(duration_pb2.Duration())
+    v = view(message)
+    assert v.cluster_specifier_plugins["rls"][0] == "type.googleapis.com/google.protobuf.Duration"
+    assert v.virtual_hosts[0].routes[0].action is not None
+
+
+# ------------------------------------------------------------------ selection and matching
+
+
+def vhosts(*domain_lists: tuple[str, ...]) -> tuple[VirtualHost, ...]:
+    return tuple(
+        VirtualHost(name=f"vh{i}", domains=d, routes=()) for i, d in enumerate(domain_lists)
+    )
+
+
+@pytest.mark.parametrize(
+    ("authority", "expected"),
+    [
+        ("foo.example.com", "vh0"),  # exact beats every wildcard
+        ("bar.example.com", "vh2"),  # the longest suffix wildcard
+        ("x.com", "vh1"),  # a shorter suffix wildcard
+        ("foo.other", "vh3"),  # a prefix wildcard beats the universal one
+        ("unrelated", "vh4"),
+        ("FOO.EXAMPLE.COM", "vh0"),  # case-insensitive
+    ],
+)
+def test_virtual_host_selection_follows_grpc_precedence(authority: str, expected: str) -> None:
+    hosts = vhosts(("foo.example.com",), ("*.com",), ("*.example.com",), ("foo.*",), ("*",))
+    chosen = select_virtual_host(hosts, authority)
+    assert chosen is not None
+    assert chosen.name == expected
+
+
+def test_no_virtual_host_matches_without_a_universal_domain() -> None:
+    assert select_virtual_host(vhosts(("a.com",)), "b.com") is None
+
+
+def test_route_matching_takes_the_first_match_by_path_headers_and_fraction() -> None:
+    exact = rc.Route()
+    exact.match.path = "/svc/Exact"
+    exact.route.cluster = "exact"
+    header = route("/svc/", "canary")
+    header.match.headers.add(name="x-canary").present_match = True
+    regex = rc.Route()
+    regex.match.safe_regex.regex = "/svc/[a-z]+"
+    regex.route.cluster = "regex"
+    fraction = route("/svc/", "half")
+    fraction.match.runtime_fraction.default_value.numerator = 50
+    separated = rc.Route()
+    separated.match.path_separated_prefix = "/other"
+    separated.route.cluster = "separated"
+    fallback = route("/", "default")
+    vhost = view(config(exact, header, regex, fraction, separated, fallback)).virtual_hosts[0]
+
+    def target(path: str, headers: dict[str, str] | None = None, roll: int | None = None) -> str:
+        chosen = match_route(vhost, path, headers, roll)
+        assert chosen is not None
+        assert chosen.action is not None
+        return chosen.action.cluster
+
+    assert target("/svc/Exact") == "exact"
+    assert target("/svc/Call", {"X-Canary": "1"}) == "canary"
+    assert target("/svc/call") == "regex"
+    assert target("/svc/Call", roll=100) == "half"
+    assert target("/svc/Call", roll=600_000) == "default"
+    assert target("/other") == "separated"
+    assert target("/other/x") == "separated"
+    assert target("/otherwise") == "default"
+
+
+def test_header_matchers_and_inversion() -> None:
+    r = route("/")
+    r.match.headers.add(name="version").prefix_match = "v2"
+    r.match.headers.add(name="region", invert_match=True).exact_match = "eu"
+    r.match.headers.add(name="size").range_match.CopyFrom(
+        rc.HeaderMatcher().range_match.__class__(start=1, end=10)
+    )
+    vhost = view(config(r)).virtual_hosts[0]
+    assert match_route(vhost, "/", {"version": "v2.1", "region": "us", "size": "5"}) is not None
+    assert match_route(vhost, "/", {"version": "v2.1", "region": "eu", "size": "5"}) is None
+    assert (
+        match_route(vhost, "/", {"version": "v2.1", "size": "5"}) is None
+    )  # missing never matches
+    assert match_route(vhost, "/", {"version": "v2.1", "region": "us", "size": "50"}) is None
+
+
+def test_select_virtual_host_on_the_view() -> None:
+    v = view(config(route(), domains=("api.example.com",)))
+    assert v.virtual_host_for("api.example.com") is v.virtual_hosts[0]
+    assert v.proto.virtual_hosts[0].domains == ["api.example.com"]
