@@ -1,0 +1,270 @@
+"""Listener, validated as gRPC's xDS clients validate LDS (gRFCs A27, A36, A39).
+
+Two shapes: a client's API listener (an HttpConnectionManager reaching its routes through RDS or
+inline), and a server listener (gRFC A36: an address and filter chains, each holding exactly one
+HttpConnectionManager).
+
+Rules: the HttpConnectionManager's routes come from RDS (config source ``ads`` or ``self``, a
+route name) or inline; scoped routes are unsupported. HTTP filters have unique names and a
+typed config; a filter type we do not know fails the resource unless the filter is optional;
+the router is present, last, and only last. Server filter chains using matchers gRPC does not
+support (server names, transport or application protocols) are dropped; two chains with the
+same match are an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, ClassVar
+
+import attrs
+from envoy.config.listener.v3 import listener_pb2
+from envoy.extensions.filters.http.fault.v3 import fault_pb2
+from envoy.extensions.filters.http.gcp_authn.v3 import gcp_authn_pb2
+from envoy.extensions.filters.http.rbac.v3 import rbac_pb2
+from envoy.extensions.filters.http.router.v3 import router_pb2
+from envoy.extensions.filters.http.stateful_session.v3 import stateful_session_pb2
+from envoy.extensions.filters.network.http_connection_manager.v3 import (
+    http_connection_manager_pb2 as hcm_pb2,
+)
+
+from ._route import RouteConfigurationView, route_fields
+from ._view import View, invalid, parse
+
+__all__ = [
+    "KNOWN_HTTP_FILTERS",
+    "FilterChain",
+    "FilterChainMatch",
+    "HttpConnectionManager",
+    "HttpFilter",
+    "ListenerView",
+    "decode_listener",
+]
+
+_ROUTER = router_pb2.Router.DESCRIPTOR.full_name
+_HCM = hcm_pb2.HttpConnectionManager.DESCRIPTOR.full_name
+
+#: The HTTP filter config types gRPC implements; any other type must be marked optional.
+KNOWN_HTTP_FILTERS: frozenset[str] = frozenset(
+    "type.googleapis.com/" + m.DESCRIPTOR.full_name
+    for m in (
+        router_pb2.Router,
+        fault_pb2.HTTPFault,
+        rbac_pb2.RBAC,
+        stateful_session_pb2.StatefulSession,
+        gcp_authn_pb2.GcpAuthnFilterConfig,
+    )
+)
+
+
+@attrs.frozen(kw_only=True)
+class HttpFilter:
+    """One HTTP filter: its name, config type and serialized config."""
+
+    name: str
+    type_url: str
+    config: bytes = attrs.field(repr=False)
+    optional: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class HttpConnectionManager:
+    """Where the routes come from and which filters run."""
+
+    #: RDS: the RouteConfiguration to watch (empty when the routes are inline)
+    route_config_name: str = ""
+    #: inline routes (an unnamed view over the inline RouteConfiguration)
+    route_config: RouteConfigurationView | None = None
+    http_filters: tuple[HttpFilter, ...] = ()
+    #: common_http_protocol_options.max_stream_duration, in seconds
+    max_stream_duration: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FilterChainMatch:
+    destination_port: int | None = None
+    prefix_ranges: tuple[str, ...] = ()
+    source_type: int = 0
+    source_prefix_ranges: tuple[str, ...] = ()
+    source_ports: tuple[int, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class FilterChain:
+    name: str
+    match: FilterChainMatch
+    http_connection_manager: HttpConnectionManager
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ListenerView(View):
+    """A validated Listener: a client API listener, or a server listener with filter chains."""
+
+    _message_class: ClassVar[Any] = listener_pb2.Listener
+
+    name: str
+    #: client side: the API listener's HttpConnectionManager
+    api_listener: HttpConnectionManager | None = None
+    #: server side: where it listens
+    address: tuple[str, int] | None = None
+    filter_chains: tuple[FilterChain, ...] = ()
+    default_filter_chain: FilterChain | None = None
+    raw: bytes = attrs.field(repr=False)
+
+    @classmethod
+    def from_proto(
+        cls,
+        message: Any,
+        raw: bytes | None = None,
+        *,
+        known_filters: Collection[str] = KNOWN_HTTP_FILTERS,
+    ) -> ListenerView:
+        """Validate ``message``; raises `ResourceDecodeError` naming the field at fault."""
+        name = message.name
+        fields: dict[str, Any] = {}
+        if message.HasField("api_listener"):
+            packed = message.api_listener.api_listener
+            fields["api_listener"] = _hcm(name, "api_listener.api_listener", packed, known_filters)
+        elif message.HasField("address"):
+            socket = message.address.socket_address
+            if not message.address.HasField("socket_address") or not socket.address:
+                raise invalid(name, "address", "must be a socket address")
+            fields["address"] = (socket.address, socket.port_value)
+            chains = []
+            seen: dict[bytes, int] = {}
+            for i, chain in enumerate(message.filter_chains):
+                parsed = _filter_chain(name, f"filter_chains[{i}]", chain, known_filters)
+                if parsed is None:
+                    continue
+                key = chain.filter_chain_match.SerializeToString(deterministic=True)
+                if key in seen:
+                    raise invalid(
+                        name,
+                        f"filter_chains[{i}].filter_chain_match",
+                        f"same as filter_chains[{seen[key]}]",
+                    )
+                seen[key] = i
+                chains.append(parsed)
+            fields["filter_chains"] = tuple(chains)
+            if message.HasField("default_filter_chain"):
+                fields["default_filter_chain"] = _filter_chain(
+                    name, "default_filter_chain", message.default_filter_chain, known_filters
+                )
+        else:
+            raise invalid(name, "", "neither an api_listener nor an address")
+        return cls(name=name, raw=message.SerializeToString() if raw is None else raw, **fields)
+
+
+def _hcm(
+    name: str, path: str, packed: Any, known_filters: Collection[str]
+) -> HttpConnectionManager:
+    if packed.type_url.rsplit("/", 1)[-1] != _HCM:
+        raise invalid(name, path, "must be an HttpConnectionManager")
+    try:
+        hcm = hcm_pb2.HttpConnectionManager.FromString(packed.value)
+    except Exception as exc:  # protobuf's DecodeError
+        raise invalid(name, path, f"cannot parse the HttpConnectionManager: {exc}") from exc
+    fields: dict[str, Any] = {}
+    kind = hcm.WhichOneof("route_specifier")
+    if kind == "rds":
+        if hcm.rds.config_source.WhichOneof("config_source_specifier") not in ("ads", "self"):
+            raise invalid(name, f"{path}.rds.config_source", "must be ads or self")
+        if not hcm.rds.route_config_name:
+            raise invalid(name, f"{path}.rds.route_config_name", "must not be empty")
+        fields["route_config_name"] = hcm.rds.route_config_name
+    elif kind == "route_config":
+        inline = hcm.route_config
+        fields["route_config"] = RouteConfigurationView(
+            name=inline.name,
+            raw=inline.SerializeToString(),
+            **route_fields(name, f"{path}.route_config.", inline),
+        )
+    else:
+        raise invalid(name, path, f"unsupported route specifier {kind or '(none)'}")
+    fields["http_filters"] = _http_filters(
+        name, f"{path}.http_filters", hcm.http_filters, known_filters
+    )
+    options = hcm.common_http_protocol_options
+    if options.HasField("max_stream_duration"):
+        duration = options.max_stream_duration
+        fields["max_stream_duration"] = duration.seconds + duration.nanos / 1e9
+    return HttpConnectionManager(**fields)
+
+
+def _http_filters(
+    name: str, path: str, filters: Any, known: Collection[str]
+) -> tuple[HttpFilter, ...]:
+    result = []
+    names: set[str] = set()
+    for i, item in enumerate(filters):
+        where = f"{path}[{i}]"
+        if not item.name:
+            raise invalid(name, f"{where}.name", "required")
+        if item.name in names:
+            raise invalid(name, f"{where}.name", f"duplicate filter name {item.name!r}")
+        names.add(item.name)
+        if item.disabled:
+            continue
+        if not item.HasField("typed_config"):
+            if item.is_optional:
+                continue
+            raise invalid(name, f"{where}.typed_config", "required")
+        type_url = item.typed_config.type_url
+        if type_url.rsplit("/", 1)[-1] == "udpa.type.v1.TypedStruct" or type_url not in known:
+            if item.is_optional:
+                continue
+            raise invalid(name, f"{where}.typed_config", f"unsupported filter type {type_url}")
+        is_router = type_url.rsplit("/", 1)[-1] == _ROUTER
+        if is_router and i != len(filters) - 1:
+            raise invalid(name, where, "the router must be the last filter")
+        result.append(
+            HttpFilter(
+                name=item.name,
+                type_url=type_url,
+                config=item.typed_config.value,
+                optional=item.is_optional,
+            )
+        )
+    if not result or result[-1].type_url.rsplit("/", 1)[-1] != _ROUTER:
+        raise invalid(name, path, "the last filter must be the router")
+    return tuple(result)
+
+
+_UNSUPPORTED_MATCHERS = ("server_names", "application_protocols")
+
+
+def _filter_chain(
+    name: str, path: str, chain: Any, known_filters: Collection[str]
+) -> FilterChain | None:
+    match = chain.filter_chain_match
+    if any(
+        getattr(match, field) for field in _UNSUPPORTED_MATCHERS
+    ) or match.transport_protocol not in ("", "raw_buffer"):
+        return None  # gRPC never selects such a chain
+    hcms = [f for f in chain.filters if f.typed_config.type_url.rsplit("/", 1)[-1] == _HCM]
+    if len(chain.filters) != 1 or len(hcms) != 1:
+        raise invalid(name, f"{path}.filters", "must hold exactly one HttpConnectionManager")
+    manager = _hcm(name, f"{path}.filters[0].typed_config", hcms[0].typed_config, known_filters)
+    return FilterChain(
+        name=chain.name,
+        match=FilterChainMatch(
+            destination_port=match.destination_port.value
+            if match.HasField("destination_port")
+            else None,
+            prefix_ranges=tuple(
+                f"{r.address_prefix}/{r.prefix_len.value}" for r in match.prefix_ranges
+            ),
+            source_type=match.source_type,
+            source_prefix_ranges=tuple(
+                f"{r.address_prefix}/{r.prefix_len.value}" for r in match.source_prefix_ranges
+            ),
+            source_ports=tuple(match.source_ports),
+        ),
+        http_connection_manager=manager,
+    )
+
+
+def decode_listener(data: bytes) -> tuple[str, ListenerView]:
+    """The LISTENER type's decoder: bytes -> (name, view)."""
+    message = parse(listener_pb2.Listener, data)
+    return message.name, ListenerView.from_proto(message, data)
