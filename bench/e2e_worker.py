@@ -32,30 +32,20 @@ async def run_xdsclient(address: str) -> None:
 
         def on_cluster(event: Event) -> None:
             if isinstance(event, ResourceChanged):
-                service = event.value.eds_cluster_config.service_name or event.name
-                client.add_watcher(ENDPOINT, service, CallbackWatcher(on_endpoints))
+                client.add_watcher(
+                    ENDPOINT, event.value.eds_service_name, CallbackWatcher(on_endpoints)
+                )
 
         def on_route(event: Event) -> None:
-            if not isinstance(event, ResourceChanged):
-                return
-            for vhost in event.value.virtual_hosts:
-                for route in vhost.routes:
-                    name = route.route.cluster
-                    if name and name not in clusters:
-                        clusters.add(name)
-                        client.add_watcher(CLUSTER, name, CallbackWatcher(on_cluster))
+            if isinstance(event, ResourceChanged):
+                for name in event.value.clusters - clusters:
+                    clusters.add(name)
+                    client.add_watcher(CLUSTER, name, CallbackWatcher(on_cluster))
 
         def on_listener(event: Event) -> None:
             if isinstance(event, ResourceChanged):
-                from envoy.extensions.filters.network.http_connection_manager.v3 import (
-                    http_connection_manager_pb2 as hcm_pb2,
-                )
-
-                hcm = hcm_pb2.HttpConnectionManager()
-                event.value.api_listener.api_listener.Unpack(hcm)
-                client.add_watcher(
-                    ROUTE_CONFIGURATION, hcm.rds.route_config_name, CallbackWatcher(on_route)
-                )
+                route = event.value.api_listener.route_config_name
+                client.add_watcher(ROUTE_CONFIGURATION, route, CallbackWatcher(on_route))
 
         client.add_watcher(LISTENER, cfg.LISTENER, CallbackWatcher(on_listener))
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)

@@ -1,7 +1,8 @@
 """Watch one cluster from a control plane and print each change.
 
-Runs against the embedded test control plane, which changes the cluster a few times; point
-`XdsClient` at a real server (or a bootstrap file) to use it for real.
+Runs against the embedded test control plane, which changes the cluster's circuit breaker a few
+times; point `XdsClient` at a real server (or a bootstrap file) to use it for real. The client
+delivers a validated `ClusterView`; `event.value.proto` is the original protobuf.
 
     python examples/watch_cluster.py
 """
@@ -17,27 +18,34 @@ from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 
 
-def make_cluster(timeout_s: int) -> cluster_pb2.Cluster:
+def make_cluster(max_requests: int) -> cluster_pb2.Cluster:
     cluster = cluster_pb2.Cluster(name="backend", type=cluster_pb2.Cluster.EDS)
-    cluster.connect_timeout.seconds = timeout_s
+    cluster.eds_cluster_config.eds_config.ads.SetInParent()  # endpoints come over the same stream
+    cluster.circuit_breakers.thresholds.add().max_requests.value = max_requests
     return cluster
 
 
 async def main(updates: int = 3) -> list[str]:
     lines = []
     async with ControlPlane() as control_plane:
-        control_plane.set(make_cluster(1))
+        control_plane.set(make_cluster(100))
         async with XdsClient(control_plane.address, node_id="example") as client:
             async for event in client.watch(CLUSTER, "backend"):
                 if isinstance(event, ResourceChanged):
-                    timeout = event.value.connect_timeout.seconds
-                    lines.append(f"{event.name} v{event.version}: connect_timeout={timeout}s")
+                    view = event.value
+                    source, limit = view.eds_service_name, view.max_requests
+                    lines.append(
+                        f"{view.name} v{event.version}: {view.type.value} cluster, "
+                        f"endpoints from {source!r}, max_requests={limit}"
+                    )
                 elif isinstance(event, DataError):
                     lines.append(f"{event.name}: {event.error}")
                 print(lines[-1])
                 if len(lines) == updates:
                     break
-                control_plane.set(make_cluster(len(lines) + 1))  # the control plane changes it
+                control_plane.set(
+                    make_cluster(100 * (len(lines) + 1))
+                )  # the control plane changes it
     return lines
 
 

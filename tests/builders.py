@@ -23,7 +23,9 @@ NODE = base_pb2.Node(id="test-node", cluster="test-cluster")
 
 
 def cluster(name: str, *, timeout_s: int = 5) -> Any:
+    """A gRPC-valid EDS cluster; ``timeout_s`` only varies its content."""
     message = cluster_pb2.Cluster(name=name, type=cluster_pb2.Cluster.EDS)
+    message.eds_cluster_config.eds_config.ads.SetInParent()
     message.connect_timeout.seconds = timeout_s
     return message
 
@@ -36,8 +38,20 @@ def endpoints(name: str, *, port: int = 8080) -> Any:
     return message
 
 
-def listener(name: str) -> Any:
-    return listener_pb2.Listener(name=name)
+def listener(name: str, *, route: str = "routes") -> Any:
+    """A gRPC-valid API listener taking its routes from RDS."""
+    from envoy.extensions.filters.http.router.v3 import router_pb2
+    from envoy.extensions.filters.network.http_connection_manager.v3 import (
+        http_connection_manager_pb2 as hcm_pb2,
+    )
+
+    manager = hcm_pb2.HttpConnectionManager()
+    manager.rds.route_config_name = route
+    manager.rds.config_source.ads.SetInParent()
+    manager.http_filters.add(name="router").typed_config.Pack(router_pb2.Router())
+    message = listener_pb2.Listener(name=name)
+    message.api_listener.api_listener.Pack(manager)
+    return message
 
 
 def pack(message: Any) -> Any:
@@ -165,9 +179,9 @@ def strict_clusters() -> ResourceType[Any]:
     """Clusters, where a connect_timeout above 60 s is invalid (the error names the resource)."""
 
     def decode(data: bytes) -> tuple[str, Any]:
-        name, message = CLUSTER.decode(data)
-        if message.connect_timeout.seconds > 60:
+        name, view = CLUSTER.decode(data)
+        if view.proto.connect_timeout.seconds > 60:
             raise ResourceDecodeError("connect_timeout: must be at most 60s", name=name)
-        return name, message
+        return name, view
 
     return ResourceType(type_url=CDS, decode=decode, all_resources_required_in_sotw=True)

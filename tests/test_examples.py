@@ -23,7 +23,7 @@ def load(name: str) -> ModuleType:
 async def test_watch_cluster_prints_each_change() -> None:
     lines = await load("watch_cluster").main(updates=3)
     assert lines == [
-        "backend v1: connect_timeout=1s",
-        "backend v2: connect_timeout=2s",
-        "backend v3: connect_timeout=3s",
+        "backend v1: eds cluster, endpoints from 'backend', max_requests=100",
+        "backend v2: eds cluster, endpoints from 'backend', max_requests=200",
+        "backend v3: eds cluster, endpoints from 'backend', max_requests=300",
     ]

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import attrs
 
 from ._errors import XdsError
-from ._protocol._options import positive as _positive
+from ._validators import positive as _positive
 
 __all__ = [
     "Backoff",

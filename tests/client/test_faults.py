@@ -53,14 +53,14 @@ async def test_an_invalid_resource_is_nacked_while_the_valid_ones_apply(
         assert isinstance(rejected.error, ResourceValidationError)
         changed = await next_event(good)
         assert isinstance(changed, ResourceChanged)
-        assert changed.value.connect_timeout.seconds == 2
+        assert changed.value.proto.connect_timeout.seconds == 2
         await eventually(lambda: control_plane.nacks(CLUSTER.type_url))
         message = control_plane.nacks(CLUSTER.type_url)[0].message.error_detail.message
         assert message == 'Cluster "bad": connect_timeout: must be at most 60s'
         state = strict_client.resource_state(CLUSTER, "bad")
         assert state is not None
         assert state.status is ResourceStatus.NACKED_BUT_CACHED
-        assert state.value == cluster("bad")
+        assert state.value.proto == cluster("bad")
 
 
 async def test_a_server_restart_keeps_the_cache_and_resumes_from_the_versions_held(
@@ -92,7 +92,7 @@ async def test_a_server_restart_keeps_the_cache_and_resumes_from_the_versions_he
             assert isinstance(event.error, TransportError)
             event = await next_event(updates)
         assert isinstance(event, ResourceChanged)
-        assert event.value.connect_timeout.seconds == 4
+        assert event.value.proto.connect_timeout.seconds == 4
 
 
 async def test_a_stream_that_dies_before_any_response_reports_a_connectivity_error(

@@ -30,11 +30,11 @@ async def test_a_watch_receives_the_resource_and_its_updates(
     async with client.watch(CLUSTER, "a") as updates:
         first = await next_event(updates)
         assert isinstance(first, ResourceChanged)
-        assert first.value == cluster("a")
+        assert first.value.proto == cluster("a")
         control_plane.set(cluster("a", timeout_s=9))
         second = await next_event(updates)
         assert isinstance(second, ResourceChanged)
-        assert second.value.connect_timeout.seconds == 9
+        assert second.value.proto.connect_timeout.seconds == 9
 
 
 async def test_deleting_a_cluster_reaches_the_watcher(
@@ -120,7 +120,7 @@ async def test_a_new_watcher_first_gets_the_cached_value_and_unchanged_resends_d
         async with client.watch(CLUSTER, "a") as second:
             cached = await next_event(second, timeout=1)
             assert isinstance(cached, ResourceChanged)
-            assert cached.value == cluster("a")
+            assert cached.value.proto == cluster("a")
         # Changing "b" resends the whole CDS state in SotW; "a" in it is unchanged.
         control_plane.set(cluster("b", timeout_s=7))
         assert isinstance(await next_event(other), ResourceChanged)
@@ -198,7 +198,7 @@ async def test_a_slow_async_watcher_holds_back_the_stream(
     # Nothing more is read (so nothing ACKed) until the watcher has seen the first update.
     assert len(control_plane.acks(ENDPOINT.type_url)) == acks
     release.set()
-    await eventually(lambda: seen[-1].value == endpoints("a", port=3))
+    await eventually(lambda: seen[-1].value.proto == endpoints("a", port=3))
 
 
 async def test_ambient_errors_reach_the_a88_method(

@@ -66,7 +66,7 @@ def test_ignore_resource_deletion_keeps_the_resource_and_reports_it_once() -> No
     state = s.resource_state(CDS, "b")
     assert state is not None
     assert state.status is ResourceStatus.DOES_NOT_EXIST_BUT_CACHED
-    assert state.value == cluster("b")
+    assert state.value.proto == cluster("b")
     assert s.receive(sotw_response(CDS, [cluster("a")], version="3", nonce="n3"), 3.0) == []
     # When it comes back it is a normal resource again.
     s.receive(sotw_response(CDS, [cluster("a"), cluster("b")], version="4", nonce="n4"), 4.0)

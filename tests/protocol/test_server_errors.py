@@ -45,7 +45,7 @@ def test_other_codes_are_transient_and_keep_the_cached_value() -> None:
     state = s.resource_state(EDS, "a")
     assert state is not None
     assert state.status is ResourceStatus.RECEIVED_ERROR_BUT_CACHED
-    assert state.value == endpoints("a")
+    assert state.value.proto == endpoints("a")
 
 
 def test_a_transient_error_with_nothing_cached_is_a_data_error() -> None:

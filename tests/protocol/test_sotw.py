@@ -178,7 +178,7 @@ def test_resource_state_reports_version_update_time_and_value() -> None:
     assert a is not None
     assert b is not None
     assert (a.status, a.version, a.last_updated, a.error) == (ResourceStatus.ACKED, "v1", 4.5, None)
-    assert a.value == cluster("a")
+    assert a.value.proto == cluster("a")
     assert (b.status, b.version, b.value) == (ResourceStatus.REQUESTED, None, None)
 
 

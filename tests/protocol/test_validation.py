@@ -64,7 +64,7 @@ def test_a_named_invalid_resource_is_nacked_by_name_and_keeps_its_last_good_valu
     state = s.resource_state(CDS, "a")
     assert state is not None
     assert state.status is ResourceStatus.NACKED_BUT_CACHED
-    assert state.value == cluster("a")
+    assert state.value.proto == cluster("a")
     assert state.version == "1"
     assert state.error is not None
     assert state.error_time == 2.0

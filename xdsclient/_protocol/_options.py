@@ -6,17 +6,11 @@ them, so every behaviour they switch is visible in one place.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-__all__ = ["ProtocolOptions", "positive"]
+from .._validators import positive
 
-
-def positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    """An attrs validator: the value must be greater than zero."""
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+__all__ = ["ProtocolOptions"]
 
 
 @attrs.frozen(kw_only=True)

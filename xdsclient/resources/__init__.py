@@ -1,7 +1,14 @@
-"""Resource types: the built-in xDS types and the means to define custom ones."""
+"""Resource types: the built-in xDS types, their validated views, and custom types.
+
+Listener, RouteConfiguration, Cluster and ClusterLoadAssignment decode into frozen views that
+hold what a data-plane client needs, validated as gRPC validates them; ``view.proto`` decodes the
+original message on demand. `select_virtual_host` and `match_route` are gRPC's routing rules as
+pure functions.
+"""
 
 from __future__ import annotations
 
+from .._config import Locality
 from .._errors import ResourceDecodeError
 from ._builtin import (
     BUILTIN_TYPES,
@@ -14,20 +21,103 @@ from ._builtin import (
     SECRET,
     VIRTUAL_HOST,
 )
+from ._cluster import (
+    ClusterType,
+    ClusterView,
+    LbPolicy,
+    LeastRequest,
+    OutlierDetection,
+    PickFirst,
+    RingHash,
+    RoundRobin,
+    UpstreamTls,
+    WeightedRoundRobin,
+    WrrLocality,
+)
+from ._endpoint import (
+    ClusterLoadAssignmentView,
+    DropOverload,
+    Endpoint,
+    HealthStatus,
+    LocalityEndpoints,
+)
+from ._listener import (
+    KNOWN_HTTP_FILTERS,
+    FilterChain,
+    FilterChainMatch,
+    HttpConnectionManager,
+    HttpFilter,
+    ListenerView,
+)
+from ._route import (
+    ClusterWeight,
+    HashPolicy,
+    HeaderMatcher,
+    PathMatch,
+    RetryPolicy,
+    Route,
+    RouteAction,
+    RouteActionType,
+    RouteConfigurationView,
+    RouteMatch,
+    VirtualHost,
+    match_route,
+    select_virtual_host,
+)
 from ._type import ResourceType
 
 __all__ = [
     "BUILTIN_TYPES",
     "CLUSTER",
     "ENDPOINT",
+    "KNOWN_HTTP_FILTERS",
     "LISTENER",
     "ROUTE_CONFIGURATION",
     "RUNTIME",
     "SCOPED_ROUTE_CONFIGURATION",
     "SECRET",
     "VIRTUAL_HOST",
+    "ClusterLoadAssignmentView",
+    "ClusterType",
+    "ClusterView",
+    "ClusterWeight",
+    "DropOverload",
+    "Endpoint",
+    "FilterChain",
+    "FilterChainMatch",
+    "HashPolicy",
+    "HeaderMatcher",
+    "HealthStatus",
+    "HttpConnectionManager",
+    "HttpFilter",
+    "LbPolicy",
+    "LeastRequest",
+    "ListenerView",
+    "Locality",
+    "LocalityEndpoints",
+    "OutlierDetection",
+    "PathMatch",
+    "PickFirst",
     "ResourceDecodeError",
     "ResourceType",
+    "RetryPolicy",
+    "RingHash",
+    "RoundRobin",
+    "Route",
+    "RouteAction",
+    "RouteActionType",
+    "RouteConfigurationView",
+    "RouteMatch",
+    "UpstreamTls",
+    "VirtualHost",
+    "WeightedRoundRobin",
+    "WrrLocality",
+    "match_route",
+    "select_virtual_host",
 ]
 
-ResourceType.__module__ = __name__
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) and _obj.__module__.startswith("xdsclient.resources._"):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,8 +1,8 @@
-"""The built-in xDS resource types, decoded into their protobuf messages.
+"""The built-in xDS resource types.
 
-Why: these are the types every data-plane client subscribes to. Validated views replace the raw
-messages for Listener, RouteConfiguration, Cluster and ClusterLoadAssignment later; the type URLs
-and the SotW full-state flags (LDS and CDS only) stay as they are.
+Why: these are the types every data-plane client subscribes to. Listener, RouteConfiguration,
+Cluster and ClusterLoadAssignment decode into validated views (gRPC's rules); the others into
+their protobuf messages. LDS and CDS are the full-state types of SotW.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from envoy.config.route.v3 import route_components_pb2, route_pb2, scoped_route_
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2
 from envoy.service.runtime.v3 import rtds_pb2
 
+from ._cluster import decode_cluster
+from ._endpoint import decode_cluster_load_assignment
+from ._listener import decode_listener
+from ._route import decode_route_configuration
 from ._type import ResourceType
 
 __all__ = [
@@ -30,19 +34,29 @@ __all__ = [
     "VIRTUAL_HOST",
 ]
 
-LISTENER: ResourceType[Any] = ResourceType.for_message(
-    listener_pb2.Listener, all_resources_required_in_sotw=True
+_URL = "type.googleapis.com/"
+
+LISTENER: ResourceType[Any] = ResourceType(
+    type_url=_URL + listener_pb2.Listener.DESCRIPTOR.full_name,
+    decode=decode_listener,
+    all_resources_required_in_sotw=True,
 )
-ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType.for_message(route_pb2.RouteConfiguration)
+ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType(
+    type_url=_URL + route_pb2.RouteConfiguration.DESCRIPTOR.full_name,
+    decode=decode_route_configuration,
+)
 SCOPED_ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType.for_message(
     scoped_route_pb2.ScopedRouteConfiguration
 )
 VIRTUAL_HOST: ResourceType[Any] = ResourceType.for_message(route_components_pb2.VirtualHost)
-CLUSTER: ResourceType[Any] = ResourceType.for_message(
-    cluster_pb2.Cluster, all_resources_required_in_sotw=True
+CLUSTER: ResourceType[Any] = ResourceType(
+    type_url=_URL + cluster_pb2.Cluster.DESCRIPTOR.full_name,
+    decode=decode_cluster,
+    all_resources_required_in_sotw=True,
 )
-ENDPOINT: ResourceType[Any] = ResourceType.for_message(
-    endpoint_pb2.ClusterLoadAssignment, name_field="cluster_name"
+ENDPOINT: ResourceType[Any] = ResourceType(
+    type_url=_URL + endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR.full_name,
+    decode=decode_cluster_load_assignment,
 )
 SECRET: ResourceType[Any] = ResourceType.for_message(secret_pb2.Secret)
 RUNTIME: ResourceType[Any] = ResourceType.for_message(rtds_pb2.Runtime)
