@@ -312,7 +312,7 @@ def test_upstream_tls_summary_and_requirements() -> None:
         "needs a validation context (a CA certificate provider)"
     )
     message.transport_socket.typed_config.Pack(aggregate_pb2.ClusterConfig())
-    assert reason(message) == "transport_socket.typed_config: must be an UpstreamTlsContext"
+    assert reason(message) == "transport_socket.typed_config: must be of type UpstreamTlsContext"
 
 
 def test_views_compare_by_content_and_keep_the_protobuf() -> None:

@@ -155,7 +155,7 @@ def test_invalid_api_listeners_name_the_field(change: Callable[[Any], None], exp
 def test_an_api_listener_must_hold_an_http_connection_manager() -> None:
     message = listener_pb2.Listener(name="l")
     message.api_listener.api_listener.Pack(duration_pb2.Duration())
-    assert reason(message) == f"{HCM}: must be an HttpConnectionManager"
+    assert reason(message) == f"{HCM}: must be of type HttpConnectionManager"
     assert reason(listener_pb2.Listener(name="l")) == "neither an api_listener nor an address"
 
 

@@ -28,9 +28,8 @@ from envoy.extensions.load_balancing_policies.ring_hash.v3 import ring_hash_pb2
 from envoy.extensions.load_balancing_policies.round_robin.v3 import round_robin_pb2
 from envoy.extensions.load_balancing_policies.wrr_locality.v3 import wrr_locality_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
-from google.protobuf import json_format
 
-from ._view import View, invalid, parse
+from ._view import View, invalid, metadata_dict, parse, unpack
 
 __all__ = [
     "ClusterType",
@@ -177,7 +176,7 @@ class ClusterView(View):
         elif message.type == cluster_pb2.Cluster.LOGICAL_DNS:
             fields.update(_logical_dns(name, message.load_assignment))
         else:
-            kind = cluster_pb2.Cluster.DiscoveryType.Name(message.type)
+            kind = _enum_name(cluster_pb2.Cluster.DiscoveryType, message.type)
             raise invalid(name, "type", f"unsupported discovery type {kind}")
         fields["lb_policy"] = _lb_policy(name, message)
         for threshold in message.circuit_breakers.thresholds:
@@ -192,7 +191,7 @@ class ClusterView(View):
         if message.HasField("transport_socket"):
             fields["upstream_tls"] = _upstream_tls(name, message.transport_socket)
         if message.HasField("metadata"):
-            metadata = json_format.MessageToDict(message.metadata).get("filterMetadata", {})
+            metadata = metadata_dict(message.metadata)
             fields["metadata"] = metadata
             labels = metadata.get(_TELEMETRY_KEY, {})
             fields["telemetry_labels"] = {
@@ -206,9 +205,9 @@ class ClusterView(View):
 def _aggregate(name: str, extension: Any) -> dict[str, Any]:
     if extension.name != _AGGREGATE:
         raise invalid(name, "cluster_type.name", f"unsupported cluster type {extension.name!r}")
-    config = aggregate_pb2.ClusterConfig()
-    if not extension.typed_config.Unpack(config):
-        raise invalid(name, "cluster_type.typed_config", "must be an aggregate ClusterConfig")
+    config = unpack(
+        name, "cluster_type.typed_config", extension.typed_config, aggregate_pb2.ClusterConfig
+    )
     if not config.clusters:
         raise invalid(name, "cluster_type.typed_config.clusters", "must not be empty")
     return {"type": ClusterType.AGGREGATE, "aggregate_children": tuple(config.clusters)}
@@ -256,7 +255,18 @@ def _lb_policy(name: str, message: Any) -> LbPolicy:
         return _ring_hash(name, "ring_hash_lb_config", config)
     if kind == cluster_pb2.Cluster.LEAST_REQUEST:
         return _least_request(name, "least_request_lb_config", message.least_request_lb_config)
-    raise invalid(name, "lb_policy", f"unsupported {cluster_pb2.Cluster.LbPolicy.Name(kind)}")
+    raise invalid(
+        name, "lb_policy", f"unsupported {_enum_name(cluster_pb2.Cluster.LbPolicy, kind)}"
+    )
+
+
+def _enum_name(enum_type: Any, value: int) -> str:
+    """The enum value's name, or its number when this protobuf version does not know it."""
+    try:
+        name: str = enum_type.Name(value)
+    except ValueError:
+        return str(value)
+    return name
 
 
 def _typed_policy(name: str, path: str, extension: Any, depth: int) -> LbPolicy | None:
@@ -267,25 +277,25 @@ def _typed_policy(name: str, path: str, extension: Any, depth: int) -> LbPolicy 
     if type_name == round_robin_pb2.RoundRobin.DESCRIPTOR.full_name:
         return RoundRobin()
     if type_name == ring_hash_pb2.RingHash.DESCRIPTOR.full_name:
-        config = _unpack(name, where, typed, ring_hash_pb2.RingHash)
+        config = unpack(name, where, typed, ring_hash_pb2.RingHash)
         if config.hash_function not in (0, 1):  # DEFAULT_HASH, XX_HASH
             raise invalid(name, f"{where}.hash_function", "must be XX_HASH")
         return _ring_hash(name, where, config)
     if type_name == least_request_pb2.LeastRequest.DESCRIPTOR.full_name:
         return _least_request(
-            name, where, _unpack(name, where, typed, least_request_pb2.LeastRequest)
+            name, where, unpack(name, where, typed, least_request_pb2.LeastRequest)
         )
     if type_name == pick_first_pb2.PickFirst.DESCRIPTOR.full_name:
-        config = _unpack(name, where, typed, pick_first_pb2.PickFirst)
+        config = unpack(name, where, typed, pick_first_pb2.PickFirst)
         return PickFirst(shuffle_address_list=config.shuffle_address_list)
     if type_name == wrr_pb2.ClientSideWeightedRoundRobin.DESCRIPTOR.full_name:
         return _weighted_round_robin(
-            name, where, _unpack(name, where, typed, wrr_pb2.ClientSideWeightedRoundRobin)
+            name, where, unpack(name, where, typed, wrr_pb2.ClientSideWeightedRoundRobin)
         )
     if type_name == wrr_locality_pb2.WrrLocality.DESCRIPTOR.full_name:
         if depth >= 16:
             raise invalid(name, where, "policies nest deeper than 16")
-        config = _unpack(name, where, typed, wrr_locality_pb2.WrrLocality)
+        config = unpack(name, where, typed, wrr_locality_pb2.WrrLocality)
         for i, child in enumerate(config.endpoint_picking_policy.policies):
             chosen = _typed_policy(
                 name,
@@ -297,13 +307,6 @@ def _typed_policy(name: str, path: str, extension: Any, depth: int) -> LbPolicy 
                 return WrrLocality(child=chosen)
         raise invalid(name, f"{where}.endpoint_picking_policy", "no supported policy")
     return None
-
-
-def _unpack(name: str, path: str, typed: Any, message_class: Any) -> Any:
-    message = message_class()
-    if not typed.Unpack(message):
-        raise invalid(name, path, f"cannot unpack {message_class.DESCRIPTOR.full_name}")
-    return message
 
 
 def _ring_hash(name: str, path: str, config: Any) -> RingHash:
@@ -405,9 +408,7 @@ def _outlier_detection(name: str, config: Any) -> OutlierDetection:
 
 def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
     path = "transport_socket"
-    context = tls_pb2.UpstreamTlsContext()
-    if not socket.typed_config.Unpack(context):
-        raise invalid(name, f"{path}.typed_config", "must be an UpstreamTlsContext")
+    context = unpack(name, f"{path}.typed_config", socket.typed_config, tls_pb2.UpstreamTlsContext)
     common = context.common_tls_context
     where = f"{path}.typed_config.common_tls_context"
     if common.HasField("combined_validation_context"):

@@ -15,10 +15,9 @@ from typing import Any, ClassVar
 
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
-from google.protobuf import json_format
 
 from .._config import Locality
-from ._view import View, invalid, parse
+from ._view import View, invalid, metadata_dict, parse
 
 __all__ = [
     "ClusterLoadAssignmentView",
@@ -196,9 +195,7 @@ def _endpoint(name: str, path: str, lb: Any, seen: set[tuple[str, int]]) -> Endp
         )
         for k, extra in enumerate(endpoint.additional_addresses)
     )
-    metadata = (
-        json_format.MessageToDict(lb.metadata)["filterMetadata"] if lb.HasField("metadata") else {}
-    )
+    metadata = metadata_dict(lb.metadata) if lb.HasField("metadata") else {}
     return Endpoint(
         address=address[0],
         port=address[1],

@@ -29,7 +29,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 )
 
 from ._route import RouteConfigurationView, route_fields
-from ._view import View, invalid, parse
+from ._view import View, invalid, parse, unpack
 
 __all__ = [
     "KNOWN_HTTP_FILTERS",
@@ -158,12 +158,7 @@ class ListenerView(View):
 def _hcm(
     name: str, path: str, packed: Any, known_filters: Collection[str]
 ) -> HttpConnectionManager:
-    if packed.type_url.rsplit("/", 1)[-1] != _HCM:
-        raise invalid(name, path, "must be an HttpConnectionManager")
-    try:
-        hcm = hcm_pb2.HttpConnectionManager.FromString(packed.value)
-    except Exception as exc:  # protobuf's DecodeError
-        raise invalid(name, path, f"cannot parse the HttpConnectionManager: {exc}") from exc
+    hcm = unpack(name, path, packed, hcm_pb2.HttpConnectionManager)
     fields: dict[str, Any] = {}
     kind = hcm.WhichOneof("route_specifier")
     if kind == "rds":

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
-from ._view import View, invalid, parse
+from ._view import View, invalid, parse, unpack
 
 __all__ = [
     "ClusterWeight",
@@ -537,7 +537,9 @@ def _filter_configs(name: str, path: str, configs: Any) -> dict[str, tuple[str, 
             raise invalid(name, path, "filter names must not be empty")
         optional = False
         if packed.type_url == _FILTER_CONFIG:
-            wrapper = route_components_pb2.FilterConfig.FromString(packed.value)
+            wrapper = unpack(
+                name, f"{path}[{filter_name!r}]", packed, route_components_pb2.FilterConfig
+            )
             if wrapper.disabled:
                 continue
             optional = wrapper.is_optional

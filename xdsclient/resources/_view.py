@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from .._errors import ResourceDecodeError
 
-__all__ = ["View", "invalid", "parse"]
+__all__ = ["View", "invalid", "metadata_dict", "parse", "unpack"]
 
 
 class View:
@@ -62,6 +62,37 @@ def parse(message_class: Any, data: bytes) -> Any:
         raise ResourceDecodeError(
             f"cannot parse {message_class.DESCRIPTOR.full_name}: {exc}"
         ) from exc
+
+
+def unpack(name: str, path: str, packed: Any, message_class: Any) -> Any:
+    """The ``message_class`` inside ``packed`` (an Any), or the error for field ``path``."""
+    full_name = message_class.DESCRIPTOR.full_name
+    if packed.type_url.rsplit("/", 1)[-1] != full_name:
+        raise invalid(name, path, f"must be of type {full_name.rsplit('.', 1)[-1]}")
+    try:
+        return message_class.FromString(packed.value)
+    except Exception as exc:  # protobuf's DecodeError
+        raise invalid(name, path, f"cannot parse {full_name}: {exc}") from exc
+
+
+def metadata_dict(metadata: Any) -> dict[str, Any]:
+    """``envoy.config.core.v3.Metadata.filter_metadata`` as plain Python values."""
+    return {key: _struct(value) for key, value in metadata.filter_metadata.items()}
+
+
+def _struct(struct: Any) -> dict[str, Any]:
+    return {key: _value(value) for key, value in struct.fields.items()}
+
+
+def _value(value: Any) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return _struct(value.struct_value)
+    if kind == "list_value":
+        return [_value(item) for item in value.list_value.values]
+    if kind is None or kind == "null_value":
+        return None
+    return getattr(value, kind)
 
 
 def invalid(name: str, path: str, reason: str) -> ResourceDecodeError:
