@@ -181,12 +181,20 @@ def test_drop_percentages_convert_to_parts_per_million_and_are_capped() -> None:
     assert [d.parts_per_million for d in view.drop_overloads] == [500, 7, 1_000_000]
 
 
-def test_to_dataclass_names_the_extra_when_it_is_missing() -> None:
+def test_to_dataclass_gives_the_betterproto_object() -> None:
     view = ClusterLoadAssignmentView.from_proto(cla(("a", 1, 0, [("10.0.0.1", 80)])))
-    try:
-        import envoy_data_plane  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match=r"pip install 'xdsclient\[dataclasses\]'"):
-            view.to_dataclass()
-    else:
-        assert view.to_dataclass().cluster_name == "svc"
+    dataclass = view.to_dataclass()
+    assert type(dataclass).__module__.startswith("envoy_data_plane.")
+    assert dataclass.cluster_name == "svc"
+    assert dataclass.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value == 80
+
+
+def test_to_dataclass_names_the_extra_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    view = ClusterLoadAssignmentView.from_proto(cla(("a", 1, 0, [("10.0.0.1", 80)])))
+    for module in [m for m in sys.modules if m.startswith("envoy_data_plane")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "envoy_data_plane", None)  # makes the import fail
+    with pytest.raises(ImportError, match=r"pip install 'xdsclient\[dataclasses\]'"):
+        view.to_dataclass()
