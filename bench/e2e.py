@@ -113,6 +113,11 @@ async def measure(client: str, n: int, timeout: float) -> Result:
             if await _until(loaded.poll, timeout) and loaded.time is not None:
                 first_lds = next(r.time for r in cp.requests if r.type_url == LISTENER.type_url)
                 load = loaded.time - first_lds
+                print(
+                    f"  {client} N={n}: loaded in {load:.3f} s, {len(cp.requests)} requests",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 start = time.monotonic()
                 for i in range(n):
                     cp.set(cfg.endpoints(i, generation=1))
