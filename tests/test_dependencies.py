@@ -1,0 +1,273 @@
+"""The pure dependency walk: every graph shape, without a server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.route.v3 import route_pb2
+from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
+
+from tests.builders import cluster, endpoints, listener
+from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
+from xdsclient._dependencies import walk
+from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
+
+L, R, C, E = LISTENER.type_url, ROUTE_CONFIGURATION.type_url, CLUSTER.type_url, ENDPOINT.type_url
+
+
+class Cache:
+    """What the walk reads: type URL, name -> state."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, str], ResourceState] = {}
+
+    def put(self, rtype: ResourceType[Any], message: Any) -> None:
+        name, view = rtype.decode(message.SerializeToString())
+        self.states[(rtype.type_url, name)] = _state(
+            rtype.type_url, name, ResourceStatus.ACKED, view
+        )
+
+    def missing(self, type_url: str, name: str) -> None:
+        error = ResourceDoesNotExistError(type_url, name, "the server says it does not exist")
+        self.states[(type_url, name)] = _state(
+            type_url, name, ResourceStatus.DOES_NOT_EXIST, None, error
+        )
+
+    def lookup(self, type_url: str, name: str) -> ResourceState | None:
+        return self.states.get((type_url, name))
+
+
+def _state(
+    type_url: str, name: str, status: ResourceStatus, value: Any, error: XdsError | None = None
+) -> ResourceState:
+    return ResourceState(
+        type_url=type_url,
+        name=name,
+        status=status,
+        value=value,
+        version="1" if value is not None else None,
+        last_updated=0.0,
+        error=error,
+        error_time=None,
+        expires_at=None,
+    )
+
+
+def routes(
+    *targets: str | dict[str, int], name: str = "routes", domains: tuple[str, ...] = ("*",)
+) -> Any:
+    message = route_pb2.RouteConfiguration(name=name)
+    vhost = message.virtual_hosts.add(name="vh", domains=list(domains))
+    for i, target in enumerate(targets):
+        route = vhost.routes.add()
+        route.match.prefix = f"/{i}/"
+        if isinstance(target, str):
+            route.route.cluster = target
+        else:
+            for cluster_name, weight in target.items():
+                route.route.weighted_clusters.clusters.add(name=cluster_name).weight.value = weight
+    return message
+
+
+def aggregate(name: str, *children: str) -> Any:
+    message = cluster_pb2.Cluster(name=name)
+    message.cluster_type.name = "envoy.clusters.aggregate"
+    message.cluster_type.typed_config.Pack(aggregate_pb2.ClusterConfig(clusters=list(children)))
+    return message
+
+
+def full(cache: Cache, *names: str) -> None:
+    for name in names:
+        cache.put(CLUSTER, cluster(name))
+        cache.put(ENDPOINT, endpoints(name))
+
+
+def test_rds_to_clusters_to_endpoints_gives_a_complete_snapshot() -> None:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a", "b"))
+    full(cache, "a", "b")
+    result = walk("l", "svc.example.com", cache.lookup)
+    assert result.wanted == {(L, "l"), (R, "routes"), (C, "a"), (C, "b"), (E, "a"), (E, "b")}
+    config = result.config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    assert config.listener.name == "l"
+    assert config.route_config.name == "routes"
+    assert config.virtual_host.name == "vh"
+    assert sorted(config.clusters) == ["a", "b"]
+    a = config.clusters["a"]
+    assert a.ok
+    assert a.endpoints is not None
+    assert a.endpoints.name == "a"
+    assert a.leaves == ("a",)
+
+
+def test_nothing_is_published_while_anything_is_pending_but_everything_needed_is_known() -> None:
+    cache = Cache()
+    assert walk("l", "x", cache.lookup).config is None
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a", "b"))
+    cache.put(CLUSTER, cluster("a"))
+    result = walk("l", "x", cache.lookup)
+    assert result.config is None
+    # Both clusters are asked for at once, and a's endpoints as soon as a is known.
+    assert result.wanted == {(L, "l"), (R, "routes"), (C, "a"), (C, "b"), (E, "a")}
+
+
+def test_inline_routes_need_no_rds() -> None:
+    cache = Cache()
+    from envoy.config.listener.v3 import listener_pb2
+    from envoy.extensions.filters.http.router.v3 import router_pb2
+    from envoy.extensions.filters.network.http_connection_manager.v3 import (
+        http_connection_manager_pb2 as hcm_pb2,
+    )
+
+    manager = hcm_pb2.HttpConnectionManager()
+    manager.route_config.CopyFrom(routes("a"))
+    manager.http_filters.add(name="router").typed_config.Pack(router_pb2.Router())
+    message = listener_pb2.Listener(name="l")
+    message.api_listener.api_listener.Pack(manager)
+    cache.put(LISTENER, message)
+    full(cache, "a")
+    result = walk("l", "x", cache.lookup)
+    assert (R, "routes") not in result.wanted
+    assert result.config is not None
+    assert not isinstance(result.config, XdsError)
+    assert list(result.config.clusters) == ["a"]
+
+
+def test_shared_and_weighted_clusters_are_walked_once() -> None:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a", {"a": 1, "b": 3}, "b"))
+    full(cache, "a", "b")
+    config = walk("l", "x", cache.lookup).config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    assert list(config.clusters) == ["a", "b"]
+
+
+def _aggregate_cache(*clusters: Any, leaves: tuple[str, ...] = ()) -> Cache:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("root"))
+    for message in clusters:
+        cache.put(CLUSTER, message)
+    full(cache, *leaves)
+    return cache
+
+
+def test_an_aggregate_diamond_expands_to_ordered_unique_leaves() -> None:
+    cache = _aggregate_cache(
+        aggregate("root", "left", "right", "z"),
+        aggregate("left", "d", "x"),
+        aggregate("right", "d"),
+        leaves=("d", "x", "z"),
+    )
+    config = walk("l", "h", cache.lookup).config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    assert config.clusters["root"].leaves == ("d", "x", "z")
+    assert config.clusters["right"].leaves == ("d",)
+    assert set(config.clusters) == {"root", "left", "right", "d", "x", "z"}
+
+
+def test_an_aggregate_cycle_is_an_error_for_that_cluster_only() -> None:
+    cache = _aggregate_cache(
+        aggregate("root", "a", "ok"), aggregate("a", "b"), aggregate("b", "a"), leaves=("ok",)
+    )
+    config = walk("l", "h", cache.lookup).config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    b = config.clusters["b"]
+    assert b.error is not None
+    assert str(b.error) == "aggregate cluster cycle: a -> b -> a"
+    assert config.clusters["root"].leaves == ("ok",)
+
+
+def test_aggregates_deeper_than_16_are_an_error() -> None:
+    chain = [aggregate("root", "c1")] + [aggregate(f"c{i}", f"c{i + 1}") for i in range(1, 17)]
+    cache = _aggregate_cache(*chain, cluster("c17"))
+    cache.put(ENDPOINT, endpoints("c17"))
+    config = walk("l", "h", cache.lookup).config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    assert config.clusters["root"].error is not None
+    assert str(config.clusters["root"].error) == 'aggregate cluster "root" nests deeper than 16'
+    shallow = _aggregate_cache(*chain[:15], aggregate("c15", "c16"), cluster("c16"))
+    shallow.put(ENDPOINT, endpoints("c16"))
+    ok = walk("l", "h", shallow.lookup).config
+    assert ok is not None
+    assert not isinstance(ok, XdsError)
+    assert ok.clusters["root"].leaves == ("c16",)
+
+
+def test_a_cluster_switching_its_eds_service_name_changes_what_is_needed() -> None:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a"))
+    full(cache, "a")
+    before = walk("l", "h", cache.lookup)
+    switched = cluster("a")
+    switched.eds_cluster_config.service_name = "a-v2"
+    cache.put(CLUSTER, switched)
+    after = walk("l", "h", cache.lookup)
+    assert (E, "a") in before.wanted
+    assert (E, "a") not in after.wanted
+    assert (E, "a-v2") in after.wanted
+    assert after.config is None  # waiting for a-v2's endpoints
+
+
+def test_listener_and_route_errors_replace_the_snapshot() -> None:
+    cache = Cache()
+    cache.missing(L, "l")
+    result = walk("l", "h", cache.lookup)
+    assert isinstance(result.config, ResourceDoesNotExistError)
+    cache.put(LISTENER, listener("l"))
+    cache.missing(R, "routes")
+    assert isinstance(walk("l", "h", cache.lookup).config, ResourceDoesNotExistError)
+
+
+def test_partial_errors_are_reported_per_cluster() -> None:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("good", "gone", "no-endpoints"))
+    full(cache, "good")
+    cache.missing(C, "gone")
+    cache.put(CLUSTER, cluster("no-endpoints"))
+    cache.missing(E, "no-endpoints")
+    config = walk("l", "h", cache.lookup).config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    assert config.clusters["good"].ok
+    assert isinstance(config.clusters["gone"].error, ResourceDoesNotExistError)
+    assert config.clusters["no-endpoints"].ok
+    assert isinstance(config.clusters["no-endpoints"].endpoints_error, ResourceDoesNotExistError)
+
+
+def test_no_virtual_host_for_the_authority_is_an_error() -> None:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a", domains=("only.example.com",)))
+    config = walk("l", "other.example.com", cache.lookup).config
+    assert isinstance(config, XdsError)
+    assert (
+        str(config) == "RouteConfiguration \"routes\" has no virtual host for 'other.example.com'"
+    )
+
+
+def test_a_route_with_a_non_forwarding_action_reaches_no_cluster() -> None:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    message = routes("a")
+    local = message.virtual_hosts[0].routes.add()
+    local.match.prefix = "/local"
+    local.non_forwarding_action.SetInParent()
+    cache.put(ROUTE_CONFIGURATION, message)
+    full(cache, "a")
+    config = walk("l", "h", cache.lookup).config
+    assert config is not None
+    assert not isinstance(config, XdsError)
+    assert list(config.clusters) == ["a"]
