@@ -32,7 +32,9 @@ def cluster(name: str, *, timeout_s: int = 5) -> Any:
 
 def endpoints(name: str, *, port: int = 8080) -> Any:
     message = endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
-    lb = message.endpoints.add().lb_endpoints.add()
+    group = message.endpoints.add()
+    group.load_balancing_weight.value = 1  # gRPC skips localities without a weight
+    lb = group.lb_endpoints.add()
     lb.endpoint.address.socket_address.address = "10.0.0.1"
     lb.endpoint.address.socket_address.port_value = port
     return message

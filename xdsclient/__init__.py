@@ -16,6 +16,8 @@ from ._config import (
     NodeConfig,
     ServerConfig,
 )
+from ._config_watch import ConfigWatch
+from ._dependencies import ClusterConfig, XdsConfig
 from ._errors import (
     ProtocolError,
     ResourceDecodeError,
@@ -48,6 +50,8 @@ __all__ = [
     "CallbackWatcher",
     "ChannelCredentials",
     "ClientConfig",
+    "ClusterConfig",
+    "ConfigWatch",
     "DataError",
     "Event",
     "Locality",
@@ -72,6 +76,7 @@ __all__ = [
     "Watch",
     "WatchHandle",
     "XdsClient",
+    "XdsConfig",
     "XdsError",
     "load_bootstrap",
 ]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from ._bootstrap import load_bootstrap
 from ._config import Backoff, ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
+from ._config_watch import ConfigWatch
+from ._dependencies import XdsConfig
+from ._errors import XdsError
 from ._protocol import ProtocolOptions, ResourceState, Session
 from ._runner import StreamRunner
 from ._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
@@ -27,7 +30,7 @@ from ._watchers import (
     WatchHandle,
     replay_events,
 )
-from .resources import BUILTIN_TYPES, ResourceType
+from .resources import BUILTIN_TYPES, LISTENER, ResourceType
 
 __all__ = ["XdsClient"]
 
@@ -231,6 +234,32 @@ class XdsClient:
         watch = Watch(buffer)
         watch._attach(self.add_watcher(resource_type, name, WatchFeeder(watch)))
         return watch
+
+    def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
+        """``async for config in client.watch_config("listener")``: complete snapshots.
+
+        Each `XdsConfig` holds the listener, its route configuration, the virtual host for
+        ``authority`` (the listener name by default, as for ``xds:///listener``) and every
+        cluster its routes reach with their endpoints; an `XdsError` comes instead when the
+        listener or its routes are unusable. The client subscribes to exactly what the
+        configuration needs and drops what it stops needing.
+        """
+        self._resolve(LISTENER)
+        return ConfigWatch(self, listener, authority if authority is not None else listener)
+
+    def add_config_watcher(
+        self,
+        listener: str,
+        callback: Callable[[XdsConfig | XdsError], Awaitable[None] | None],
+        *,
+        authority: str | None = None,
+    ) -> ConfigWatch:
+        """The callback form of `watch_config`: ``callback(snapshot)`` on each new snapshot
+        (plain or ``async``); cancel the returned watch to stop."""
+        self._resolve(LISTENER)
+        return ConfigWatch(
+            self, listener, authority if authority is not None else listener, callback
+        )
 
     # ------------------------------------------------------------------ introspection
 

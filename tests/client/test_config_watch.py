@@ -1,0 +1,148 @@
+"""watch_config end to end: complete snapshots, and exactly the subscriptions they need."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from envoy.config.route.v3 import route_pb2
+
+from tests.builders import cluster, endpoints, listener
+from tests.client.conftest import eventually
+from xdsclient import ResourceDoesNotExistError, XdsClient, XdsConfig, XdsError
+from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
+from xdsclient.testing import ControlPlane
+
+
+def routes(*clusters: str) -> Any:
+    message = route_pb2.RouteConfiguration(name="routes")
+    vhost = message.virtual_hosts.add(name="vh", domains=["*"])
+    for i, name in enumerate(clusters):
+        route = vhost.routes.add()
+        route.match.prefix = f"/{i}/"
+        route.route.cluster = name
+    return message
+
+
+def serve(cp: ControlPlane, *clusters: str) -> None:
+    cp.set(listener("l"))
+    cp.set(routes(*clusters))
+    for name in clusters:
+        cp.set(cluster(name))
+        cp.set(endpoints(name))
+
+
+async def next_config(watch: Any, timeout: float = 5.0) -> XdsConfig | XdsError:
+    async with asyncio.timeout(timeout):
+        update: XdsConfig | XdsError = await anext(watch)
+        return update
+
+
+def interest(cp: ControlPlane, type_url: str, delta: bool) -> list[list[str]]:
+    """The subscription changes the client asked for, one entry per request that changed them."""
+    changes = []
+    for request in cp.requests:
+        if request.type_url != type_url:
+            continue
+        message = request.message
+        if delta:
+            change = [f"+{n}" for n in message.resource_names_subscribe]
+            change += [f"-{n}" for n in message.resource_names_unsubscribe]
+        else:
+            change = sorted(message.resource_names)
+            if changes and changes[-1] == change:
+                continue  # an ACK restating the same names
+        if change or not delta:
+            changes.append(change)
+    return changes
+
+
+async def test_a_complete_snapshot_after_one_subscription_per_type(
+    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+) -> None:
+    serve(control_plane, "a", "b")
+    async with client.watch_config("l") as watch:
+        config = await next_config(watch)
+        assert isinstance(config, XdsConfig)
+        assert config.listener.name == "l"
+        assert config.route_config.name == "routes"
+        assert sorted(config.clusters) == ["a", "b"]
+        assert all(c.endpoints is not None for c in config.clusters.values())
+        delta = variant["delta"]
+        if delta:
+            assert interest(control_plane, CLUSTER.type_url, delta) == [["+a", "+b"]]
+            assert interest(control_plane, ENDPOINT.type_url, delta) == [["+a", "+b"]]
+        else:
+            assert interest(control_plane, CLUSTER.type_url, delta) == [["a", "b"]]
+            assert interest(control_plane, ENDPOINT.type_url, delta) == [["a", "b"]]
+
+
+async def test_references_that_change_subscribe_and_unsubscribe_in_one_request(
+    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+) -> None:
+    serve(control_plane, "a", "b")
+    control_plane.set(cluster("c"))
+    control_plane.set(endpoints("c"))
+    async with client.watch_config("l") as watch:
+        assert isinstance(await next_config(watch), XdsConfig)
+        control_plane.set(routes("b", "c"))
+        config = await next_config(watch)
+        assert isinstance(config, XdsConfig)
+        assert sorted(config.clusters) == ["b", "c"]
+        delta = variant["delta"]
+        # The new routes drop a and add c in one CDS request; a's endpoints go with the same
+        # response, c's can only be asked for once cluster c has arrived.
+        clusters = [["+a", "+b"], ["+c", "-a"]] if delta else [["a", "b"], ["b", "c"]]
+        assignments = [["+a", "+b"], ["-a"], ["+c"]] if delta else [["a", "b"], ["b"], ["b", "c"]]
+        await eventually(lambda: interest(control_plane, ENDPOINT.type_url, delta) == assignments)
+        assert interest(control_plane, CLUSTER.type_url, delta) == clusters
+        assert client.resource_state(CLUSTER, "a") is None
+
+
+async def test_endpoint_changes_publish_a_new_snapshot(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    serve(control_plane, "a")
+    async with client.watch_config("l") as watch:
+        first = await next_config(watch)
+        control_plane.set(endpoints("a", port=9999))
+        second = await next_config(watch)
+        assert isinstance(first, XdsConfig)
+        assert isinstance(second, XdsConfig)
+        a = second.clusters["a"].endpoints
+        assert a is not None
+        assert a.localities[0].endpoints[0].port == 9999
+        assert first != second
+
+
+async def test_a_missing_cluster_is_reported_without_withholding_the_others(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    serve(control_plane, "a")
+    control_plane.set(routes("a", "ghost"))
+    async with client.watch_config("l") as watch:
+        config = await next_config(watch)  # after ghost's does-not-exist timer (1 s here)
+        assert isinstance(config, XdsConfig)
+        assert config.clusters["a"].ok
+        assert isinstance(config.clusters["ghost"].error, ResourceDoesNotExistError)
+
+
+async def test_a_deleted_listener_replaces_the_snapshot_with_an_error(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    serve(control_plane, "a")
+    async with client.watch_config("l") as watch:
+        assert isinstance(await next_config(watch), XdsConfig)
+        control_plane.remove(LISTENER.type_url, "l")
+        error = await next_config(watch)
+        assert isinstance(error, ResourceDoesNotExistError)
+
+
+async def test_the_callback_form_and_cancel(control_plane: ControlPlane, client: XdsClient) -> None:
+    serve(control_plane, "a")
+    seen: list[XdsConfig | XdsError] = []
+    watch = client.add_config_watcher("l", seen.append)
+    await eventually(lambda: seen)
+    assert isinstance(seen[0], XdsConfig)
+    watch.cancel()
+    await eventually(lambda: client.resource_state(LISTENER, "l") is None)
