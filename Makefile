@@ -25,7 +25,7 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 demo: $(STAMP)
-	$(BIN)/python examples/watch_cluster.py $(ARGS)
+	$(BIN)/python -m xdsclient demo $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
