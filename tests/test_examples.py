@@ -27,3 +27,41 @@ async def test_watch_cluster_prints_each_change() -> None:
         "backend v2: eds cluster, endpoints from 'backend', max_requests=200",
         "backend v3: eds cluster, endpoints from 'backend', max_requests=300",
     ]
+
+
+async def test_embedded_service_routes_by_the_latest_configuration() -> None:
+    answers = await load("embedded_service").main()
+    assert answers == [
+        "/api/cart -> api (4 endpoints)",
+        "/index.html -> web (2 endpoints)",
+        "/api/cart -> web (2 endpoints)",
+        "/v2/api/cart -> api (4 endpoints)",
+    ]
+
+
+async def test_custom_load_balancer_follows_weights_priorities_and_health() -> None:
+    results = await load("custom_load_balancer").main(calls=8)
+    assert results["all healthy"] == {"a": 3, "b": 3, "c": 2}  # zone-a 3 : zone-b 1
+    assert results["c unhealthy"] == {"a": 4, "b": 4}
+    assert results["priority 0 down"] == {"fallback": 8}
+
+
+def test_control_plane_test_passes_under_pytest() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(EXAMPLES / "control_plane_test.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout

@@ -63,8 +63,7 @@ def summarize(config: XdsConfig | XdsError) -> str:
 @contextlib.asynccontextmanager
 async def _embedded() -> AsyncIterator[tuple[str, asyncio.Task[None]]]:
     """The test control plane with the demo configuration, and a task changing its endpoints."""
-    from ._demo_config import changing_endpoints, demo_resources
-    from .testing import ControlPlane
+    from .testing import ControlPlane, changing_endpoints, demo_resources
 
     async with ControlPlane() as control_plane:
         control_plane.set_all(demo_resources(LISTENER))

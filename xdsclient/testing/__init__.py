@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
+from ._demo_config import assignment, changing_endpoints, demo_resources
 
-__all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
+__all__ = [
+    "ControlPlane",
+    "ReceivedRequest",
+    "SentResponse",
+    "assignment",
+    "changing_endpoints",
+    "demo_resources",
+]
 
 for _cls in (ControlPlane, ReceivedRequest, SentResponse):
     _cls.__module__ = __name__

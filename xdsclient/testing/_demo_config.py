@@ -1,5 +1,8 @@
-"""The demo's configuration: a listener, routes to three clusters (one an aggregate of two), and
-endpoints that change every few seconds. Also handy as a realistic fixture."""
+"""A small realistic configuration, the demo's and a handy test fixture.
+
+A listener, routes to three clusters (one an aggregate of two), and endpoints that change every
+few seconds.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +21,9 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
 
-from .testing import ControlPlane
+from ._control_plane import ControlPlane
 
-__all__ = ["changing_endpoints", "demo_resources"]
+__all__ = ["assignment", "changing_endpoints", "demo_resources"]
 
 
 def demo_resources(listener_name: str) -> list[Any]:
