@@ -29,7 +29,15 @@ from ._events import Event
 from ._messages import DeltaDiscoveryRequest, Request
 from ._options import ProtocolOptions
 from ._status import Input
-from ._typestate import Ack, DeadlineKey, TypeState, ValidItem, duration_seconds, nack_message
+from ._typestate import (
+    Ack,
+    DeadlineKey,
+    TypeState,
+    ValidItem,
+    duration_seconds,
+    nack_message,
+    name_too_long,
+)
 
 __all__ = ["DeltaTypeState"]
 
@@ -150,8 +158,12 @@ class DeltaTypeState(TypeState):
         aliased: dict[str, list[str]] = {}  # resource name -> the subscribed aliases it serves
         seen: set[str] = set()
         duplicates: list[str] = []
+        max_name = self.options.max_name_length
         for index, resource in enumerate(response.resources):
             name = resource.name
+            if len(name) > max_name:
+                errors.append(f"resource {index}: {name_too_long(name, max_name)}")
+                continue
             if not name or name == WILDCARD:
                 errors.append(
                     f"resource {index}: "

@@ -23,4 +23,10 @@ class ProtocolOptions:
     #: Keep resources the server deletes, reporting the deletion once (gRFC A53 server feature).
     ignore_resource_deletion: bool = False
     #: Longest ``error_detail.message`` a NACK carries; longer lists of errors are cut short.
+    #: Error texts a server reports are cut to this length too.
     max_nack_message_length: int = attrs.field(default=4096, validator=positive)
+    #: A response with more resources is NACKed whole, nothing in it applied (a hostile-server
+    #: bound; 1,000,000 is far above any real deployment).
+    max_resources_per_response: int = attrs.field(default=1_000_000, validator=positive)
+    #: A resource whose name is longer is rejected (its name is not stored).
+    max_name_length: int = attrs.field(default=4096, validator=positive)

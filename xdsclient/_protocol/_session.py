@@ -182,7 +182,14 @@ class Session:
         events: list[Event] = []
         if state is None or not state.sent_on_stream:
             return events
-        state.receive(response, now, events)
+        count = len(response.resources)
+        limit = self._options.max_resources_per_response
+        if count > limit:
+            state.reject(
+                response.nonce, f"{count} resources exceed max_resources_per_response ({limit})"
+            )
+        else:
+            state.receive(response, now, events)
         return events
 
     # ----------------------------------------------------------------- time

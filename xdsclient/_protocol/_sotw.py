@@ -26,7 +26,15 @@ from ._events import Event
 from ._messages import DiscoveryRequest, Request, Resource
 from ._options import ProtocolOptions
 from ._status import Input, ResourceStatus
-from ._typestate import Ack, DeadlineKey, TypeState, ValidItem, duration_seconds, nack_message
+from ._typestate import (
+    Ack,
+    DeadlineKey,
+    TypeState,
+    ValidItem,
+    duration_seconds,
+    nack_message,
+    name_too_long,
+)
 
 __all__ = ["SotwTypeState"]
 
@@ -44,6 +52,13 @@ class SotwTypeState(TypeState):
         self.version_info = ""
         self.nonce = ""
         self._explicit_sent = False
+
+    def accepted_version(self) -> str:
+        return self.version_info
+
+    def reject(self, nonce: str, reason: str) -> None:
+        self.nonce = nonce
+        super().reject(nonce, reason)
 
     def reset_stream(self) -> None:
         super().reset_stream()
@@ -102,6 +117,7 @@ class SotwTypeState(TypeState):
         seen: set[str] = set()
         duplicates: list[str] = []
         every_name_known = True
+        max_name = self.options.max_name_length
 
         for index, packed in enumerate(response.resources):
             ttl: float | None = None
@@ -136,7 +152,9 @@ class SotwTypeState(TypeState):
                 if wrapped_name and name != wrapped_name:
                     reason = f"the Resource wrapper names it {wrapped_name!r} but it is {name!r}"
                     name = wrapped_name
-            if not name:
+            if not name or len(name) > max_name:
+                if name:
+                    reason = name_too_long(name, max_name)
                 errors.append(f"resource {index}: {reason}")
                 every_name_known = False
                 continue

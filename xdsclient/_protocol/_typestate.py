@@ -314,6 +314,14 @@ class TypeState:
         entry.ttl = ttl is not None
         return True
 
+    def reject(self, nonce: str, reason: str) -> None:
+        """NACK a whole response without applying any of it."""
+        self.pending_acks.append(Ack(nonce, self.accepted_version(), reason))
+
+    def accepted_version(self) -> str:
+        """The version a NACK carries (SotW); Delta has none."""
+        return ""
+
     def apply_server_errors(
         self, resource_errors: Any, now: float, events: list[Event]
     ) -> set[str]:
@@ -325,11 +333,9 @@ class TypeState:
                 continue
             covered.add(name)
             status = item.error_detail
+            text = clip(status.message, self.options.max_nack_message_length)
             error = ServerResourceError(
-                self.type_url,
-                name,
-                status.message or "error reported by the server",
-                code=status.code,
+                self.type_url, name, text or "error reported by the server", code=status.code
             )
             cause = Input.DATA_ERROR if error.is_data_error else Input.TRANSIENT_ERROR
             self.apply_error(name, cause, error, now, events)
@@ -379,3 +385,13 @@ def duration_seconds(duration: Any) -> float:
     """A ``google.protobuf.Duration`` in seconds."""
     seconds: float = duration.seconds + duration.nanos / 1e9
     return seconds
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying so."""
+    suffix = " ... (clipped)"
+    return text if len(text) <= limit else (text[: max(0, limit - len(suffix))] + suffix)[:limit]
+
+
+def name_too_long(name: str, limit: int) -> str:
+    return f"name of {len(name)} characters exceeds max_name_length ({limit})"
