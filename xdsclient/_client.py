@@ -63,6 +63,7 @@ class XdsClient:
         does_not_exist_timeout: float = 15.0,
         max_receive_message_length: int = TransportOptions().max_receive_message_length,
         keepalive_time: float | None = None,
+        keepalive_timeout: float = 20.0,
         backoff: Backoff | None = None,
     ) -> None:
         if server is not None:
@@ -88,7 +89,9 @@ class XdsClient:
         self._ads = ads
         self._delta = delta
         self._transport = TransportOptions(
-            max_receive_message_length=max_receive_message_length, keepalive_time=keepalive_time
+            max_receive_message_length=max_receive_message_length,
+            keepalive_time=keepalive_time,
+            keepalive_timeout=keepalive_timeout,
         )
         self._backoff = backoff if backoff is not None else Backoff()
         self._protocol_options = ProtocolOptions(

@@ -42,6 +42,10 @@ def make_channel(server: ServerConfig, options: TransportOptions) -> grpc.aio.Ch
             ("grpc.keepalive_timeout_ms", int(options.keepalive_timeout * 1000)),
             ("grpc.http2.max_pings_without_data", 0),
             ("grpc.keepalive_permit_without_calls", 1),
+            # An xDS stream is mostly idle: without these, gRPC spaces pings on an idle
+            # connection five minutes apart whatever keepalive_time says.
+            ("grpc.http2.min_time_between_pings_ms", int(options.keepalive_time * 1000)),
+            ("grpc.http2.min_ping_interval_without_data_ms", int(options.keepalive_time * 1000)),
         ]
     target = server.uri
     credentials = server.channel_credentials

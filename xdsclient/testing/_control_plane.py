@@ -148,6 +148,8 @@ class ControlPlane:
         self.requests: list[ReceivedRequest] = []
         #: Every response sent, in order.
         self.responses: list[SentResponse] = []
+        #: Fault: a Delta stream's initial_resource_versions are ignored (everything is resent).
+        self.ignore_initial_resource_versions = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -463,7 +465,8 @@ class ControlPlane:
         subscribe = set(request.resource_names_subscribe)
         if not sub.requested:
             sub.requested = True
-            sub.sent.update(request.initial_resource_versions)
+            if not self.ignore_initial_resource_versions:
+                sub.sent.update(request.initial_resource_versions)
             if not subscribe:
                 sub.wildcard = True
         else:

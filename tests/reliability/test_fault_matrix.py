@@ -1,0 +1,191 @@
+"""Faults against every transport variant: the client keeps the last good config, reports the
+fault as documented, and converges to the server's state once the fault ends."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+from tests.builders import cluster, endpoints
+from tests.client.conftest import FAST_BACKOFF, eventually, next_event
+from tests.reliability.proxy import Proxy
+from xdsclient import (
+    DataError,
+    ResourceChanged,
+    ResourceStatus,
+    ResourceTimeoutError,
+    TransportError,
+    XdsClient,
+)
+from xdsclient.resources import CLUSTER, ENDPOINT
+from xdsclient.testing import ControlPlane
+
+
+def holds(client: XdsClient, message: Any, rtype: Any = ENDPOINT) -> bool:
+    """The client's cache holds exactly ``message``."""
+    name = message.cluster_name if rtype is ENDPOINT else message.name
+    state = client.resource_state(rtype, name)
+    return state is not None and state.status.holds_value and state.value.proto == message
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_server_down_at_start_then_up(variant: dict[str, bool]) -> None:
+    port = free_port()
+    async with XdsClient(
+        f"127.0.0.1:{port}", node_id="n", backoff=FAST_BACKOFF, **variant
+    ) as client:
+        watch = client.watch(ENDPOINT, "a")
+        event = await next_event(watch)
+        assert isinstance(event, DataError)
+        assert isinstance(event.error, TransportError)
+        async with ControlPlane(port=port) as cp:
+            cp.set(endpoints("a"))
+            await eventually(lambda: holds(client, endpoints("a")))
+
+
+async def test_a_flapping_server_still_converges(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    control_plane.set(endpoints("a"))
+    watch = client.watch(ENDPOINT, "a")
+    assert isinstance(await next_event(watch), ResourceChanged)
+    for port in range(1, 6):
+        await control_plane.restart()
+        control_plane.set(endpoints("a", port=port))
+        await asyncio.sleep(0.2)
+    await eventually(lambda: holds(client, endpoints("a", port=5)))
+
+
+async def test_a_connection_that_never_answers_times_out_new_resources_and_recovers(
+    control_plane: ControlPlane, variant: dict[str, bool]
+) -> None:
+    control_plane.set(endpoints("cached"))
+    control_plane.set(endpoints("new"))
+    async with (
+        Proxy(control_plane.address) as proxy,
+        XdsClient(
+            proxy.address, node_id="n", does_not_exist_timeout=0.5, backoff=FAST_BACKOFF, **variant
+        ) as client,
+    ):
+        cached = client.watch(ENDPOINT, "cached")
+        assert isinstance(await next_event(cached), ResourceChanged)
+        proxy.stall()
+        fresh = client.watch(ENDPOINT, "new")
+        timeout = await next_event(fresh)
+        assert isinstance(timeout, DataError)
+        assert isinstance(timeout.error, ResourceTimeoutError)
+        assert holds(client, endpoints("cached"))  # the last good value is still there
+        proxy.resume()
+        assert isinstance(await next_event(fresh), ResourceChanged)
+
+
+async def test_reset_and_cut_connections_keep_the_cache_and_reconnect(
+    control_plane: ControlPlane, variant: dict[str, bool]
+) -> None:
+    control_plane.set(endpoints("a"))
+    async with (
+        Proxy(control_plane.address) as proxy,
+        XdsClient(proxy.address, node_id="n", backoff=FAST_BACKOFF, **variant) as client,
+    ):
+        watch = client.watch(ENDPOINT, "a")  # kept: dropping a watch unsubscribes
+        await next_event(watch)
+        last = endpoints("a")
+        for fault, port in ((proxy.reset, 2), (proxy.cut, 3)):
+            fault()
+            assert holds(client, last)
+            last = endpoints("a", port=port)
+            control_plane.set(last)
+            await eventually(lambda p=port: holds(client, endpoints("a", port=p)))
+
+
+async def test_a_huge_but_legal_response_is_taken_whole(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    for i in range(20_000):
+        control_plane.set(cluster(f"cluster-{i:05d}-" + "x" * 200))
+    watch = client.watch(CLUSTER, "*")
+    names = set()
+    async with asyncio.timeout(30):
+        while len(names) < 20_000:
+            event = await anext(watch)
+            assert isinstance(event, ResourceChanged)
+            names.add(event.name)
+    assert control_plane.nacks() == []
+
+
+async def test_a_nonce_never_seen_and_a_stale_repeat_are_answered_harmlessly(
+    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+) -> None:
+    from envoy.service.discovery.v3 import discovery_pb2
+    from google.protobuf import any_pb2
+
+    control_plane.set(endpoints("a"))
+    watch = client.watch(ENDPOINT, "a")
+    assert isinstance(await next_event(watch), ResourceChanged)
+    packed = any_pb2.Any()
+    packed.Pack(endpoints("a"))
+    if variant["delta"]:
+        raw = discovery_pb2.DeltaDiscoveryResponse(type_url=ENDPOINT.type_url, nonce="never-seen")
+        raw.resources.add(name="a", version="x", resource=packed)
+    else:
+        raw = discovery_pb2.DiscoveryResponse(
+            type_url=ENDPOINT.type_url, nonce="never-seen", version_info="x"
+        )
+        raw.resources.append(packed)
+    for _ in range(2):  # the second is a stale repeat of the first
+        control_plane.send_raw(raw)
+    await control_plane.wait_for_request(lambda r: r.message.response_nonce == "never-seen")
+    control_plane.set(endpoints("a", port=7))
+    event = await next_event(watch)
+    assert isinstance(event, ResourceChanged)  # nothing spurious came from the raw responses
+    assert event.value.proto == endpoints("a", port=7)
+
+
+async def test_a_delta_server_that_ignores_initial_versions_causes_no_spurious_updates(
+    control_plane: ControlPlane,
+) -> None:
+    control_plane.set(endpoints("a"))
+    async with XdsClient(
+        control_plane.address, node_id="n", delta=True, backoff=FAST_BACKOFF
+    ) as client:
+        watch = client.watch(ENDPOINT, "a")
+        assert isinstance(await next_event(watch), ResourceChanged)
+        control_plane.ignore_initial_resource_versions = True
+        mark = len(control_plane.responses)
+        control_plane.close_streams()
+        await eventually(lambda: any(r.names == ("a",) for r in control_plane.responses[mark:]))
+        control_plane.set(endpoints("a", port=9))
+        event = await next_event(watch)
+        assert isinstance(event, ResourceChanged)  # not the resent, unchanged copy
+        assert event.value.proto == endpoints("a", port=9)
+
+
+async def test_a_blocked_watcher_holds_reads_without_losing_updates(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    from xdsclient import CallbackWatcher
+
+    gate = asyncio.Event()
+
+    async def blocked(event: Any) -> None:
+        await gate.wait()
+
+    control_plane.set(endpoints("a"))
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(blocked))
+    await eventually(lambda: holds(client, endpoints("a")))
+    for port in range(1, 4):
+        control_plane.set(endpoints("a", port=port))
+    await asyncio.sleep(0.3)
+    assert holds(client, endpoints("a"))  # the cache did not run ahead of the watcher
+    gate.set()
+    await eventually(lambda: holds(client, endpoints("a", port=3)))
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
