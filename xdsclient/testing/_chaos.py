@@ -1,0 +1,152 @@
+"""Chaos: random faults while the server mutates resources; then convergence is checked.
+
+Why here: the test suite runs it briefly for every transport variant and ``bench/chaos.py``
+runs it for minutes; both need the same driver and the same verdict. The faults are the control
+plane's own (close streams, restart, stop answering for a while); the mutations replace random
+endpoint assignments with new, unique contents, so every update a watcher receives can be traced
+to the one the server sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import time
+from typing import Any
+
+import attrs
+from envoy.config.endpoint.v3 import endpoint_pb2
+
+from .._config import Backoff
+from .._protocol import Event, ResourceChanged
+from .._watchers import CallbackWatcher
+from ..resources import ENDPOINT
+from ._control_plane import ControlPlane
+
+__all__ = ["ChaosReport", "run_chaos"]
+
+
+@attrs.frozen(kw_only=True)
+class ChaosReport:
+    """What happened, and whether the client came out right."""
+
+    seconds: float
+    faults: dict[str, int]
+    updates_sent: int
+    updates_received: int
+    #: seconds from the end of the faults until the cache equalled the server's state (None: never)
+    convergence: float | None
+    #: updates a watcher received that the server never sent, or out of order (must be empty)
+    violations: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.convergence is not None and not self.violations
+
+
+def _assignment(name: str, serial: int) -> Any:
+    message = endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
+    group = message.endpoints.add()
+    group.load_balancing_weight.value = 1
+    lb = group.lb_endpoints.add()
+    lb.endpoint.address.socket_address.address = (
+        f"10.{serial // 65536 % 256}.{serial // 256 % 256}.{serial % 256}"
+    )
+    lb.endpoint.address.socket_address.port_value = 1 + serial % 60000
+    return message
+
+
+async def run_chaos(
+    *,
+    seconds: float,
+    seed: int = 0,
+    resources: int = 5,
+    ads: bool = True,
+    delta: bool = False,
+    settle_timeout: float = 15.0,
+) -> ChaosReport:
+    """Mutate ``resources`` endpoint assignments under random faults for ``seconds``."""
+    from .._client import XdsClient
+
+    rng = random.Random(seed)
+    names = [f"svc-{i}" for i in range(resources)]
+    sent: dict[str, list[bytes]] = {name: [] for name in names}
+    received: dict[str, list[bytes]] = collections.defaultdict(list)
+    faults: collections.Counter[str] = collections.Counter()
+    serial = 0
+
+    def record(event: Event) -> None:
+        if isinstance(event, ResourceChanged):
+            received[event.name].append(event.value.raw)
+
+    async with ControlPlane() as control_plane:
+
+        def mutate(name: str) -> None:
+            nonlocal serial
+            serial += 1
+            message = _assignment(name, serial)
+            sent[name].append(message.SerializeToString())
+            control_plane.set(message)
+
+        for name in names:
+            mutate(name)
+        async with XdsClient(
+            control_plane.address,
+            node_id=f"chaos-{seed}",
+            ads=ads,
+            delta=delta,
+            does_not_exist_timeout=2.0,
+            backoff=Backoff(initial=0.02, maximum=0.2),
+        ) as client:
+            for name in names:
+                client.add_watcher(ENDPOINT, name, CallbackWatcher(record))
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                roll = rng.random()
+                if roll < 0.7:
+                    mutate(rng.choice(names))
+                elif roll < 0.8:
+                    faults["close streams"] += 1
+                    control_plane.close_streams()
+                elif roll < 0.9:
+                    faults["restart"] += 1
+                    await control_plane.restart()
+                else:
+                    faults["stop answering"] += 1
+                    control_plane.pause()
+                    await asyncio.sleep(rng.uniform(0.05, 0.3))
+                    control_plane.resume()
+                await asyncio.sleep(rng.uniform(0.0, 0.05))
+            control_plane.resume()
+            settled = time.monotonic()
+            convergence = None
+            while time.monotonic() - settled < settle_timeout:
+                if all(_holds(client, name, sent[name][-1]) for name in names):
+                    convergence = time.monotonic() - settled
+                    break
+                await asyncio.sleep(0.01)
+    violations = []
+    for name, got in received.items():
+        order = {raw: i for i, raw in enumerate(sent[name])}
+        positions = []
+        for raw in got:
+            if raw not in order:
+                violations.append(f"{name}: received an update the server never sent")
+            else:
+                positions.append(order[raw])
+        if positions != sorted(set(positions)):
+            violations.append(f"{name}: updates out of order or repeated: {positions}")
+    return ChaosReport(
+        seconds=seconds,
+        faults=dict(faults),
+        updates_sent=sum(len(v) for v in sent.values()),
+        updates_received=sum(len(v) for v in received.values()),
+        convergence=convergence,
+        violations=tuple(violations),
+    )
+
+
+def _holds(client: Any, name: str, raw: bytes) -> bool:
+    state = client.resource_state(ENDPOINT, name)
+    return state is not None and state.status.holds_value and state.value.raw == raw
