@@ -28,9 +28,8 @@ def main() -> None:
     parser.add_argument("--resources", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print(
-        f"{'variant':<10} {'faults':>7} {'sent':>6} {'received':>9} {'converged':>10} {'violations':>11}"
-    )
+    header = ("variant", "faults", "sent", "received", "converged", "violations")
+    print("{:<10} {:>7} {:>6} {:>9} {:>10} {:>11}".format(*header))
     for label, ads, delta in VARIANTS:
         report = asyncio.run(
             run_chaos(
