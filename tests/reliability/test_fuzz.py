@@ -8,6 +8,7 @@ session using the real validated-view decoders. Several thousand examples run in
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2
@@ -138,7 +139,11 @@ def _drive(
 _subscriptions = st.lists(
     st.tuples(st.sampled_from(TYPES), st.sampled_from(["a", "b", "*"])), min_size=1, max_size=5
 )
-_settings = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(
+    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "1500")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @_settings

@@ -7,6 +7,7 @@ repeated elements; put random or valid messages in Anys) and byte-level (flip, c
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
@@ -146,7 +147,11 @@ def _decode(rtype: ResourceType[Any], data: bytes) -> None:
         rtype.decode(data)
 
 
-_settings = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(
+    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "400")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @_settings
