@@ -15,7 +15,6 @@ from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
 from envoy.extensions.load_balancing_policies.ring_hash.v3 import ring_hash_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
-from google.protobuf import any_pb2
 from google.protobuf.descriptor import FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -187,8 +186,7 @@ def test_byte_mutations_decode_or_raise_our_error(
 
 
 def test_the_seeds_are_valid() -> None:
+    """The mutations start from resources that decode, so a rejection is the mutation's doing."""
     for rtype, message in SEEDS:
-        rtype.decode(message.SerializeToString())
-    packed = any_pb2.Any()
-    packed.Pack(router_pb2.Router())
-    assert packed.type_url.endswith("Router")
+        name, view = rtype.decode(message.SerializeToString())
+        assert view.name == name
