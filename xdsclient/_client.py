@@ -46,7 +46,9 @@ class XdsClient:
     Transport choices: ``ads`` (one aggregated stream, the default) or one stream per type;
     ``delta`` for the incremental variant. ``does_not_exist_timeout`` is gRFC A57's timer;
     ``max_receive_message_length`` defaults far above gRPC's 4 MiB, which a 14k-cluster SotW
-    response exceeds.
+    response exceeds. ``max_resources_per_response`` and ``max_name_length`` bound what a
+    hostile server can make the client hold (a response over the first is NACKed whole; a
+    resource whose name exceeds the second is rejected).
     """
 
     def __init__(
@@ -61,6 +63,8 @@ class XdsClient:
         ads: bool = True,
         delta: bool = False,
         does_not_exist_timeout: float = 15.0,
+        max_resources_per_response: int = 1_000_000,
+        max_name_length: int = 4096,
         max_receive_message_length: int = TransportOptions().max_receive_message_length,
         keepalive_time: float | None = None,
         keepalive_timeout: float = 20.0,
@@ -97,6 +101,8 @@ class XdsClient:
         self._protocol_options = ProtocolOptions(
             does_not_exist_timeout=does_not_exist_timeout,
             ignore_resource_deletion=self._server.ignore_resource_deletion,
+            max_resources_per_response=max_resources_per_response,
+            max_name_length=max_name_length,
         )
         if not ads:
             missing = [t for t in self._types if t not in PER_TYPE_SERVICES]

@@ -94,3 +94,23 @@ def test_credentials_never_show_in_reprs() -> None:
     )
     assert "/secret" not in repr(credentials)
     assert "k.pem" not in repr(credentials)
+
+
+async def test_the_client_passes_its_bounds_to_the_core() -> None:
+    from tests.builders import cluster as make_cluster
+    from xdsclient import XdsClient
+    from xdsclient.resources import CLUSTER
+    from xdsclient.testing import ControlPlane
+
+    async with ControlPlane() as cp:
+        for name in ("a", "b", "c"):
+            cp.set(make_cluster(name))
+        async with XdsClient(cp.address, node_id="n", max_resources_per_response=2) as client:
+            watch = client.watch(CLUSTER, "*")
+            nack = await cp.wait_for_request(lambda r: r.message.HasField("error_detail"))
+            assert (
+                nack.message.error_detail.message
+                == "3 resources exceed max_resources_per_response (2)"
+            )
+            assert client.resource_states() == []
+            watch.cancel()
