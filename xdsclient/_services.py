@@ -39,59 +39,58 @@ ADS_SERVICE = Service(
     None,
 )
 
-PER_TYPE_SERVICES: dict[str, Service] = {
-    s.type_url: s  # type: ignore[misc]
-    for s in (
-        Service(
-            "envoy.service.listener.v3.ListenerDiscoveryService",
-            "StreamListeners",
-            "DeltaListeners",
-            LISTENER.type_url,
-        ),
-        Service(
-            "envoy.service.route.v3.RouteDiscoveryService",
-            "StreamRoutes",
-            "DeltaRoutes",
-            ROUTE_CONFIGURATION.type_url,
-        ),
-        Service(
-            "envoy.service.route.v3.ScopedRoutesDiscoveryService",
-            "StreamScopedRoutes",
-            "DeltaScopedRoutes",
-            SCOPED_ROUTE_CONFIGURATION.type_url,
-        ),
-        Service(
-            "envoy.service.route.v3.VirtualHostDiscoveryService",
-            None,
-            "DeltaVirtualHosts",
-            VIRTUAL_HOST.type_url,
-        ),
-        Service(
-            "envoy.service.cluster.v3.ClusterDiscoveryService",
-            "StreamClusters",
-            "DeltaClusters",
-            CLUSTER.type_url,
-        ),
-        Service(
-            "envoy.service.endpoint.v3.EndpointDiscoveryService",
-            "StreamEndpoints",
-            "DeltaEndpoints",
-            ENDPOINT.type_url,
-        ),
-        Service(
-            "envoy.service.secret.v3.SecretDiscoveryService",
-            "StreamSecrets",
-            "DeltaSecrets",
-            SECRET.type_url,
-        ),
-        Service(
-            "envoy.service.runtime.v3.RuntimeDiscoveryService",
-            "StreamRuntime",
-            "DeltaRuntime",
-            RUNTIME.type_url,
-        ),
-    )
-}
+_PER_TYPE = (
+    Service(
+        "envoy.service.listener.v3.ListenerDiscoveryService",
+        "StreamListeners",
+        "DeltaListeners",
+        LISTENER.type_url,
+    ),
+    Service(
+        "envoy.service.route.v3.RouteDiscoveryService",
+        "StreamRoutes",
+        "DeltaRoutes",
+        ROUTE_CONFIGURATION.type_url,
+    ),
+    Service(
+        "envoy.service.route.v3.ScopedRoutesDiscoveryService",
+        "StreamScopedRoutes",
+        "DeltaScopedRoutes",
+        SCOPED_ROUTE_CONFIGURATION.type_url,
+    ),
+    Service(
+        "envoy.service.route.v3.VirtualHostDiscoveryService",
+        None,
+        "DeltaVirtualHosts",
+        VIRTUAL_HOST.type_url,
+    ),
+    Service(
+        "envoy.service.cluster.v3.ClusterDiscoveryService",
+        "StreamClusters",
+        "DeltaClusters",
+        CLUSTER.type_url,
+    ),
+    Service(
+        "envoy.service.endpoint.v3.EndpointDiscoveryService",
+        "StreamEndpoints",
+        "DeltaEndpoints",
+        ENDPOINT.type_url,
+    ),
+    Service(
+        "envoy.service.secret.v3.SecretDiscoveryService",
+        "StreamSecrets",
+        "DeltaSecrets",
+        SECRET.type_url,
+    ),
+    Service(
+        "envoy.service.runtime.v3.RuntimeDiscoveryService",
+        "StreamRuntime",
+        "DeltaRuntime",
+        RUNTIME.type_url,
+    ),
+)
+
+PER_TYPE_SERVICES: dict[str, Service] = {s.type_url: s for s in _PER_TYPE if s.type_url is not None}
 
 
 def method_path(service: Service, *, delta: bool) -> str:
