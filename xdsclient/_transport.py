@@ -46,6 +46,8 @@ def make_channel(server: ServerConfig, options: TransportOptions) -> grpc.aio.Ch
             # connection five minutes apart whatever keepalive_time says.
             ("grpc.http2.min_time_between_pings_ms", int(options.keepalive_time * 1000)),
             ("grpc.http2.min_ping_interval_without_data_ms", int(options.keepalive_time * 1000)),
+            # gRPC waits for a ping's ack for this long (60 s by default), keepalive or not.
+            ("grpc.http2.ping_timeout_ms", int(options.keepalive_timeout * 1000)),
         ]
     target = server.uri
     credentials = server.channel_credentials

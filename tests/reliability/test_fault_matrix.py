@@ -11,6 +11,7 @@ from tests.builders import cluster, endpoints
 from tests.client.conftest import FAST_BACKOFF, eventually, next_event
 from tests.reliability.proxy import Proxy
 from xdsclient import (
+    AmbientError,
     DataError,
     ResourceChanged,
     ResourceStatus,
@@ -84,6 +85,33 @@ async def test_a_connection_that_never_answers_times_out_new_resources_and_recov
         assert holds(client, endpoints("cached"))  # the last good value is still there
         proxy.resume()
         assert isinstance(await next_event(fresh), ResourceChanged)
+
+
+async def test_keepalive_notices_a_silent_connection_and_the_client_recovers(
+    control_plane: ControlPlane, variant: dict[str, bool]
+) -> None:
+    control_plane.set(endpoints("a"))
+    async with (
+        Proxy(control_plane.address) as proxy,
+        XdsClient(
+            proxy.address,
+            node_id="n",
+            keepalive_time=1.0,
+            keepalive_timeout=1.0,
+            backoff=FAST_BACKOFF,
+            **variant,
+        ) as client,
+    ):
+        watch = client.watch(ENDPOINT, "a")
+        assert isinstance(await next_event(watch), ResourceChanged)
+        proxy.stall()
+        noticed = await next_event(watch, timeout=15)
+        assert isinstance(noticed, AmbientError)  # the cached value stays usable
+        assert isinstance(noticed.error, TransportError)
+        assert holds(client, endpoints("a"))
+        proxy.resume()
+        control_plane.set(endpoints("a", port=5))
+        await eventually(lambda: holds(client, endpoints("a", port=5)), timeout=15)
 
 
 async def test_reset_and_cut_connections_keep_the_cache_and_reconnect(

@@ -162,7 +162,14 @@ class ControlPlane:
 
     async def start(self) -> None:
         """Start serving (again, on the same port after `stop`)."""
-        server = grpc.aio.server()
+        # Tests run clients with short keepalives: accept their pings instead of GOAWAY-ing them.
+        server = grpc.aio.server(
+            options=[
+                ("grpc.http2.min_ping_interval_without_data_ms", 100),
+                ("grpc.http2.max_ping_strikes", 0),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
+        )
         server.add_generic_rpc_handlers(self._handlers())
         address = f"{self._host}:{self._port}"
         if self._credentials is None:
