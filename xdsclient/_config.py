@@ -82,7 +82,7 @@ class ChannelCredentials:
         if (self.certificate_file is None) != (self.private_key_file is None):
             raise BootstrapError("channel_creds: certificate_file and private_key_file go together")
 
-    def __repr__(self) -> str:  # never show key material paths' contents; paths are fine
+    def __repr__(self) -> str:  # reprs end up in logs: name no file, show only the shape
         return f"ChannelCredentials(type={self.type!r}, mutual={self.certificate_file is not None})"
 
 
@@ -113,7 +113,10 @@ class Backoff:
 
     def delay(self, attempt: int, uniform: float) -> float:
         """Seconds to wait before reconnect ``attempt`` (0-based); ``uniform`` is in [0, 1)."""
-        base = min(self.initial * self.multiplier**attempt, self.maximum)
+        # The attempt count grows for as long as the server stays away; past the cap the
+        # exponent only overflows.
+        base = self.initial * self.multiplier ** min(attempt, 64)
+        base = min(base, self.maximum)
         return base * (1 + self.jitter * (2 * uniform - 1))
 
 

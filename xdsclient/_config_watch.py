@@ -96,6 +96,8 @@ class ConfigWatch:
         for handle in self._handles.values():
             handle.cancel()
         self._handles.clear()
+        for task in self._tasks:
+            task.cancel()
         self._ready.set()
 
     def _schedule(self) -> None:

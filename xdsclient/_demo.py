@@ -61,7 +61,7 @@ def summarize(config: XdsConfig | XdsError) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _embedded() -> AsyncIterator[tuple[str, asyncio.Task[None]]]:
+async def _embedded() -> AsyncIterator[str]:
     """The test control plane with the demo configuration, and a task changing its endpoints."""
     from .testing import ControlPlane, changing_endpoints, demo_resources
 
@@ -71,7 +71,7 @@ async def _embedded() -> AsyncIterator[tuple[str, asyncio.Task[None]]]:
             changing_endpoints(control_plane, _EDS_CLUSTERS, random.Random(7))
         )
         try:
-            yield control_plane.address, task
+            yield control_plane.address
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -88,7 +88,7 @@ async def run(
     """Print snapshots until ``updates`` of them were printed (forever when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if bootstrap is None:
-            address, _ = await stack.enter_async_context(_embedded())
+            address = await stack.enter_async_context(_embedded())
             client = XdsClient(address, node_id="xdsclient-demo")
             print(f"embedded control plane on {address}; watching {listener}", file=out)
         else:

@@ -63,8 +63,6 @@ class StreamRunner:
         self._uniform = uniform
         self._wake = asyncio.Event()
         self._response_class = DeltaDiscoveryResponse if session.delta else DiscoveryResponse
-        #: Streams opened so far (for tests and introspection).
-        self.streams_opened = 0
 
     def wake(self) -> None:
         """Interest changed: send what the session now owes."""
@@ -119,7 +117,6 @@ class StreamRunner:
             request_serializer=_serialize,
             response_deserializer=self._response_class.FromString,
         )()
-        self.streams_opened += 1
         session.connect(loop.time())
         read: asyncio.Future[Any] | None = None
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from envoy.config.route.v3 import route_pb2
 
 from tests.builders import cluster, endpoints, listener
@@ -146,3 +147,25 @@ async def test_the_callback_form_and_cancel(control_plane: ControlPlane, client:
     assert isinstance(seen[0], XdsConfig)
     watch.cancel()
     await eventually(lambda: client.resource_state(LISTENER, "l") is None)
+
+
+async def test_an_async_callback_is_awaited_and_one_that_raises_is_contained(
+    control_plane: ControlPlane, client: XdsClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    serve(control_plane, "a")
+    seen: list[XdsConfig | XdsError] = []
+
+    async def record(update: XdsConfig | XdsError) -> None:
+        await asyncio.sleep(0)
+        seen.append(update)
+
+    def explode(update: XdsConfig | XdsError) -> None:
+        raise RuntimeError("config watcher bug")
+
+    broken = client.add_config_watcher("l", explode)
+    working = client.add_config_watcher("l", record)
+    await eventually(lambda: seen)
+    assert isinstance(seen[0], XdsConfig)
+    assert "config watcher" in caplog.text
+    broken.cancel()
+    working.cancel()

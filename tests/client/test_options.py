@@ -17,6 +17,8 @@ def test_backoff_grows_by_the_multiplier_with_bounded_jitter_and_a_cap() -> None
     assert backoff.delay(0, 0.0) == pytest.approx(0.8)
     assert backoff.delay(0, 0.999999) == pytest.approx(1.2, rel=1e-5)
     assert backoff.delay(50, 0.5) == 120.0
+    # Days of outage: the attempt count keeps growing and must never overflow the arithmetic.
+    assert backoff.delay(100_000, 0.5) == 120.0
 
 
 def test_backoff_refuses_nonsense() -> None:

@@ -79,10 +79,6 @@ class Session:
         return self._delta
 
     @property
-    def options(self) -> ProtocolOptions:
-        return self._options
-
-    @property
     def connected(self) -> bool:
         """Between `connect` and `disconnect`."""
         return self._connected

@@ -22,7 +22,6 @@ from typing import Any
 import attrs
 
 from .._errors import (
-    ResourceDecodeError,
     ResourceDoesNotExistError,
     ResourceExpiredError,
     ResourceTimeoutError,
@@ -240,20 +239,6 @@ class TypeState:
             elif entry.ttl:
                 deadlines.cancel((TTL, type_url, name))
                 entry.ttl = False
-
-    def decode(self, raw: bytes) -> tuple[str | None, Any, str | None]:
-        """Run the type's decoder: ``(name, value, None)`` or ``(name or None, None, reason)``.
-
-        Any exception from the decoder becomes a reason: a buggy decoder NACKs a resource, it
-        never breaks the client.
-        """
-        try:
-            name, value = self.rtype.decode(raw)
-        except ResourceDecodeError as exc:
-            return exc.name or None, None, exc.message
-        except Exception as exc:
-            return None, None, f"decoder failed: {exc!r}"
-        return name, value, None
 
     def apply_error(
         self, name: str, cause: Input, error: XdsError, now: float, events: list[Event]

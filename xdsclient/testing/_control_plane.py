@@ -29,7 +29,7 @@ import attrs
 import grpc
 from google.protobuf import any_pb2
 
-from .._names import WILDCARD
+from .._names import RESOURCE_WRAPPER_TYPE_URL, WILDCARD
 from .._protocol._messages import (
     DeltaDiscoveryRequest,
     DeltaDiscoveryResponse,
@@ -43,7 +43,6 @@ from ..resources import CLUSTER, ENDPOINT, LISTENER
 __all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
 
 _FULL_STATE = frozenset({LISTENER.type_url, CLUSTER.type_url})
-_WRAPPER = "type.googleapis.com/envoy.service.discovery.v3.Resource"
 
 
 @attrs.frozen(kw_only=True)
@@ -569,7 +568,7 @@ class ControlPlane:
 
 def _sotw_name(packed: Any) -> str:
     """The name of a resource in a SotW response (for the log), without a type registry."""
-    if packed.type_url == _WRAPPER:
+    if packed.type_url == RESOURCE_WRAPPER_TYPE_URL:
         return str(Resource.FromString(packed.value).name)
     message = _message_class(packed.type_url)
     if message is None:
