@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
 from ._demo_config import assignment, changing_endpoints, demo_resources
+from ._fake_clock import FakeClock
 
 __all__ = [
     "ControlPlane",
+    "FakeClock",
     "ReceivedRequest",
     "SentResponse",
     "assignment",
@@ -14,5 +16,5 @@ __all__ = [
     "demo_resources",
 ]
 
-for _cls in (ControlPlane, ReceivedRequest, SentResponse):
+for _cls in (ControlPlane, FakeClock, ReceivedRequest, SentResponse):
     _cls.__module__ = __name__
