@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from xdsclient import XdsClient, XdsConfig
+from xdsclient import ClientOptions, XdsClient, XdsConfig
 from xdsclient.testing import ControlPlane, assignment, demo_resources
 
 LISTENER = "shop.example.com"
@@ -37,13 +37,15 @@ async def server() -> AsyncIterator[ControlPlane | str]:
 @pytest.fixture
 async def client(server: ControlPlane | str) -> AsyncIterator[XdsClient]:
     address = server if isinstance(server, str) else server.address
-    async with XdsClient(address, node_id="control-plane-test", does_not_exist_timeout=5) as xds:
+    async with XdsClient(
+        address, node_id="control-plane-test", options=ClientOptions(does_not_exist_timeout=5)
+    ) as xds:
         yield xds
 
 
 async def first_config(client: XdsClient) -> XdsConfig:
-    async with asyncio.timeout(10):
-        async for update in client.watch_config(LISTENER):
+    async with asyncio.timeout(10), client.watch_config(LISTENER) as updates:
+        async for update in updates:
             assert isinstance(update, XdsConfig), f"the listener is unusable: {update}"
             return update
     raise AssertionError("no configuration")

@@ -16,7 +16,7 @@ from typing import Any
 
 from envoy.config.route.v3 import route_pb2
 
-from xdsclient import XdsClient, XdsConfig, XdsError
+from xdsclient import AmbientError, XdsClient, XdsConfig, XdsError
 from xdsclient.resources import match_route
 from xdsclient.testing import ControlPlane, demo_resources
 
@@ -48,6 +48,9 @@ class Service:
     async def _follow(self) -> None:
         async with self._client.watch_config(self._listener) as watch:
             async for update in watch:
+                if isinstance(update, AmbientError):
+                    print(f"keeping the last good configuration: {update.error}")
+                    continue
                 if isinstance(update, XdsError):
                     print(f"keeping the last good configuration: {update}")
                     continue

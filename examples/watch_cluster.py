@@ -29,8 +29,11 @@ async def main(updates: int = 3) -> list[str]:
     lines = []
     async with ControlPlane() as control_plane:
         control_plane.set(make_cluster(100))
-        async with XdsClient(control_plane.address, node_id="example") as client:
-            async for event in client.watch(CLUSTER, "backend"):
+        async with (
+            XdsClient(control_plane.address, node_id="example") as client,
+            client.watch(CLUSTER, "backend") as events,
+        ):
+            async for event in events:
                 if isinstance(event, ResourceChanged):
                     view = event.value
                     source, limit = view.eds_service_name, view.max_requests
@@ -43,9 +46,8 @@ async def main(updates: int = 3) -> list[str]:
                 print(lines[-1])
                 if len(lines) == updates:
                     break
-                control_plane.set(
-                    make_cluster(100 * (len(lines) + 1))
-                )  # the control plane changes it
+                # The control plane changes it.
+                control_plane.set(make_cluster(100 * (len(lines) + 1)))
     return lines
 
 

@@ -9,6 +9,7 @@ from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
+from envoy.config.route.v3 import route_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2, duration_pb2
 
@@ -53,6 +54,22 @@ def listener(name: str, *, route: str = "routes") -> Any:
     manager.http_filters.add(name="router").typed_config.Pack(router_pb2.Router())
     message = listener_pb2.Listener(name=name)
     message.api_listener.api_listener.Pack(manager)
+    return message
+
+
+def routes(
+    *targets: str | dict[str, int], name: str = "routes", domains: tuple[str, ...] = ("*",)
+) -> Any:
+    message = route_pb2.RouteConfiguration(name=name)
+    vhost = message.virtual_hosts.add(name="vh", domains=list(domains))
+    for i, target in enumerate(targets):
+        route = vhost.routes.add()
+        route.match.prefix = f"/{i}/"
+        if isinstance(target, str):
+            route.route.cluster = target
+        else:
+            for cluster_name, weight in target.items():
+                route.route.weighted_clusters.clusters.add(name=cluster_name).weight.value = weight
     return message
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
-from envoy.config.route.v3 import route_pb2
 from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
 
-from tests.builders import cluster, endpoints, listener
+from tests.builders import cluster, endpoints, listener, routes
 from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
 from xdsclient._dependencies import walk
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
@@ -52,22 +51,6 @@ def _state(
         error_time=None,
         expires_at=None,
     )
-
-
-def routes(
-    *targets: str | dict[str, int], name: str = "routes", domains: tuple[str, ...] = ("*",)
-) -> Any:
-    message = route_pb2.RouteConfiguration(name=name)
-    vhost = message.virtual_hosts.add(name="vh", domains=list(domains))
-    for i, target in enumerate(targets):
-        route = vhost.routes.add()
-        route.match.prefix = f"/{i}/"
-        if isinstance(target, str):
-            route.route.cluster = target
-        else:
-            for cluster_name, weight in target.items():
-                route.route.weighted_clusters.clusters.add(name=cluster_name).weight.value = weight
-    return message
 
 
 def aggregate(name: str, *children: str) -> Any:

@@ -16,9 +16,10 @@ from ._config import (
     NodeConfig,
     ServerConfig,
 )
-from ._config_watch import ConfigWatch
+from ._config_watch import ConfigUpdate, ConfigWatch
 from ._dependencies import ClusterConfig, XdsConfig
 from ._errors import (
+    ClientClosedError,
     ProtocolError,
     ResourceDecodeError,
     ResourceDoesNotExistError,
@@ -30,6 +31,7 @@ from ._errors import (
     TransportError,
     XdsError,
 )
+from ._options import ClientOptions
 from ._protocol import (
     AmbientError,
     DataError,
@@ -40,6 +42,8 @@ from ._protocol import (
     ResourceStatus,
     Session,
 )
+from ._shell._clock import Clock
+from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from .resources import ResourceType
 
@@ -49,8 +53,12 @@ __all__ = [
     "BootstrapError",
     "CallbackWatcher",
     "ChannelCredentials",
+    "ClientClosedError",
     "ClientConfig",
+    "ClientOptions",
+    "Clock",
     "ClusterConfig",
+    "ConfigUpdate",
     "ConfigWatch",
     "DataError",
     "Event",
@@ -72,7 +80,11 @@ __all__ = [
     "ServerConfig",
     "ServerResourceError",
     "Session",
+    "Stream",
+    "StreamSpec",
+    "Transport",
     "TransportError",
+    "TransportFactory",
     "Watch",
     "WatchHandle",
     "XdsClient",

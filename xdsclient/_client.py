@@ -1,54 +1,55 @@
 """XdsClient: the asyncio client users embed.
 
-Why this shape: one object owns the channel, the protocol sessions (one for ADS, or one per
-type), their stream runners and the dispatcher task, and ends them all when its ``async with``
-block ends. Watching is the only way in: the first watcher of a name subscribes it, the last one
-to leave unsubscribes it, and every watcher starts from the cached state.
+Why this shape: the client is a facade over parts that each own one thing. The cache
+(`ResourceCache`) holds every resource, keyed by authority, type and name, and outlives any
+stream. A `StreamDriver` owns each protocol session and runs it over a transport. The
+`Dispatcher` owns the watchers and calls them in order. `TaskOwner` owns every task, so `close`
+ends all of them. Commands take one path: a watcher's first arrival or last departure becomes a
+subscribe/unsubscribe routed name -> authority -> server -> the driver of its stream; nothing
+else touches a session.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from ._bootstrap import load_bootstrap
-from ._config import Backoff, ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
-from ._config_watch import ConfigWatch
-from ._dependencies import XdsConfig
-from ._errors import XdsError
-from ._protocol import ProtocolOptions, ResourceState, Session
-from ._runner import StreamRunner
-from ._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
-from ._transport import TransportOptions, make_channel
-from ._watchers import (
-    Dispatcher,
-    ResourceWatcher,
-    Watch,
-    WatchFeeder,
-    WatchHandle,
-    replay_events,
-)
+from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
+from ._config_watch import ConfigUpdate, ConfigWatch
+from ._errors import ClientClosedError
+from ._names import OLD_AUTHORITY, authority_of
+from ._options import ClientOptions
+from ._protocol import ResourceCache, ResourceState, Session
+from ._services import PER_TYPE_SERVICES
+from ._shell._clock import Clock, LoopClock
+from ._shell._driver import StreamDriver
+from ._shell._tasks import TaskOwner
+from ._transports import StreamSpec, Transport, TransportFactory, default_factory
+from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
 
 __all__ = ["XdsClient"]
 
+_WILDCARD = "*"
+
 
 class XdsClient:
-    """An xDS client: watch resources from a management server over gRPC.
+    """An xDS client: watch resources from management servers.
 
     Configure it with a server address (``XdsClient("127.0.0.1:5678", node_id="me")``), a
     bootstrap (a path, a dict, or a `ClientConfig`), or nothing, in which case the gRPC bootstrap
     variables (``GRPC_XDS_BOOTSTRAP``, ``GRPC_XDS_BOOTSTRAP_CONFIG``) are read. Use it as an
     async context manager.
 
-    Transport choices: ``ads`` (one aggregated stream, the default) or one stream per type;
-    ``delta`` for the incremental variant. ``does_not_exist_timeout`` is gRFC A57's timer;
-    ``max_receive_message_length`` defaults far above gRPC's 4 MiB, which a 14k-cluster SotW
-    response exceeds. ``max_resources_per_response`` and ``max_name_length`` bound what a
-    hostile server can make the client hold (a response over the first is NACKed whole; a
-    resource whose name exceeds the second is rejected).
+    ``options`` (a `ClientOptions`) holds every setting; ``ads`` and ``delta`` are shortcuts
+    for the transport variant. ``resource_types`` adds custom types. ``transport`` and ``clock``
+    replace the gRPC transport and the event loop's clock (`xdsclient.testing.FakeTransport` and
+    `FakeClock` test timing without waiting).
     """
 
     def __init__(
@@ -60,60 +61,26 @@ class XdsClient:
         bootstrap: str | os.PathLike[str] | Mapping[str, Any] | ClientConfig | None = None,
         channel_credentials: ChannelCredentials | None = None,
         resource_types: Iterable[ResourceType[Any]] = (),
-        ads: bool = True,
-        delta: bool = False,
-        does_not_exist_timeout: float = 15.0,
-        max_resources_per_response: int = 1_000_000,
-        max_name_length: int = 4096,
-        max_receive_message_length: int = TransportOptions().max_receive_message_length,
-        keepalive_time: float | None = None,
-        keepalive_timeout: float = 20.0,
-        backoff: Backoff | None = None,
+        options: ClientOptions | None = None,
+        ads: bool | None = None,
+        delta: bool | None = None,
+        transport: TransportFactory | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        if server is not None:
-            if bootstrap is not None:
-                raise ValueError("give either a server address or a bootstrap, not both")
-            config = ClientConfig(
-                servers=(
-                    ServerConfig(
-                        uri=server, channel_credentials=channel_credentials or ChannelCredentials()
-                    ),
-                ),
-                node=node or NodeConfig(id=node_id),
-            )
-        elif isinstance(bootstrap, ClientConfig):
-            config = bootstrap
-        else:
-            config = load_bootstrap(bootstrap)
-        self._config = config
-        self._server = config.servers[0]
-        self._types: dict[str, ResourceType[Any]] = {t.type_url: t for t in BUILTIN_TYPES}
-        for rtype in resource_types:
-            self._types[rtype.type_url] = rtype
-        self._ads = ads
-        self._delta = delta
-        self._transport = TransportOptions(
-            max_receive_message_length=max_receive_message_length,
-            keepalive_time=keepalive_time,
-            keepalive_timeout=keepalive_timeout,
+        self._config = _client_config(server, node_id, node, bootstrap, channel_credentials)
+        self._options = _options(options, ads=ads, delta=delta)
+        self._types = _resource_types(resource_types, ads=self._options.ads)
+        self._transport_factory = transport
+        self._clock: Clock = clock if clock is not None else LoopClock()
+        self._cache = ResourceCache()
+        self._dispatcher = Dispatcher(
+            clock=self._clock, slow_threshold=self._options.slow_watcher_threshold
         )
-        self._backoff = backoff if backoff is not None else Backoff()
-        self._protocol_options = ProtocolOptions(
-            does_not_exist_timeout=does_not_exist_timeout,
-            ignore_resource_deletion=self._server.ignore_resource_deletion,
-            max_resources_per_response=max_resources_per_response,
-            max_name_length=max_name_length,
-        )
-        if not ads:
-            missing = [t for t in self._types if t not in PER_TYPE_SERVICES]
-            if missing:
-                raise ValueError(
-                    f"no per-type xDS service carries {', '.join(missing)}; use ads=True"
-                )
-        self._runners: dict[str, StreamRunner] = {}  # type_url -> runner (shared under ADS)
-        self._dispatcher = Dispatcher()
-        self._channel: Any = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = TaskOwner()
+        self._transports: list[Transport] = []
+        self._drivers: dict[str, StreamDriver] = {}  # type URL -> driver (one for all under ADS)
+        self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
+        self._started = False
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -121,6 +88,14 @@ class XdsClient:
     @property
     def config(self) -> ClientConfig:
         return self._config
+
+    @property
+    def options(self) -> ClientOptions:
+        return self._options
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     async def __aenter__(self) -> XdsClient:
         await self.start()
@@ -130,76 +105,113 @@ class XdsClient:
         await self.close()
 
     async def start(self) -> None:
-        """Create the channel and start the dispatcher and stream tasks."""
-        if self._channel is not None or self._closed:
+        """Connect lazily: make the transport and start the dispatcher and stream drivers."""
+        if self._started or self._closed:
             raise RuntimeError("an XdsClient starts once")
-        self._channel = make_channel(self._server, self._transport)
-        node = self._config.node.to_proto()
-        if self._ads:
-            session = Session(
-                node=node,
-                resource_types=self._types.values(),
-                delta=self._delta,
-                options=self._protocol_options,
-            )
-            runner = self._runner(session, method_path(ADS_SERVICE, delta=self._delta))
-            self._runners = dict.fromkeys(self._types, runner)
-        else:
-            for type_url, rtype in self._types.items():
-                service = PER_TYPE_SERVICES[type_url]
-                if (service.sotw_method if not self._delta else service.delta_method) is None:
-                    continue  # e.g. VHDS exists only as a Delta service
-                session = Session(
-                    node=node,
-                    resource_types=[rtype],
-                    delta=self._delta,
-                    options=self._protocol_options,
-                )
-                self._runners[type_url] = self._runner(
-                    session, method_path(service, delta=self._delta)
-                )
-        self._tasks.append(asyncio.create_task(self._dispatcher.run(), name="xdsclient-dispatcher"))
-        for runner in {id(r): r for r in self._runners.values()}.values():
-            self._tasks.append(asyncio.create_task(runner.run(), name="xdsclient-stream"))
+        self._started = True
+        server = self._config.servers[0]
+        factory = self._transport_factory or default_factory()
+        transport = factory(server, self._options)
+        self._transports.append(transport)
+        self._tasks.start(self._dispatcher.run(), name="xdsclient-dispatcher")
+        for spec, types in self._streams():
+            driver = self._driver(server, transport, spec, types)
+            self._drivers.update(dict.fromkeys((t.type_url for t in types), driver))
+            self._tasks.start(driver.run(), name=f"xdsclient {spec} {server.uri}")
 
-    def _runner(self, session: Session, method: str) -> StreamRunner:
-        return StreamRunner(
+    def _streams(self) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
+        """The streams to run: one ADS stream for every type, or one stream per type."""
+        delta = self._options.delta
+        if self._options.ads:
+            return [(StreamSpec(type_url=None, delta=delta), list(self._types.values()))]
+        return [
+            (StreamSpec(type_url=url, delta=delta), [rtype])
+            for url, rtype in self._types.items()
+            if delta or PER_TYPE_SERVICES[url].sotw_method is not None  # VHDS is Delta only
+        ]
+
+    def _driver(
+        self,
+        server: ServerConfig,
+        transport: Transport,
+        spec: StreamSpec,
+        types: list[ResourceType[Any]],
+    ) -> StreamDriver:
+        session = Session(
+            node=self._config.node.to_proto(),
+            resource_types=types,
+            delta=spec.delta,
+            options=self._options.protocol(
+                ignore_resource_deletion=server.ignore_resource_deletion
+            ),
+            cache=self._cache,
+        )
+        return StreamDriver(
             session=session,
-            channel=self._channel,
-            method=method,
-            server=self._server.uri,
-            dispatcher=self._dispatcher,
-            backoff=self._backoff,
-            transport=self._transport,
+            transport=transport,
+            spec=spec,
+            server=server.uri,
+            clock=self._clock,
+            publish=self._dispatcher.publish,
+            backoff=self._options.backoff,
         )
 
     async def close(self) -> None:
-        """Cancel every task and close the channel. Idempotent."""
+        """End every watch and iteration, cancel and await every task, close the transports.
+
+        Idempotent. Calls that watch or read the cache raise `ClientClosedError` afterwards.
+        """
+        if self._closed:
+            return
         self._closed = True
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._channel is not None:
-            channel, self._channel = self._channel, None
-            await channel.close()
+        for config_watch in list(self._config_watches):
+            config_watch.cancel()
+        self._dispatcher.close()
+        await self._tasks.close()
+        transports, self._transports = self._transports, []
+        for transport in transports:
+            await transport.close()
 
-    # ------------------------------------------------------------------ watching
+    # ------------------------------------------------------------------ commands
 
-    def _resolve(self, resource_type: ResourceType[Any] | str) -> tuple[str, StreamRunner]:
-        type_url = resource_type if isinstance(resource_type, str) else resource_type.type_url
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the XdsClient is closed")
+        if not self._started:
+            raise RuntimeError("the XdsClient is not started: use `async with XdsClient(...)`")
+
+    def _type_url(self, resource_type: ResourceType[Any] | str) -> str:
+        if isinstance(resource_type, ResourceType):
+            type_url = resource_type.type_url
+        elif isinstance(resource_type, str):
+            type_url = resource_type
+        else:
+            raise TypeError(
+                f"resource_type must be a ResourceType or a type URL, not {resource_type!r}"
+            )
         if type_url not in self._types:
             raise ValueError(
                 f"unknown resource type {type_url}; pass it in XdsClient(resource_types=...)"
             )
-        if not self._runners:
-            raise RuntimeError("the XdsClient is not started: use `async with XdsClient(...)`")
-        runner = self._runners.get(type_url)
-        if runner is None:
+        return type_url
+
+    def _route(self, type_url: str, name: str) -> StreamDriver:
+        """name -> authority -> server -> the driver of the stream carrying ``type_url``.
+
+        Old-style names belong to the ``#old`` authority, served by the first server; xdstp
+        names need the bootstrap's ``authorities`` (federation, the next issue).
+        """
+        authority = authority_of(name)
+        if authority != OLD_AUTHORITY:
             raise ValueError(
-                f"no {'Delta' if self._delta else 'SotW'} per-type service carries {type_url}"
+                f"{name!r} names the authority {authority!r}, which the bootstrap does not "
+                "configure (xdstp:// names need federation)"
             )
-        return type_url, runner
+        driver = self._drivers.get(type_url)
+        if driver is None:
+            variant = "Delta" if self._options.delta else "SotW"
+            raise ValueError(f"no {variant} per-type service carries {type_url}")
+        return driver
 
     def add_watcher(
         self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
@@ -209,77 +221,193 @@ class XdsClient:
         The watcher first receives the cached state, then every change, in order. Cancel the
         returned handle to stop; the last watcher of a name to leave unsubscribes it.
         """
-        type_url, runner = self._resolve(resource_type)
-        session = runner.session
-        if name == "*":
-            states = session.resource_states(type_url)
-        else:
-            state = session.resource_state(type_url, name)
-            states = [] if state is None else [state]
-        replay = [event for state in states for event in replay_events(state)]
-        registration = self._dispatcher.add(type_url, name, watcher, replay)
+        check_watcher(watcher)
+        return self._add_watcher(resource_type, name, watcher, None)
+
+    def _add_watcher(
+        self,
+        resource_type: ResourceType[Any] | str,
+        name: str,
+        watcher: ResourceWatcher,
+        on_close: Callable[[], None] | None,
+    ) -> WatchHandle:
+        type_url = self._type_url(resource_type)
+        _check_name(name)
+        self._check_open()
+        driver = self._route(type_url, name)
+        states = (
+            self._cache.states(type_url) if name == _WILDCARD else [self._state(type_url, name)]
+        )
+        replay = [event for state in states if state is not None for event in replay_events(state)]
+        registration = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
 
         def cancel(_: WatchHandle) -> None:
             if self._dispatcher.remove(type_url, name, registration) and not self._closed:
-                session.unsubscribe(type_url, name)
-                runner.wake()
+                driver.unsubscribe(type_url, name)
 
         handle = WatchHandle(cancel)
         registration.handle = handle
-        session.subscribe(type_url, name)
-        runner.wake()
+        driver.subscribe(type_url, name)
         return handle
 
-    def watch(
-        self, resource_type: ResourceType[Any] | str, name: str, *, buffer: int = 16
-    ) -> Watch:
-        """``async for event in client.watch(CLUSTER, "name")``: the cached state, then changes.
+    def watch(self, resource_type: ResourceType[Any] | str, name: str) -> Watch:
+        """``async with client.watch(CLUSTER, "name") as events: async for event in events``.
 
         Yields `ResourceChanged`, `DataError` (does-not-exist, invalid, expired...) and
-        `AmbientError` values. Subscribes at once; leaving the loop (or ``async with``, or
-        `Watch.cancel`) unsubscribes when no one else watches. At most ``buffer`` events wait
-        for the loop; beyond that the client waits for it too.
+        `AmbientError` values: the cached state first, then changes. The watch keeps only the
+        latest state of each resource for a slow consumer (it conflates) and never holds up the
+        client. Leaving ``async with`` (or `Watch.cancel`) unsubscribes when no one else watches;
+        a watch dropped without that still unsubscribes, with a `ResourceWarning`.
         """
-        watch = Watch(buffer)
-        watch._attach(self.add_watcher(resource_type, name, WatchFeeder(watch)))
+        watch = Watch()
+        feeder = watch._watcher()
+        watch._attach(self._add_watcher(resource_type, name, feeder, feeder.closed))
         return watch
 
     def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
-        """``async for config in client.watch_config("listener")``: complete snapshots.
+        """``async with client.watch_config("listener") as configs``: complete snapshots.
 
         Each `XdsConfig` holds the listener, its route configuration, the virtual host for
         ``authority`` (the listener name by default, as for ``xds:///listener``) and every
         cluster its routes reach with their endpoints; an `XdsError` comes instead when the
-        listener or its routes are unusable. The client subscribes to exactly what the
-        configuration needs and drops what it stops needing.
+        listener or its routes are unusable (a server that cannot be reached included), and an
+        `AmbientError` when something failed that leaves the last snapshot usable. The client
+        subscribes to exactly what the configuration needs and drops what it stops needing.
         """
-        self._resolve(LISTENER)
-        return ConfigWatch(self, listener, authority if authority is not None else listener)
+        return self._config_watch(listener, authority, None)
 
     def add_config_watcher(
         self,
         listener: str,
-        callback: Callable[[XdsConfig | XdsError], Awaitable[None] | None],
+        callback: Callable[[ConfigUpdate], Awaitable[None] | None],
         *,
         authority: str | None = None,
     ) -> ConfigWatch:
-        """The callback form of `watch_config`: ``callback(snapshot)`` on each new snapshot
-        (plain or ``async``); cancel the returned watch to stop."""
-        self._resolve(LISTENER)
-        return ConfigWatch(
+        """The callback form of `watch_config`: ``callback(update)`` for each update, in order
+        (plain or ``async``), on a task the client owns; cancel the returned watch to stop."""
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {callback!r}")
+        return self._config_watch(listener, authority, callback)
+
+    def _config_watch(
+        self,
+        listener: str,
+        authority: str | None,
+        callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
+    ) -> ConfigWatch:
+        _check_name(listener)
+        if authority is not None and not isinstance(authority, str):
+            raise TypeError(f"authority must be a string, not {authority!r}")
+        self._check_open()
+        self._route(LISTENER.type_url, listener)
+        config_watch = ConfigWatch(
             self, listener, authority if authority is not None else listener, callback
         )
+        self._config_watches.add(config_watch)
+        return config_watch
+
+    def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> Any:
+        """Run ``coro`` on a task the client owns (ended by `close`). For config watches."""
+        if self._closed:
+            coro.close()
+            raise ClientClosedError("the XdsClient is closed")
+        return self._tasks.start(coro, name=name)
 
     # ------------------------------------------------------------------ introspection
+
+    def _state(self, type_url: str, name: str) -> ResourceState | None:
+        return self._cache.state(type_url, name)
 
     def resource_state(
         self, resource_type: ResourceType[Any] | str, name: str
     ) -> ResourceState | None:
         """The cache's view of one resource (status, version, value, last error)."""
-        type_url, runner = self._resolve(resource_type)
-        return runner.session.resource_state(type_url, name)
+        type_url = self._type_url(resource_type)
+        _check_name(name)
+        self._check_open()
+        return self._state(type_url, name)
 
     def resource_states(self) -> list[ResourceState]:
         """Every resource in the cache (a CSDS-like dump)."""
-        sessions = {id(r.session): r.session for r in self._runners.values()}
-        return [state for session in sessions.values() for state in session.resource_states()]
+        self._check_open()
+        return self._cache.states()
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"a resource name is a string, not {name!r}")
+    if not name:
+        raise ValueError("a resource name cannot be empty")
+
+
+def _client_config(
+    server: object,
+    node_id: object,
+    node: object,
+    bootstrap: object,
+    channel_credentials: object,
+) -> ClientConfig:
+    """The configuration from a server address or a bootstrap, checked at the call."""
+    if not isinstance(node_id, str):
+        raise TypeError(f"node_id must be a string, not {node_id!r}")
+    if node is not None and not isinstance(node, NodeConfig):
+        raise TypeError(f"node must be a NodeConfig, not {node!r}")
+    if channel_credentials is not None and not isinstance(channel_credentials, ChannelCredentials):
+        raise TypeError(
+            f"channel_credentials must be ChannelCredentials, not {channel_credentials!r}"
+        )
+    if server is None:
+        if isinstance(bootstrap, ClientConfig):
+            return bootstrap
+        if bootstrap is not None and not isinstance(bootstrap, str | os.PathLike | Mapping):
+            raise TypeError(
+                f"bootstrap must be a path, a dict or a ClientConfig, not {bootstrap!r}"
+            )
+        return load_bootstrap(bootstrap)
+    if not isinstance(server, str):
+        raise TypeError(f"server must be an address string such as 'host:port', not {server!r}")
+    if not server:
+        raise ValueError("server must be an address such as 'host:port', not empty")
+    if bootstrap is not None:
+        raise ValueError("give either a server address or a bootstrap, not both")
+    return ClientConfig(
+        servers=(
+            ServerConfig(
+                uri=server, channel_credentials=channel_credentials or ChannelCredentials()
+            ),
+        ),
+        node=node or NodeConfig(id=node_id),
+    )
+
+
+def _options(options: object, *, ads: object, delta: object) -> ClientOptions:
+    if options is None:
+        options = ClientOptions()
+    if not isinstance(options, ClientOptions):
+        raise TypeError(f"options must be ClientOptions, not {options!r}")
+    return attrs.evolve(
+        options, ads=_flag("ads", ads, options.ads), delta=_flag("delta", delta, options.delta)
+    )
+
+
+def _flag(name: str, value: object, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def _resource_types(
+    extra: Iterable[ResourceType[Any]], *, ads: bool
+) -> dict[str, ResourceType[Any]]:
+    types: dict[str, ResourceType[Any]] = {t.type_url: t for t in BUILTIN_TYPES}
+    for rtype in extra:
+        if not isinstance(rtype, ResourceType):
+            raise TypeError(f"resource_types must hold ResourceType values, not {rtype!r}")
+        types[rtype.type_url] = rtype
+    if not ads:
+        missing = [t for t in types if t not in PER_TYPE_SERVICES]
+        if missing:
+            raise ValueError(f"no per-type xDS service carries {', '.join(missing)}; use ads=True")
+    return types

@@ -5,6 +5,13 @@ one resource watch per resource the walk needs (so the client subscribes to exac
 drops what is no longer reachable), re-walks once per batch of cache changes (scheduled after the
 batch, so a CDS update adding 100 clusters subscribes their endpoints in one request), and
 publishes a snapshot only when it is complete and differs from the last one.
+
+It talks to the client through `ConfigSource` (watch, read the cache, start an owned task), so
+it does not import the client.
+
+Errors (gRFCs A57, A74): a needed resource with no usable value and an error (deleted, invalid,
+timed out, or unreachable server) makes the walk publish that error; an error that leaves the
+cached values usable reaches the consumer as that `AmbientError`, and the last snapshot stands.
 """
 
 from __future__ import annotations
@@ -12,26 +19,41 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import warnings
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeAlias
 
 from ._dependencies import XdsConfig, walk
 from ._errors import XdsError
-from ._protocol import AmbientError, DataError, ResourceChanged
-from ._watchers import WatchHandle
+from ._protocol import AmbientError, DataError, ResourceChanged, ResourceState
+from ._watchers import ResourceWatcher, WatchHandle, await_user_code
+from .resources import ResourceType
 
-if TYPE_CHECKING:
-    from ._client import XdsClient
-
-__all__ = ["ConfigWatch"]
+__all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
 
 logger = logging.getLogger("xdsclient")
 
-ConfigUpdate = XdsConfig | XdsError
+#: What a configuration watch yields: a complete snapshot, why there is none, or a warning
+#: that leaves the last snapshot in use.
+ConfigUpdate: TypeAlias = XdsConfig | XdsError | AmbientError
 
 
-def _same(a: ConfigUpdate | None, b: ConfigUpdate | None) -> bool:
+class ConfigSource(Protocol):
+    """What a configuration watch needs of the client."""
+
+    def add_watcher(
+        self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
+    ) -> WatchHandle: ...
+
+    def resource_state(
+        self, resource_type: ResourceType[Any] | str, name: str
+    ) -> ResourceState | None: ...
+
+    def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]: ...
+
+
+def _same(a: XdsConfig | XdsError | None, b: XdsConfig | XdsError | None) -> bool:
     if isinstance(a, XdsError) or isinstance(b, XdsError):
         return type(a) is type(b) and str(a) == str(b)
     return a == b
@@ -43,61 +65,67 @@ class _Feeder:
     def __init__(self, owner: ConfigWatch) -> None:
         self._owner = weakref.ref(owner)
 
-    def _changed(self) -> None:
+    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
         owner = self._owner()
         if owner is not None:
             owner._schedule()
 
-    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
-        self._changed()
-
     def on_ambient_error(self, event: AmbientError) -> None:
-        """The cached values stay usable, so the snapshot stands."""
+        owner = self._owner()
+        if owner is not None:
+            owner._ambient(event)
 
 
 class ConfigWatch:
-    """Complete configuration snapshots (`XdsConfig`, or an `XdsError` when the listener or its
-    routes are unusable) for one listener, as an async iterator.
+    """Complete configuration snapshots for one listener, as an async iterator.
 
-    Only the latest snapshot waits for the consumer: a slow consumer skips intermediate ones.
-    Leaving ``async with``, `cancel`, or dropping the watch ends it and its subscriptions.
+    Yields `XdsConfig`; an `XdsError` when the listener or its routes are unusable; an
+    `AmbientError` when something failed that leaves the last snapshot usable. Only the latest
+    snapshot (and the latest ambient error after it) waits for a slow consumer. Leaving
+    ``async with`` or `cancel` ends it and its subscriptions, as does closing the client; a watch
+    dropped without either is cancelled with a `ResourceWarning`.
     """
 
     def __init__(
         self,
-        client: XdsClient,
+        source: ConfigSource,
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,
     ) -> None:
-        self._client = client
+        self._source = source
         self.listener = listener
         self.authority = authority
-        self._callback = callback
         self._handles: dict[tuple[str, str], WatchHandle] = {}
         self._feeder = _Feeder(self)
-        self._published: ConfigUpdate | None = None
-        self._pending: ConfigUpdate | None = None
+        self._published: XdsConfig | XdsError | None = None
+        self._snapshot: XdsConfig | XdsError | None = None  # waiting for the consumer
+        self._warning: AmbientError | None = None  # waiting for the consumer, after it
         self._ready = asyncio.Event()
         self._scheduled = False
         self._cancelled = False
-        self._tasks: set[asyncio.Future[None]] = set()
+        self._task: asyncio.Task[None] | None = None
         self._walk()
+        if callback is not None:
+            self._task = source.start_task(
+                _run_callback(self, callback),
+                name=f"xdsclient config watcher {listener}",
+            )
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled
 
     def cancel(self) -> None:
-        """Stop: drop every subscription this watch holds. Idempotent."""
+        """Stop: drop every subscription this watch holds; iteration ends. Idempotent."""
         if self._cancelled:
             return
         self._cancelled = True
-        for handle in self._handles.values():
+        handles, self._handles = list(self._handles.values()), {}
+        for handle in handles:
             handle.cancel()
-        self._handles.clear()
-        for task in self._tasks:
-            task.cancel()
+        if self._task is not None:
+            self._task.cancel()
         self._ready.set()
 
     def _schedule(self) -> None:
@@ -109,46 +137,36 @@ class ConfigWatch:
         self._scheduled = False
         if self._cancelled:
             return
-        result = walk(self.listener, self.authority, self._client.resource_state)
+        result = walk(self.listener, self.authority, self._source.resource_state)
         for key in sorted(result.wanted - self._handles.keys()):
-            self._handles[key] = self._client.add_watcher(key[0], key[1], self._feeder)
+            self._handles[key] = self._source.add_watcher(key[0], key[1], self._feeder)
         for key in sorted(self._handles.keys() - result.wanted):
             self._handles.pop(key).cancel()
         if result.config is not None and not _same(result.config, self._published):
-            self._published = result.config
-            self._publish(result.config)
-
-    def _publish(self, update: ConfigUpdate) -> None:
-        if self._callback is None:
-            self._pending = update
+            self._published = self._snapshot = result.config
+            self._warning = None
             self._ready.set()
-            return
-        try:
-            outcome = self._callback(update)
-        except Exception:
-            logger.exception("xDS config watcher %r raised", self._callback)
-            return
-        if inspect.isawaitable(outcome):
-            task = asyncio.ensure_future(outcome)
-            self._tasks.add(task)
-            task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: asyncio.Future[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("xDS config watcher %r raised", self._callback, exc_info=task.exception())
+    def _ambient(self, event: AmbientError) -> None:
+        if self._published is not None and not self._cancelled:
+            self._warning = event
+            self._ready.set()
 
     def __aiter__(self) -> ConfigWatch:
         return self
 
     async def __anext__(self) -> ConfigUpdate:
-        while self._pending is None:
+        while self._snapshot is None and self._warning is None:
             if self._cancelled:
                 raise StopAsyncIteration
             self._ready.clear()
             await self._ready.wait()
-        update, self._pending = self._pending, None
-        return update
+        if self._snapshot is not None:
+            snapshot, self._snapshot = self._snapshot, None
+            return snapshot
+        assert self._warning is not None
+        warning, self._warning = self._warning, None
+        return warning
 
     async def __aenter__(self) -> ConfigWatch:
         return self
@@ -157,6 +175,28 @@ class ConfigWatch:
         self.cancel()
 
     def __del__(self) -> None:
-        if not self._cancelled:
-            for handle in self._handles.values():
-                handle.cancel()
+        if self._cancelled:
+            return
+        warnings.warn(
+            f"{self!r} was never cancelled: leave it with `async with` or call cancel(); "
+            "it is cancelled now",
+            ResourceWarning,
+            source=self,
+            stacklevel=1,
+        )
+        self.cancel()
+
+
+async def _run_callback(
+    watch: ConfigWatch, callback: Callable[[ConfigUpdate], Awaitable[None] | None]
+) -> None:
+    """The callback form: call ``callback`` for each update, in order, on an owned task, until
+    the watch is cancelled or the client closes. The callback's coroutine runs as its own task
+    (see `await_user_code`), so it cannot hold up the client's close."""
+    async for update in watch:
+        try:
+            outcome = callback(update)
+            if inspect.isawaitable(outcome):
+                await await_user_code(outcome)
+        except Exception:
+            logger.exception("xDS config watcher %r raised on %r", callback, update)

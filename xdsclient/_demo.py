@@ -19,6 +19,7 @@ from typing import TextIO
 from ._client import XdsClient
 from ._dependencies import XdsConfig
 from ._errors import XdsError
+from ._protocol import AmbientError
 from .resources import ClusterType
 
 __all__ = ["main", "run", "summarize"]
@@ -27,8 +28,10 @@ LISTENER = "demo.example.com"
 _EDS_CLUSTERS = ("web", "api-primary", "api-secondary")
 
 
-def summarize(config: XdsConfig | XdsError) -> str:
+def summarize(config: XdsConfig | XdsError | AmbientError) -> str:
     """A readable multi-line summary of one snapshot."""
+    if isinstance(config, AmbientError):
+        return f"warning, the last configuration stays in use: {config.error}"
     if isinstance(config, XdsError):
         return f"configuration unusable: {config}"
     routes, vhost = config.route_config.name, config.virtual_host.name

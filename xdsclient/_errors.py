@@ -10,6 +10,7 @@ about where there is one.
 from __future__ import annotations
 
 __all__ = [
+    "ClientClosedError",
     "ProtocolError",
     "ResourceDecodeError",
     "ResourceDoesNotExistError",
@@ -25,6 +26,10 @@ __all__ = [
 
 class XdsError(Exception):
     """Root of every error xdsclient raises or reports."""
+
+
+class ClientClosedError(XdsError, RuntimeError):
+    """Local: the `XdsClient` was closed; it watches and answers nothing any more."""
 
 
 class ProtocolError(XdsError):

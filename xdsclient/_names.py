@@ -7,10 +7,23 @@ descriptor, so they are not repeated here.
 
 from __future__ import annotations
 
-__all__ = ["RESOURCE_WRAPPER_TYPE_URL", "WILDCARD"]
+__all__ = ["OLD_AUTHORITY", "RESOURCE_WRAPPER_TYPE_URL", "WILDCARD", "authority_of"]
 
 #: Resources wrapped in ``envoy.service.discovery.v3.Resource`` inside a SotW response.
 RESOURCE_WRAPPER_TYPE_URL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
 
 #: The explicit wildcard subscription name.
 WILDCARD = "*"
+
+#: The authority of old-style (non-xdstp) names, as gRPC C-core calls it (gRFC A47).
+OLD_AUTHORITY = "#old"
+
+_XDSTP = "xdstp://"
+
+
+def authority_of(name: str) -> str:
+    """The authority of a resource name: ``xdstp://authority/type/id`` -> ``authority``;
+    an old-style name -> `OLD_AUTHORITY`."""
+    if not name.startswith(_XDSTP):
+        return OLD_AUTHORITY
+    return name[len(_XDSTP) :].split("/", 1)[0]

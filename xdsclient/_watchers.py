@@ -1,15 +1,18 @@
 """Watchers: registration, replay of cached state, and in-order delivery on one task.
 
 Why one serializer task: watchers must see every state change of their resource once, in
-order, never concurrently, and a slow or failing watcher must not corrupt the client. Stream
-runners hand each batch of events to `Dispatcher.deliver` and wait until it has been delivered
-before reading the next response, so the cache never runs ahead of what watchers saw.
+order, never concurrently, and a slow or failing watcher must not corrupt the client. The drive
+loop publishes each batch of events in the same synchronous step in which the cache changed,
+and does not read the next response of its stream until the batch was delivered (gRFC A88
+flow control), so the cache never runs ahead of what callback watchers saw.
 
 Invariants:
-- A new watcher first receives the cached state, snapshotted when it registers; batches queued
-  before it registered are not delivered to it (it already has their result from the
-  snapshot), batches queued after are.
-- A watcher that raises is logged and skipped; the others still run.
+- A new watcher first receives the cached state, read when it registers; batches published
+  before it registered are not delivered to it (the replay already holds their result),
+  batches published after are. So every watcher sees each version once.
+- A watcher that raises is logged and skipped; one that runs longer than the slow threshold is
+  logged by name; cancelling the serializer never waits on user code.
+- A `Watch` never blocks delivery: it keeps the latest state per resource for its consumer.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import collections
 import inspect
 import itertools
 import logging
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
@@ -27,6 +31,7 @@ import attrs
 
 from ._names import WILDCARD
 from ._protocol import AmbientError, DataError, Event, ResourceChanged, ResourceState
+from ._shell._clock import Clock
 
 __all__ = [
     "CallbackWatcher",
@@ -34,6 +39,8 @@ __all__ = [
     "ResourceWatcher",
     "Watch",
     "WatchHandle",
+    "await_user_code",
+    "check_watcher",
     "replay_events",
 ]
 
@@ -50,6 +57,20 @@ class ResourceWatcher(Protocol):
         """Something went wrong that leaves the last value usable."""
 
 
+def check_watcher(watcher: object) -> None:
+    """Raise `TypeError` at the call when ``watcher`` is not a `ResourceWatcher`."""
+    missing = [
+        method
+        for method in ("on_resource_changed", "on_ambient_error")
+        if not callable(getattr(watcher, method, None))
+    ]
+    if missing:
+        raise TypeError(
+            f"a watcher needs callable {' and '.join(missing)}; {watcher!r} has not "
+            "(wrap a function in CallbackWatcher)"
+        )
+
+
 @attrs.frozen
 class CallbackWatcher:
     """A `ResourceWatcher` made of one callable for every event (or two, split as A88 does)."""
@@ -62,6 +83,9 @@ class CallbackWatcher:
 
     def on_ambient_error(self, event: AmbientError) -> Awaitable[None] | None:
         return (self.on_ambient or self.on_event)(event)
+
+    def __str__(self) -> str:
+        return getattr(self.on_event, "__qualname__", repr(self.on_event))
 
 
 def replay_events(state: ResourceState) -> list[Event]:
@@ -81,6 +105,21 @@ def replay_events(state: ResourceState) -> list[Event]:
     elif state.error is not None:
         events.append(DataError(type_url=state.type_url, name=state.name, error=state.error))
     return events
+
+
+async def await_user_code(awaitable: Awaitable[Any]) -> Any:
+    """Await a watcher's coroutine without letting it hold up our own cancellation.
+
+    It runs as a task of its own; if we are cancelled meanwhile, that task is cancelled and not
+    waited for, so user code that swallows the cancellation cannot hang the client's close.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait((task,))
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    return task.result()
 
 
 class WatchHandle:
@@ -105,6 +144,7 @@ class _Registration:
     watcher: ResourceWatcher
     since: int  # the first batch sequence number it is to receive
     handle: WatchHandle | None = None
+    on_close: Callable[[], None] | None = None  # told when the dispatcher closes
 
 
 @attrs.frozen
@@ -116,25 +156,34 @@ class _Batch:
 
 
 class Dispatcher:
-    """Owns the watchers and the task that calls them."""
+    """Owns the watchers and the serializer that calls them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Clock, slow_threshold: float = 1.0) -> None:
+        self._clock = clock
+        self._slow = slow_threshold
         self._watchers: dict[tuple[str, str], list[_Registration]] = {}
-        self._queue: asyncio.Queue[_Batch] = asyncio.Queue()
+        self._queue: collections.deque[_Batch] = collections.deque()
+        self._queued = asyncio.Event()
         self._seq = itertools.count(1)
-
-    def has_watchers(self, type_url: str, name: str) -> bool:
-        return bool(self._watchers.get((type_url, name)))
+        self._closed = False
 
     def add(
-        self, type_url: str, name: str, watcher: ResourceWatcher, replay: Iterable[Event]
+        self,
+        type_url: str,
+        name: str,
+        watcher: ResourceWatcher,
+        replay: Iterable[Event],
+        *,
+        on_close: Callable[[], None] | None = None,
     ) -> _Registration:
-        """Register ``watcher``; it first receives ``replay`` (the cached state, taken now)."""
-        registration = _Registration(watcher, since=next(self._seq))
+        """Register ``watcher``; it first receives ``replay`` (the cached state, read now)."""
+        if self._closed:
+            raise RuntimeError("the XdsClient is closed")
+        registration = _Registration(watcher, since=next(self._seq), on_close=on_close)
         self._watchers.setdefault((type_url, name), []).append(registration)
         events = list(replay)
         if events:
-            self._queue.put_nowait(_Batch(registration.since, events, None, only=registration))
+            self._put(_Batch(registration.since, events, None, only=registration))
         return registration
 
     def remove(self, type_url: str, name: str, registration: _Registration) -> bool:
@@ -147,24 +196,42 @@ class Dispatcher:
             return True
         return False
 
-    async def deliver(self, events: list[Event]) -> None:
-        """Queue a batch and wait until every watcher has seen it."""
-        if not events:
-            return
+    def publish(self, events: list[Event]) -> asyncio.Future[None] | None:
+        """Queue a batch now; the result completes once every watcher has been called for it."""
+        if not events or self._closed:
+            return None
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Batch(next(self._seq), events, done))
-        await done
+        self._put(_Batch(next(self._seq), events, done))
+        return done
+
+    def _put(self, batch: _Batch) -> None:
+        self._queue.append(batch)
+        self._queued.set()
+
+    def close(self) -> None:
+        """Deliver nothing more; every `Watch` iteration ends. Idempotent."""
+        self._closed = True
+        registrations = [r for rs in self._watchers.values() for r in rs]
+        self._watchers.clear()
+        for registration in registrations:
+            if registration.on_close is not None:
+                registration.on_close()
+        for batch in self._queue:
+            if batch.done is not None and not batch.done.done():
+                batch.done.cancel()
+        self._queue.clear()
 
     async def run(self) -> None:
         """The serializer: deliver queued batches, in order, until cancelled."""
         while True:
-            batch = await self._queue.get()
+            while not self._queue:
+                self._queued.clear()
+                await self._queued.wait()
+            batch = self._queue.popleft()
             try:
                 for event in batch.events:
-                    targets = (
-                        [batch.only] if batch.only is not None else self._targets(event, batch.seq)
-                    )
-                    for registration in targets:
+                    only = batch.only
+                    for registration in [only] if only else self._targets(event, batch.seq):
                         await self._call(registration, event)
             finally:
                 if batch.done is not None and not batch.done.done():
@@ -183,72 +250,124 @@ class Dispatcher:
         if handle is not None and handle.cancelled:
             return
         watcher = registration.watcher
+        start = self._clock.time()
         try:
             if isinstance(event, AmbientError):
                 result: Any = watcher.on_ambient_error(event)
             else:
                 result = watcher.on_resource_changed(event)
             if inspect.isawaitable(result):
-                await result
+                await self._await(result, watcher, event, start)
+            elif self._clock.time() - start > self._slow:
+                self._log_slow(watcher, event)
         except Exception:
             logger.exception(
-                "xDS watcher %r raised on %r; it keeps its registration", watcher, event
+                "xDS watcher %s raised on %r; it keeps its registration", watcher, event
             )
+
+    async def _await(
+        self, awaitable: Awaitable[Any], watcher: ResourceWatcher, event: Event, start: float
+    ) -> None:
+        """Await an async callback, logging it by name once it runs past the slow threshold."""
+        task = asyncio.ensure_future(awaitable)
+        sleep = asyncio.ensure_future(self._clock.sleep_until(start + self._slow))
+        try:
+            await asyncio.wait((task, sleep), return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                self._log_slow(watcher, event)
+            await await_user_code(task)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            sleep.cancel()
+
+    def _log_slow(self, watcher: ResourceWatcher, event: Event) -> None:
+        logger.warning(
+            "xDS watcher %s has run for more than %g s on %s %r; the stream it watches does not"
+            " read on until it returns",
+            watcher,
+            self._slow,
+            event.type_url.rsplit(".", 1)[-1],
+            event.name,
+        )
+
+
+@attrs.define(eq=False)
+class _Pending:
+    change: ResourceChanged | DataError | None = None
+    ambient: AmbientError | None = None
 
 
 class Watch:
-    """The events of one watched resource, as an async iterator (`XdsClient.watch`).
+    """The events of one watched resource (or ``"*"``: of a type), as an async iterator.
 
-    The subscription starts when the watch is created and ends when it is cancelled: by
-    `cancel`, by leaving ``async with``, or when the watch is dropped (as when an ``async for``
-    loop over it ends). At most ``buffer`` events wait for the consumer; beyond that the client
-    waits too (flow control), so a consumer that stops reading should cancel.
+    Made by `XdsClient.watch`. It conflates: for a consumer that reads slower than updates
+    arrive, only the latest state of each resource waits (its latest `ResourceChanged` or
+    `DataError`, then its latest `AmbientError`), resources in the order they changed; it never
+    holds up the client or other watchers. The subscription ends with `cancel` or ``async with``;
+    iteration ends then, or when the client closes. A watch dropped without being cancelled is
+    cancelled by the garbage collector, with a `ResourceWarning`.
     """
 
-    def __init__(self, buffer: int) -> None:
-        if buffer < 1:
-            raise ValueError("buffer must be at least 1")
-        self._buffer = buffer
-        self._events: collections.deque[Event] = collections.deque()
+    def __init__(self) -> None:
+        self._pending: dict[str, _Pending] = {}
         self._readable = asyncio.Event()
-        self._space = asyncio.Event()
         self._handle: WatchHandle | None = None
+        self._ended = False
 
     def _attach(self, handle: WatchHandle) -> None:
         self._handle = handle
 
-    async def _push(self, event: Event) -> None:
-        """The watcher callback: queue ``event``, waiting while the buffer is full."""
-        if self.cancelled:
+    def _watcher(self) -> _WatchFeeder:
+        return _WatchFeeder(self)
+
+    def _push(self, event: Event) -> None:
+        """Keep ``event`` as the latest state of its resource. Never blocks."""
+        if self._ended:
             return
-        self._events.append(event)
+        pending = self._pending.get(event.name)
+        if pending is None:
+            pending = self._pending[event.name] = _Pending()
+        if isinstance(event, AmbientError):
+            pending.ambient = event
+        else:
+            pending.change, pending.ambient = event, None
         self._readable.set()
-        while len(self._events) >= self._buffer and not self.cancelled:
-            self._space.clear()
-            await self._space.wait()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._readable.set()
 
     @property
     def cancelled(self) -> bool:
-        return self._handle is not None and self._handle.cancelled
+        """Whether the watch ended (cancelled, or its client closed)."""
+        return self._ended
 
     def cancel(self) -> None:
-        """Stop watching; iteration ends once the events already queued are consumed."""
+        """Stop watching; iteration ends once the events already waiting are consumed."""
         if self._handle is not None:
             self._handle.cancel()
-        self._readable.set()
-        self._space.set()
+        self._end()
 
     def __aiter__(self) -> Watch:
         return self
 
     async def __anext__(self) -> Event:
-        while not self._events:
-            if self.cancelled:
+        while not self._pending:
+            if self._ended:
                 raise StopAsyncIteration
             self._readable.clear()
             await self._readable.wait()
-        event = self._events.popleft()
-        self._space.set()
+        name, pending = next(iter(self._pending.items()))
+        event: Event | None = pending.change
+        if event is not None:
+            pending.change = None
+        else:
+            event, pending.ambient = pending.ambient, None
+        if pending.change is None and pending.ambient is None:
+            del self._pending[name]
+        assert event is not None
         return event
 
     async def __aenter__(self) -> Watch:
@@ -258,24 +377,38 @@ class Watch:
         self.cancel()
 
     def __del__(self) -> None:
-        handle = self._handle
-        if handle is not None and not handle.cancelled:
-            handle.cancel()
+        if self._ended or self._handle is None:  # ended, or never got as far as watching
+            return
+        warnings.warn(
+            f"{self!r} was never cancelled: leave it with `async with` or call cancel(); "
+            "it is cancelled now",
+            ResourceWarning,
+            source=self,
+            stacklevel=1,
+        )
+        self._ended = True
+        self._handle.cancel()
 
 
-class WatchFeeder:
+class _WatchFeeder:
     """The watcher behind a `Watch`: holds it weakly, so dropping the watch ends the watching."""
 
     def __init__(self, watch: Watch) -> None:
         self._watch = weakref.ref(watch)
 
-    async def _feed(self, event: Event) -> None:
+    def _feed(self, event: Event) -> None:
         watch = self._watch()
         if watch is not None:
-            await watch._push(event)
+            watch._push(event)
 
-    def on_resource_changed(self, event: ResourceChanged | DataError) -> Awaitable[None]:
-        return self._feed(event)
+    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
+        self._feed(event)
 
-    def on_ambient_error(self, event: AmbientError) -> Awaitable[None]:
-        return self._feed(event)
+    def on_ambient_error(self, event: AmbientError) -> None:
+        self._feed(event)
+
+    def closed(self) -> None:
+        """The client closed: the watch's iteration ends."""
+        watch = self._watch()
+        if watch is not None:
+            watch._end()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from xdsclient import Backoff, Event, XdsClient
+from xdsclient import Backoff, ClientOptions, Event, XdsClient
 from xdsclient.testing import ControlPlane
 
 VARIANTS = [
@@ -36,8 +36,7 @@ async def client(control_plane: ControlPlane, variant: dict[str, bool]) -> Async
     async with XdsClient(
         control_plane.address,
         node_id="test-node",
-        does_not_exist_timeout=1.0,
-        backoff=FAST_BACKOFF,
+        options=ClientOptions(does_not_exist_timeout=1.0, backoff=FAST_BACKOFF),
         **variant,
     ) as c:
         yield c

@@ -37,6 +37,7 @@ async def test_a_custom_type_is_watched_over_ads(control_plane: ControlPlane, de
     async with XdsClient(
         control_plane.address, node_id="n", resource_types=[SETTINGS], delta=delta
     ) as client:
-        event = await next_event(client.watch(SETTINGS, "feature-flags"))
+        async with client.watch(SETTINGS, "feature-flags") as watch:
+            event = await next_event(watch)
         assert isinstance(event, ResourceChanged)
         assert event.value == {"name": "feature-flags", "color": "blue"}

@@ -11,6 +11,7 @@ from tests.builders import cluster, endpoints, strict_clusters
 from tests.client.conftest import FAST_BACKOFF, eventually, next_event
 from xdsclient import (
     AmbientError,
+    ClientOptions,
     DataError,
     ResourceChanged,
     ResourceStatus,
@@ -28,8 +29,7 @@ async def strict_client(control_plane: ControlPlane, variant: dict[str, bool]) -
         control_plane.address,
         node_id="test-node",
         resource_types=[strict_clusters()],
-        does_not_exist_timeout=1.0,
-        backoff=FAST_BACKOFF,
+        options=ClientOptions(does_not_exist_timeout=1.0, backoff=FAST_BACKOFF),
         **variant,
     ) as c:
         yield c
@@ -142,8 +142,7 @@ async def test_a_message_over_the_receive_limit_is_a_clear_error(
         XdsClient(
             control_plane.address,
             node_id="n",
-            max_receive_message_length=1024,
-            backoff=FAST_BACKOFF,
+            options=ClientOptions(max_receive_message_length=1024, backoff=FAST_BACKOFF),
             **variant,
         ) as client,
         client.watch(CLUSTER, "*") as updates,

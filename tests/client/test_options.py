@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from tests.builders import cluster
@@ -55,9 +57,16 @@ async def test_watching_before_start_or_an_unknown_type_is_an_error(
 async def test_breaking_out_of_the_loop_unsubscribes(control_plane: ControlPlane) -> None:
     control_plane.set(cluster("a"))
     async with XdsClient(control_plane.address, node_id="n") as client:
-        async for event in client.watch(CLUSTER, "a"):
-            assert isinstance(event, ResourceChanged)
-            break
+
+        async def leave() -> None:
+            async for event in client.watch(CLUSTER, "a"):
+                assert isinstance(event, ResourceChanged)
+                break
+            gc.collect()
+
+        # The dropped watch unsubscribes, and says it should have been left with `async with`.
+        with pytest.warns(ResourceWarning, match="never cancelled"):
+            await leave()
         await eventually(lambda: client.resource_state(CLUSTER, "a") is None)
         await eventually(lambda: list(control_plane.requests[-1].message.resource_names) == [])
 

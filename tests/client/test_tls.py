@@ -10,7 +10,14 @@ import pytest
 from tests.builders import cluster
 from tests.certs import make_pki
 from tests.client.conftest import FAST_BACKOFF, next_event
-from xdsclient import ChannelCredentials, DataError, ResourceChanged, TransportError, XdsClient
+from xdsclient import (
+    ChannelCredentials,
+    ClientOptions,
+    DataError,
+    ResourceChanged,
+    TransportError,
+    XdsClient,
+)
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 
@@ -33,7 +40,8 @@ async def test_tls_with_a_trusted_ca(pki: dict[str, Path]) -> None:
         cp.set(cluster("a"))
         credentials = ChannelCredentials(type="tls", ca_certificate_file=str(pki["ca"]))
         async with XdsClient(cp.address, node_id="n", channel_credentials=credentials) as client:
-            event = await next_event(client.watch(CLUSTER, "a"))
+            async with client.watch(CLUSTER, "a") as watch:
+                event = await next_event(watch)
             assert isinstance(event, ResourceChanged)
 
 
@@ -47,7 +55,8 @@ async def test_mutual_tls_with_a_client_certificate(pki: dict[str, Path]) -> Non
             private_key_file=str(pki["client_key"]),
         )
         async with XdsClient(cp.address, node_id="n", channel_credentials=credentials) as client:
-            event = await next_event(client.watch(CLUSTER, "a"))
+            async with client.watch(CLUSTER, "a") as watch:
+                event = await next_event(watch)
             assert isinstance(event, ResourceChanged)
 
 
@@ -55,9 +64,13 @@ async def test_mutual_tls_without_a_client_certificate_fails_cleanly(pki: dict[s
     async with ControlPlane(server_credentials=_server_credentials(pki, mutual=True)) as cp:
         credentials = ChannelCredentials(type="tls", ca_certificate_file=str(pki["ca"]))
         async with XdsClient(
-            cp.address, node_id="n", channel_credentials=credentials, backoff=FAST_BACKOFF
+            cp.address,
+            node_id="n",
+            channel_credentials=credentials,
+            options=ClientOptions(backoff=FAST_BACKOFF),
         ) as client:
-            event = await next_event(client.watch(CLUSTER, "a"))
+            async with client.watch(CLUSTER, "a") as watch:
+                event = await next_event(watch)
             assert isinstance(event, DataError)
             assert isinstance(event.error, TransportError)
             assert "BEGIN" not in str(event.error)  # no key material in errors

@@ -52,13 +52,34 @@ def test_later_requests_carry_only_the_diffs() -> None:
     assert not request.HasField("node")
 
 
-def test_remove_then_add_before_sending_goes_out_as_a_subscribe() -> None:
+def test_remove_then_add_before_sending_nets_to_nothing() -> None:
+    # Unlike Envoy, which erases a resource's state on unsubscribe and so must subscribe again,
+    # we keep the cached entry until the unsubscription is settled: nothing changed to tell.
     s, _ = connected(delta=True, subscribe={CDS: ["a"]})
     s.unsubscribe(CDS, "a")
     s.subscribe(CDS, "a")
-    (request,) = s.requests_to_send(1.0)
-    assert list(request.resource_names_subscribe) == ["a"]
-    assert list(request.resource_names_unsubscribe) == []
+    assert s.requests_to_send(1.0) == []
+
+
+def test_add_then_remove_before_sending_sends_no_phantom_unsubscribe() -> None:
+    s, _ = connected(delta=True, subscribe={CDS: ["a"]})
+    s.subscribe(CDS, "b")
+    s.unsubscribe(CDS, "b")
+    assert s.requests_to_send(1.0) == []
+    assert s.resource_state(CDS, "b") is None
+
+
+def test_a_resource_dropped_and_readded_before_sending_keeps_its_cached_value() -> None:
+    s, _ = connected(delta=True, subscribe={CDS: ["a"]})
+    s.receive(delta_response(CDS, [delta_resource("a", cluster("a"), version="1")], nonce="n"), 1.0)
+    s.requests_to_send(1.0)
+    s.unsubscribe(CDS, "a")
+    s.subscribe(CDS, "a")
+    assert s.requests_to_send(2.0) == []
+    state = s.resource_state(CDS, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert s.next_deadline() is None
 
 
 def test_ack_is_the_nonce_alone_and_nack_adds_error_detail() -> None:

@@ -143,7 +143,32 @@ def test_unsubscribing_the_wildcard_drops_what_only_it_covered() -> None:
         1.0,
     )
     s.unsubscribe(LDS, "*")
+    assert [st.name for st in s.resource_states(LDS)] == ["keep", "x"]  # until settled
+    s.requests_to_send(2.0)
     assert [st.name for st in s.resource_states(LDS)] == ["keep"]
+
+
+def test_a_resource_dropped_and_readded_before_sending_stays_cached_and_sends_nothing() -> None:
+    s, _ = connected(subscribe={EDS: ["a"]})
+    s.receive(sotw_response(EDS, [endpoints("a")], version="1", nonce="n"), 1.0)
+    s.requests_to_send(1.0)  # the ACK
+    s.unsubscribe(EDS, "a")
+    s.subscribe(EDS, "a")
+    assert s.requests_to_send(2.0) == []  # the server would not answer an identical request
+    assert s.next_deadline() is None  # and no does-not-exist timer waits for it
+    state = s.resource_state(EDS, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+
+
+def test_a_wildcard_dropped_and_readded_before_sending_keeps_what_it_covered() -> None:
+    s, _ = connected(subscribe={CDS: ["*"]})
+    s.receive(sotw_response(CDS, [cluster("a"), cluster("b")], version="1", nonce="n"), 1.0)
+    s.requests_to_send(1.0)
+    s.unsubscribe(CDS, "*")
+    s.subscribe(CDS, "*")
+    assert s.requests_to_send(2.0) == []
+    assert sorted(st.name for st in s.resource_states(CDS)) == ["a", "b"]
 
 
 def test_unsubscribing_a_name_the_wildcard_still_covers_keeps_it_cached() -> None:

@@ -83,6 +83,7 @@ def test_a_server_reported_error_cancels_the_timer() -> None:
 def test_unsubscribing_cancels_the_timer() -> None:
     s, _ = connected(subscribe={EDS: ["a"]})
     s.unsubscribe(EDS, "a")
+    s.requests_to_send(1.0)  # the unsubscription is settled when it goes out
     assert s.next_deadline() is None
     assert s.expire(100.0) == []
 

@@ -12,7 +12,7 @@ from tests.builders import (
     endpoints,
     sotw_response,
 )
-from xdsclient import ChannelCredentials, ResourceStatus
+from xdsclient import ChannelCredentials, ClientOptions, ResourceStatus
 
 
 def test_a_response_with_too_many_resources_is_nacked_whole_and_nothing_applies() -> None:
@@ -105,7 +105,9 @@ async def test_the_client_passes_its_bounds_to_the_core() -> None:
     async with ControlPlane() as cp:
         for name in ("a", "b", "c"):
             cp.set(make_cluster(name))
-        async with XdsClient(cp.address, node_id="n", max_resources_per_response=2) as client:
+        async with XdsClient(
+            cp.address, node_id="n", options=ClientOptions(max_resources_per_response=2)
+        ) as client:
             watch = client.watch(CLUSTER, "*")
             nack = await cp.wait_for_request(lambda r: r.message.HasField("error_detail"))
             assert (

@@ -12,6 +12,7 @@ from tests.client.conftest import FAST_BACKOFF, eventually, next_event
 from tests.reliability.proxy import Proxy
 from xdsclient import (
     AmbientError,
+    ClientOptions,
     DataError,
     ResourceChanged,
     ResourceStatus,
@@ -40,7 +41,7 @@ def free_port() -> int:
 async def test_server_down_at_start_then_up(variant: dict[str, bool]) -> None:
     port = free_port()
     async with XdsClient(
-        f"127.0.0.1:{port}", node_id="n", backoff=FAST_BACKOFF, **variant
+        f"127.0.0.1:{port}", node_id="n", options=ClientOptions(backoff=FAST_BACKOFF), **variant
     ) as client:
         watch = client.watch(ENDPOINT, "a")
         event = await next_event(watch)
@@ -62,6 +63,7 @@ async def test_a_flapping_server_still_converges(
         control_plane.set(endpoints("a", port=port))
         await asyncio.sleep(0.2)
     await eventually(lambda: holds(client, endpoints("a", port=5)))
+    watch.cancel()
 
 
 async def test_a_connection_that_never_answers_times_out_new_resources_and_recovers(
@@ -72,7 +74,10 @@ async def test_a_connection_that_never_answers_times_out_new_resources_and_recov
     async with (
         Proxy(control_plane.address) as proxy,
         XdsClient(
-            proxy.address, node_id="n", does_not_exist_timeout=0.5, backoff=FAST_BACKOFF, **variant
+            proxy.address,
+            node_id="n",
+            options=ClientOptions(does_not_exist_timeout=0.5, backoff=FAST_BACKOFF),
+            **variant,
         ) as client,
     ):
         cached = client.watch(ENDPOINT, "cached")
@@ -96,9 +101,7 @@ async def test_keepalive_notices_a_silent_connection_and_the_client_recovers(
         XdsClient(
             proxy.address,
             node_id="n",
-            keepalive_time=1.0,
-            keepalive_timeout=1.0,
-            backoff=FAST_BACKOFF,
+            options=ClientOptions(keepalive_time=1.0, keepalive_timeout=1.0, backoff=FAST_BACKOFF),
             **variant,
         ) as client,
     ):
@@ -120,7 +123,9 @@ async def test_reset_and_cut_connections_keep_the_cache_and_reconnect(
     control_plane.set(endpoints("a"))
     async with (
         Proxy(control_plane.address) as proxy,
-        XdsClient(proxy.address, node_id="n", backoff=FAST_BACKOFF, **variant) as client,
+        XdsClient(
+            proxy.address, node_id="n", options=ClientOptions(backoff=FAST_BACKOFF), **variant
+        ) as client,
     ):
         watch = client.watch(ENDPOINT, "a")  # kept: dropping a watch unsubscribes
         await next_event(watch)
@@ -145,6 +150,7 @@ async def test_a_huge_but_legal_response_is_taken_whole(
             event = await anext(watch)
             assert isinstance(event, ResourceChanged)
             names.add(event.name)
+    watch.cancel()
     assert control_plane.nacks() == []
 
 
@@ -174,6 +180,7 @@ async def test_a_nonce_never_seen_and_a_stale_repeat_are_answered_harmlessly(
     event = await next_event(watch)
     assert isinstance(event, ResourceChanged)  # nothing spurious came from the raw responses
     assert event.value.proto == endpoints("a", port=7)
+    watch.cancel()
 
 
 async def test_a_delta_server_that_ignores_initial_versions_causes_no_spurious_updates(
@@ -181,7 +188,7 @@ async def test_a_delta_server_that_ignores_initial_versions_causes_no_spurious_u
 ) -> None:
     control_plane.set(endpoints("a"))
     async with XdsClient(
-        control_plane.address, node_id="n", delta=True, backoff=FAST_BACKOFF
+        control_plane.address, node_id="n", delta=True, options=ClientOptions(backoff=FAST_BACKOFF)
     ) as client:
         watch = client.watch(ENDPOINT, "a")
         assert isinstance(await next_event(watch), ResourceChanged)

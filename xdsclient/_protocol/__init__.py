@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._cache import ResourceCache
 from ._events import AmbientError, DataError, Event, ResourceChanged
 from ._options import ProtocolOptions
 from ._session import Session
@@ -12,6 +13,7 @@ __all__ = [
     "DataError",
     "Event",
     "ProtocolOptions",
+    "ResourceCache",
     "ResourceChanged",
     "ResourceState",
     "ResourceStatus",

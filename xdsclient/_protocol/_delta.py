@@ -24,6 +24,7 @@ from typing import Any
 from .._errors import ResourceDecodeError, ResourceValidationError
 from .._names import WILDCARD
 from ..resources._type import ResourceType
+from ._cache import Table
 from ._deadlines import Deadlines
 from ._events import Event
 from ._messages import DeltaDiscoveryRequest, Request
@@ -42,15 +43,20 @@ from ._typestate import (
 __all__ = ["DeltaTypeState"]
 
 _INVALID = Input.INVALID
+_ABSENT = object()
 
 
 class DeltaTypeState(TypeState):
     """Subscription state, cache and ACK bookkeeping for one type over Delta."""
 
     def __init__(
-        self, rtype: ResourceType[Any], options: ProtocolOptions, deadlines: Deadlines[DeadlineKey]
+        self,
+        rtype: ResourceType[Any],
+        options: ProtocolOptions,
+        deadlines: Deadlines[DeadlineKey],
+        entries: Table,
     ) -> None:
-        super().__init__(rtype, options, deadlines)
+        super().__init__(rtype, options, deadlines, entries)
         self.ambiguous: set[str] = set()
         #: subscribed alias -> the name of the resource the server sent for it
         self.aliases: dict[str, str] = {}
@@ -62,13 +68,16 @@ class DeltaTypeState(TypeState):
     # ----------------------------------------------------------------- interest
 
     def _interest_added(self, name: str) -> None:
-        self._unsubscribe.pop(name, None)
-        self._subscribe[name] = None
+        # Re-adding a name whose unsubscription has not gone out nets to nothing.
+        if self._unsubscribe.pop(name, _ABSENT) is _ABSENT:
+            self._subscribe[name] = None
         self.ambiguous.discard(name)
 
     def _interest_removed(self, name: str, *, had_value: bool) -> None:
-        self._subscribe.pop(name, None)
-        self._unsubscribe[name] = None
+        # Dropping a name whose subscription has not gone out nets to nothing (no phantom
+        # unsubscribe).
+        if self._subscribe.pop(name, _ABSENT) is _ABSENT:
+            self._unsubscribe[name] = None
         self.aliases.pop(name, None)
         if name == WILDCARD:
             self.ambiguous.clear()

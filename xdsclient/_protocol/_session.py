@@ -28,7 +28,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._errors import ProtocolError, XdsError
+from .._names import OLD_AUTHORITY
 from ..resources._type import ResourceType
+from ._cache import ResourceCache
 from ._deadlines import Deadlines
 from ._delta import DeltaTypeState
 from ._events import Event
@@ -55,8 +57,11 @@ class Session:
         resource_types: Iterable[ResourceType[Any]],
         delta: bool = False,
         options: ProtocolOptions | None = None,
+        cache: ResourceCache | None = None,
+        authority: str = OLD_AUTHORITY,
     ) -> None:
         self._node = node
+        self._cache = cache if cache is not None else ResourceCache()
         self._delta = delta
         self._options = options if options is not None else ProtocolOptions()
         self._deadlines: Deadlines[DeadlineKey] = Deadlines()
@@ -65,7 +70,10 @@ class Session:
         for rtype in resource_types:
             if rtype.type_url in self._types:
                 raise ValueError(f"resource type {rtype.type_url} given twice")
-            self._types[rtype.type_url] = state_class(rtype, self._options, self._deadlines)
+            entries = self._cache.table(authority, rtype.type_url)
+            self._types[rtype.type_url] = state_class(
+                rtype, self._options, self._deadlines, entries
+            )
         self._response_class = DeltaDiscoveryResponse if delta else DiscoveryResponse
         self._connected = False
         self._node_sent = False
@@ -77,6 +85,11 @@ class Session:
     def delta(self) -> bool:
         """Whether this session speaks the incremental (Delta) variant."""
         return self._delta
+
+    @property
+    def cache(self) -> ResourceCache:
+        """Where this session keeps its resources (shared with other sessions of a client)."""
+        return self._cache
 
     @property
     def connected(self) -> bool:
@@ -105,7 +118,8 @@ class Session:
         self._state(type_url).subscribe(name)
 
     def unsubscribe(self, type_url: str, name: str) -> None:
-        """Stop wanting ``name``: it leaves the cache unless the wildcard still covers it."""
+        """Stop wanting ``name``: it leaves the cache at the next `requests_to_send`, unless the
+        wildcard still covers it or it was subscribed again by then."""
         self._state(type_url).unsubscribe(name)
 
     @property
@@ -143,15 +157,19 @@ class Session:
         for state in self._types.values():
             state.stream_lost()
             if error is not None and not self._response_received:
-                state.connectivity_error(error, events)
+                state.connectivity_error(error, now, events)
         return events
 
     def requests_to_send(self, now: float) -> list[Request]:
         """The requests to write now, in order; hand each one to the stream.
 
-        Calling this is what counts as sending: does-not-exist timers for the names these
-        requests newly carry start at ``now``. Nothing is returned while disconnected.
+        Calling this is what counts as sending (call it only once the stream is established):
+        does-not-exist timers for the names these requests newly carry start at ``now``. It
+        first settles interest changes: a resource dropped and re-added since the last call
+        stays as it was, one dropped for good is forgotten. While disconnected it only settles.
         """
+        for state in self._types.values():
+            state.settle_interest()
         if not self._connected:
             return []
         requests: list[Request] = []

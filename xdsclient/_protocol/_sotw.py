@@ -21,6 +21,7 @@ from typing import Any
 from .._errors import ResourceDecodeError, ResourceValidationError
 from .._names import RESOURCE_WRAPPER_TYPE_URL, WILDCARD
 from ..resources._type import ResourceType
+from ._cache import Table
 from ._deadlines import Deadlines
 from ._events import Event
 from ._messages import DiscoveryRequest, Request, Resource
@@ -46,12 +47,18 @@ class SotwTypeState(TypeState):
     """Subscription state, cache and ACK bookkeeping for one type over SotW."""
 
     def __init__(
-        self, rtype: ResourceType[Any], options: ProtocolOptions, deadlines: Deadlines[DeadlineKey]
+        self,
+        rtype: ResourceType[Any],
+        options: ProtocolOptions,
+        deadlines: Deadlines[DeadlineKey],
+        entries: Table,
     ) -> None:
-        super().__init__(rtype, options, deadlines)
+        super().__init__(rtype, options, deadlines, entries)
         self.version_info = ""
         self.nonce = ""
         self._explicit_sent = False
+        #: the resource_names of the last request on this stream (None before the first)
+        self._sent_names: list[str] | None = None
 
     def accepted_version(self) -> str:
         return self.version_info
@@ -64,6 +71,7 @@ class SotwTypeState(TypeState):
         super().reset_stream()
         self.nonce = ""
         self._explicit_sent = False
+        self._sent_names = None
 
     def resource_names(self) -> list[str]:
         """The ``resource_names`` of the next request."""
@@ -77,6 +85,9 @@ class SotwTypeState(TypeState):
         if not acks and (not self.dirty or (not self.sent_on_stream and not self.has_interest)):
             return []
         names = self.resource_names()
+        if not acks and names == self._sent_names:
+            return []  # the interest changed and changed back: nothing to tell the server
+        self._sent_names = names
         if names:
             self._explicit_sent = True
         if not acks:

@@ -1,15 +1,19 @@
-"""Per-type subscription state and cache, shared by the SotW and Delta variants.
+"""Per-type subscription state, shared by the SotW and Delta variants.
 
-Why one base: interest (explicit names, wildcard), the cache entries, the does-not-exist and TTL
-deadlines and the event rules are the same in both variants; only how requests are built and
-responses read differ (`_sotw.py`, `_delta.py`).
+Why one base: interest (explicit names, wildcard), the does-not-exist and TTL deadlines and the
+event rules are the same in both variants; only how requests are built and responses read
+differ (`_sotw.py`, `_delta.py`). The resources themselves live in the client's cache
+(`xdsclient._cache`): ``entries`` is this type's table there, not a copy.
 
 Invariants:
-- ``entries`` holds an entry for every explicitly subscribed name, and otherwise only entries
-  that hold a value received through the wildcard. Nothing unrequested lingers.
+- Interest changes are intents until `settle_interest` (run when requests are built): only then
+  are entries no longer wanted forgotten. A drop and re-add in between changes nothing, so a
+  resource stays cached while someone wants it.
+- Once settled, ``entries`` holds an entry for every explicitly subscribed name, and otherwise
+  only entries that hold a value received through the wildcard.
 - A does-not-exist deadline exists only for a name in status REQUESTED whose request has been
   handed out on the current stream (``_unsent`` holds REQUESTED names not yet handed out).
-- A TTL deadline exists only for an entry that holds a value.
+- A TTL deadline exists exactly while an entry holds a value and has ``expires_at``.
 - ``pending_acks`` answers every response received on this stream, in order, until sent; it
   and every other stream-scoped field are reset by `reset_stream`.
 """
@@ -30,6 +34,7 @@ from .._errors import (
 )
 from .._names import WILDCARD
 from ..resources._type import ResourceType
+from ._cache import CacheEntry, Table
 from ._deadlines import Deadlines
 from ._events import AmbientError, DataError, Event, resource_changed
 from ._messages import Request
@@ -47,22 +52,6 @@ ValidItem = tuple[str, bytes, Any, str, "float | None"]
 _REQUESTED = ResourceStatus.REQUESTED
 
 
-class _Entry:
-    """One cached resource. Mutable and private: users see `ResourceState` snapshots."""
-
-    __slots__ = ("error", "error_at", "raw", "status", "ttl", "updated_at", "value", "version")
-
-    def __init__(self) -> None:
-        self.status = _REQUESTED
-        self.value: Any = None
-        self.raw: bytes | None = None  # serialized value, to tell an unchanged resource cheaply
-        self.version: str | None = None
-        self.updated_at: float | None = None
-        self.error: XdsError | None = None
-        self.error_at: float | None = None
-        self.ttl = False  # a TTL deadline is armed
-
-
 @attrs.frozen
 class Ack:
     """The answer owed to one response: its nonce, the version to send, the NACK message."""
@@ -76,7 +65,11 @@ class TypeState:
     """Subscription state and cache for one resource type on one stream."""
 
     def __init__(
-        self, rtype: ResourceType[Any], options: ProtocolOptions, deadlines: Deadlines[DeadlineKey]
+        self,
+        rtype: ResourceType[Any],
+        options: ProtocolOptions,
+        deadlines: Deadlines[DeadlineKey],
+        entries: Table,
     ) -> None:
         self.rtype = rtype
         self.type_url = rtype.type_url
@@ -85,7 +78,13 @@ class TypeState:
         #: explicitly subscribed names, in subscription order (the wildcard is a flag instead)
         self.names: dict[str, None] = {}
         self.wildcard = False
-        self.entries: dict[str, _Entry] = {}
+        #: this type's table in the client's cache (adopted with whatever it already holds)
+        self.entries = entries
+        #: interest changed since it was last settled (entries may be due for forgetting)
+        self._unsettled = False
+        for name, entry in entries.items():
+            if entry.expires_at is not None and entry.status.holds_value:
+                deadlines.arm((TTL, self.type_url, name), entry.expires_at)
         # --- stream-scoped: reset by reset_stream() ---
         #: a request for this type has been handed out on the current stream
         self.sent_on_stream = False
@@ -104,7 +103,11 @@ class TypeState:
         return name in self.names or self.wildcard
 
     def subscribe(self, name: str) -> bool:
-        """Add interest in ``name`` (or the wildcard); returns whether anything changed."""
+        """Add interest in ``name`` (or the wildcard); returns whether anything changed.
+
+        A name dropped since interest was last settled keeps its entry as it is: the drop and
+        re-add net to nothing.
+        """
         if name == WILDCARD:
             if self.wildcard:
                 return False
@@ -114,35 +117,40 @@ class TypeState:
                 return False
             self.names[name] = None
             if name not in self.entries:
-                self.entries[name] = _Entry()
+                self.entries[name] = CacheEntry()
                 self._unsent.add(name)
         self._interest_added(name)
         self.dirty = True
         return True
 
     def unsubscribe(self, name: str) -> bool:
-        """Drop interest in ``name`` (or the wildcard); returns whether anything changed."""
+        """Drop interest in ``name`` (or the wildcard); returns whether anything changed.
+
+        Nothing is forgotten yet: `settle_interest` does that when the next request is built.
+        """
         if name == WILDCARD:
             if not self.wildcard:
                 return False
             self.wildcard = False
-            for other in [n for n in self.entries if n not in self.names]:
-                self._forget(other)
             self._interest_removed(name, had_value=False)
         else:
             if name not in self.names:
                 return False
             del self.names[name]
-            entry = self.entries[name]
-            had_value = entry.status.holds_value
-            if self.wildcard and had_value:
-                # Still wanted through the wildcard; only its does-not-exist timer goes.
-                self.deadlines.cancel((DNE, self.type_url, name))
-            else:
-                self._forget(name)
-            self._interest_removed(name, had_value=had_value)
+            self._interest_removed(name, had_value=self.entries[name].status.holds_value)
+        self._unsettled = True
         self.dirty = True
         return True
+
+    def settle_interest(self) -> None:
+        """Forget the entries nobody wants any more (explicitly or through the wildcard)."""
+        if not self._unsettled:
+            return
+        self._unsettled = False
+        names, wildcard = self.names, self.wildcard
+        for name in [n for n, e in self.entries.items() if n not in names]:
+            if not (wildcard and self.entries[name].status.holds_value):
+                self._forget(name)
 
     def _forget(self, name: str) -> None:
         del self.entries[name]
@@ -169,13 +177,16 @@ class TypeState:
         """The stream ended: its does-not-exist timers stop (gRFC A57) and no ACK is owed."""
         self.pending_acks = []
         cancel = self.deadlines.cancel
-        for name in self.names:
-            if self.entries[name].status is _REQUESTED:
+        for name, entry in self.entries.items():  # dropped but unsettled names included
+            if entry.status is _REQUESTED:
                 cancel((DNE, self.type_url, name))
 
-    def connectivity_error(self, error: XdsError, events: list[Event]) -> None:
-        """The stream failed before any response: tell everyone who is waiting (gRFC A57)."""
+    def connectivity_error(self, error: XdsError, now: float, events: list[Event]) -> None:
+        """The stream failed before any response: record it on every entry and tell everyone
+        who is waiting (gRFC A57). Statuses stay: a cached value is still usable."""
         for name, entry in self.entries.items():
+            entry.error = error
+            entry.error_at = now
             kind = AmbientError if entry.status.holds_value else DataError
             events.append(kind(type_url=self.type_url, name=name, error=error))
         if self.wildcard:
@@ -218,7 +229,7 @@ class TypeState:
         for name, raw, value, version, ttl in items:
             entry = entries.get(name)
             if entry is None:
-                entry = entries[name] = _Entry()
+                entry = entries[name] = CacheEntry()
             old = entry.status
             if old is _REQUESTED:
                 deadlines.cancel((DNE, type_url, name))
@@ -234,11 +245,11 @@ class TypeState:
                 entry.updated_at = now
                 append(resource_changed(type_url, name, value, version))
             if ttl is not None:
-                deadlines.arm((TTL, type_url, name), now + ttl)
-                entry.ttl = True
-            elif entry.ttl:
+                entry.expires_at = when = now + ttl
+                deadlines.arm((TTL, type_url, name), when)
+            elif entry.expires_at is not None:
                 deadlines.cancel((TTL, type_url, name))
-                entry.ttl = False
+                entry.expires_at = None
 
     def apply_error(
         self, name: str, cause: Input, error: XdsError, now: float, events: list[Event]
@@ -246,7 +257,7 @@ class TypeState:
         """Anything but a valid update happened to a wanted name: look up the transition."""
         entry = self.entries.get(name)
         if entry is None:
-            entry = self.entries[name] = _Entry()
+            entry = self.entries[name] = CacheEntry()
         old = entry.status
         new = next_status(old, cause)
         if old is _REQUESTED:
@@ -261,9 +272,9 @@ class TypeState:
             entry.value = None
             entry.raw = None
             entry.version = None
-            if entry.ttl:
+            if entry.expires_at is not None:
                 self.deadlines.cancel((TTL, self.type_url, name))
-                entry.ttl = False
+                entry.expires_at = None
         if old is not new or previous is None or str(previous) != str(error):
             kind = AmbientError if holds_value else DataError
             events.append(kind(type_url=self.type_url, name=name, error=error))
@@ -294,9 +305,10 @@ class TypeState:
             return False
         if ttl is None:
             self.deadlines.cancel((TTL, self.type_url, name))
+            entry.expires_at = None
         else:
-            self.deadlines.arm((TTL, self.type_url, name), now + ttl)
-        entry.ttl = ttl is not None
+            entry.expires_at = now + ttl
+            self.deadlines.arm((TTL, self.type_url, name), entry.expires_at)
         return True
 
     def reject(self, nonce: str, reason: str) -> None:
@@ -342,19 +354,7 @@ class TypeState:
 
     def state(self, name: str) -> ResourceState | None:
         entry = self.entries.get(name)
-        if entry is None:
-            return None
-        return ResourceState(
-            type_url=self.type_url,
-            name=name,
-            status=entry.status,
-            value=entry.value,
-            version=entry.version,
-            last_updated=entry.updated_at,
-            error=entry.error,
-            error_time=entry.error_at,
-            expires_at=self.deadlines.when((TTL, self.type_url, name)),
-        )
+        return None if entry is None else entry.snapshot(self.type_url, name)
 
 
 def nack_message(errors: list[str], limit: int) -> str:

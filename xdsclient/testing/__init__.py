@@ -5,10 +5,13 @@ from __future__ import annotations
 from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
 from ._demo_config import assignment, changing_endpoints, demo_resources
 from ._fake_clock import FakeClock
+from ._fake_transport import FakeStream, FakeTransport
 
 __all__ = [
     "ControlPlane",
     "FakeClock",
+    "FakeStream",
+    "FakeTransport",
     "ReceivedRequest",
     "SentResponse",
     "assignment",
@@ -16,5 +19,5 @@ __all__ = [
     "demo_resources",
 ]
 
-for _cls in (ControlPlane, FakeClock, ReceivedRequest, SentResponse):
+for _cls in (ControlPlane, FakeClock, FakeStream, FakeTransport, ReceivedRequest, SentResponse):
     _cls.__module__ = __name__

@@ -19,6 +19,7 @@ import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
 from .._config import Backoff
+from .._options import ClientOptions
 from .._protocol import Event, ResourceChanged
 from .._watchers import CallbackWatcher
 from ..resources import ENDPOINT
@@ -96,8 +97,9 @@ async def run_chaos(
             node_id=f"chaos-{seed}",
             ads=ads,
             delta=delta,
-            does_not_exist_timeout=2.0,
-            backoff=Backoff(initial=0.02, maximum=0.2),
+            options=ClientOptions(
+                does_not_exist_timeout=2.0, backoff=Backoff(initial=0.02, maximum=0.2)
+            ),
         ) as client:
             for name in names:
                 client.add_watcher(ENDPOINT, name, CallbackWatcher(record))

@@ -1,0 +1,220 @@
+"""The drive loop over the in-memory transport with a fake clock: timers, backoff, TTLs,
+flow control and what goes on the wire, without a socket or a real wait."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.builders import EDS, delta_resource, delta_response, endpoints, sotw_response, wrapped
+from tests.shell.conftest import settle
+from xdsclient import (
+    AmbientError,
+    CallbackWatcher,
+    DataError,
+    Event,
+    ResourceChanged,
+    ResourceExpiredError,
+    ResourceStatus,
+    ResourceTimeoutError,
+    TransportError,
+    XdsClient,
+)
+from xdsclient.resources import ENDPOINT
+from xdsclient.testing import FakeClock, FakeStream, FakeTransport
+
+
+async def _watching(
+    client: XdsClient, fake: FakeTransport, name: str = "a"
+) -> tuple[list[Event], FakeStream]:
+    seen: list[Event] = []
+    client.add_watcher(ENDPOINT, name, CallbackWatcher(seen.append))
+    stream = await fake.stream()
+    await stream.request()
+    return seen, stream
+
+
+async def test_a_does_not_exist_timer_starts_only_once_the_stream_is_established(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.hold()  # the connection takes a minute to come up (gRFC A57)
+    seen: list[Event] = []
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
+    await settle()
+    clock.advance(60)
+    await settle()
+    assert seen == []
+    fake.release()
+    stream = await fake.stream()
+    await stream.request()
+    clock.advance(14.9)
+    await settle()
+    assert seen == []
+    clock.advance(0.2)
+    await settle()
+    assert [type(e) for e in seen] == [DataError]
+    assert isinstance(seen[0].error, ResourceTimeoutError)  # type: ignore[union-attr]
+
+
+async def test_reconnects_back_off_on_schedule_and_at_once_after_a_stream_that_answered(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse()
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    await settle()
+    assert fake.open_attempts == 1
+    for now, attempts in ((0.99, 1), (1.0, 2), (2.59, 2), (2.6, 3)):  # 1 s, then x1.6
+        clock.set(now)
+        await settle()
+        assert fake.open_attempts == attempts, now
+    fake.accept()
+    clock.set(2.6 + 2.56)
+    stream = await fake.stream()
+    stream.send([endpoints("a")])
+    await settle()
+    stream.fail()
+    await settle()
+    assert fake.open_attempts == 5  # at once: the stream had received a response
+
+
+async def test_a_connection_failure_reaches_watchers_and_the_cache_until_data_arrives(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse(TransportError("xDS server down"))
+    seen: list[Event] = []
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
+    await settle()
+    assert [type(e) for e in seen] == [DataError]
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.REQUESTED
+    assert isinstance(state.error, TransportError)
+    fake.accept()
+    clock.advance(1.0)
+    stream = await fake.stream()
+    stream.send([endpoints("a")])
+    await settle()
+    assert isinstance(seen[-1], ResourceChanged)
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.error is None
+
+
+async def test_a_stream_ending_after_a_response_is_no_error_and_resumes_at_the_version(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, delta: bool
+) -> None:
+    seen, stream = await _watching(client, fake)
+    stream.send([endpoints("a")], version="7")
+    await settle()
+    stream.fail()
+    second = await fake.stream()
+    first_request = await second.request()
+    await settle()
+    assert [type(e) for e in seen] == [ResourceChanged]  # gRFC A57: not an error
+    if delta:
+        assert dict(first_request.initial_resource_versions) == {"a": "7"}
+    else:
+        assert first_request.version_info == "7"
+        assert list(first_request.resource_names) == ["a"]
+
+
+async def test_a_ttl_expires_on_the_clock_even_while_disconnected(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, delta: bool
+) -> None:
+    seen, stream = await _watching(client, fake)
+    if delta:
+        resource = delta_resource("a", endpoints("a"), version="1", ttl=5)
+        stream.respond(delta_response(EDS, [resource], nonce="n1"))
+    else:
+        resource = wrapped(endpoints("a"), name="a", version="1", ttl=5)
+        stream.respond(sotw_response(EDS, [resource], version="1", nonce="n1"))
+    await settle()
+    fake.refuse()
+    stream.fail()
+    clock.advance(4.9)
+    await settle()
+    assert [type(e) for e in seen] == [ResourceChanged, AmbientError]  # the failed reconnect
+    clock.advance(0.2)
+    await settle()
+    assert isinstance(seen[-1], DataError)
+    assert isinstance(seen[-1].error, ResourceExpiredError)
+
+
+async def test_a_busy_callback_watcher_holds_back_the_next_read_but_not_the_ack(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    gate = asyncio.Event()
+    seen: list[Event] = []
+
+    async def slow(event: Event) -> None:
+        seen.append(event)
+        await gate.wait()
+
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(slow))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")], version="1")
+    stream.send([endpoints("a", port=2)], version="2")
+    await settle()
+    assert len(stream.pending_requests()) == 1  # the first response ACKed, the second unread
+    gate.set()
+    await settle()
+    assert len(stream.pending_requests()) == 1
+    assert [e.version for e in seen if isinstance(e, ResourceChanged)] == ["1", "2"]
+
+
+async def test_cancelling_a_watch_unsubscribes_and_nothing_more_is_delivered(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, delta: bool
+) -> None:
+    seen: list[Event] = []
+    handle = client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")])
+    await settle()
+    stream.pending_requests()
+    handle.cancel()
+    await settle()
+    (unsubscribe,) = stream.pending_requests()
+    if delta:
+        assert list(unsubscribe.resource_names_unsubscribe) == ["a"]
+    else:
+        assert list(unsubscribe.resource_names) == []
+    stream.send([endpoints("a", port=2)], version="2")
+    await settle()
+    assert len(seen) == 1
+    assert client.resource_state(ENDPOINT, "a") is None
+
+
+async def test_a_watcher_added_at_any_moment_of_an_update_sees_each_version_once(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    _, stream = await _watching(client, fake)
+    stream.send([endpoints("a")], version="1")
+    await settle()
+    stream.send([endpoints("a", port=2)], version="2")
+    late: list[list[Event]] = []
+    for _ in range(40):
+        box: list[Event] = []
+        late.append(box)
+        client.add_watcher(ENDPOINT, "a", CallbackWatcher(box.append))
+        await asyncio.sleep(0)
+    await settle()
+    for box in late:
+        versions = [e.version for e in box if isinstance(e, ResourceChanged)]
+        assert versions in (["1", "2"], ["2"]), versions
+
+
+async def test_ambient_errors_of_a_failed_reconnect_keep_the_cached_value(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    seen, stream = await _watching(client, fake)
+    stream.send([endpoints("a")])
+    await settle()
+    fake.refuse()
+    stream.fail()
+    await settle()
+    assert [type(e) for e in seen] == [ResourceChanged, AmbientError]
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert isinstance(state.error, TransportError)

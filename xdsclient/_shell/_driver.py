@@ -1,0 +1,207 @@
+"""The drive loop: one sans-I/O `Session` over streams of one `Transport`, reconnecting.
+
+Why thin: every protocol decision is the session's. This loop waits for the first of "a
+response arrived", "interest changed", "the next deadline" (and, while watchers are still busy
+with the last response, does not read the next one: gRFC A88 flow control), feeds the session,
+hands its events to the dispatcher in the same synchronous step (so a watcher registering in
+between sees each version once), then writes what the session returned.
+
+Rules (gRFC A57):
+- A stream opens once there is interest. The session counts as connected from the open
+  attempt, but requests (and with them does-not-exist timers) go out only once the transport
+  says the stream is established.
+- A stream that fails before any response reports a connectivity error; one that ends after a
+  response does not, and the next one opens at once. Backoff grows over consecutive failures.
+- Deadlines (TTLs, timers) and interest changes are served in every state: while opening,
+  while backing off, while watchers are busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from .._config import Backoff
+from .._errors import TransportError
+from .._protocol import Event, Session
+from .._transports import Stream, StreamSpec, Transport
+from ._clock import Clock
+
+__all__ = ["Publish", "StreamDriver"]
+
+logger = logging.getLogger("xdsclient")
+
+#: Hands a batch of events to the watchers now; returns what completes once they saw it.
+Publish = Callable[[list[Event]], "asyncio.Future[None] | None"]
+
+
+class StreamDriver:
+    """Runs one session over one transport until cancelled; the only owner of the session."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        transport: Transport,
+        spec: StreamSpec,
+        server: str,
+        clock: Clock,
+        publish: Publish,
+        backoff: Backoff,
+        uniform: Callable[[], float] = random.random,
+    ) -> None:
+        self.session = session
+        self._transport = transport
+        self._spec = spec
+        self._server = server
+        self._clock = clock
+        self._publish = publish
+        self._backoff = backoff
+        self._uniform = uniform
+        self._wake = asyncio.Event()
+        self._last_error = ""
+
+    # ------------------------------------------------------------------ commands
+
+    def subscribe(self, type_url: str, name: str) -> None:
+        """Want ``name`` of ``type_url``; the request goes out on the next turn of the loop."""
+        self.session.subscribe(type_url, name)
+        self._wake.set()
+
+    def unsubscribe(self, type_url: str, name: str) -> None:
+        """Stop wanting ``name``; a re-subscription before the next turn changes nothing."""
+        self.session.unsubscribe(type_url, name)
+        self._wake.set()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        """Until cancelled: open streams, serve them, back off between failures."""
+        attempt = 0
+        while True:
+            await self._idle(until=None)
+            error = await self._attempt()
+            had_response = self.session.response_received
+            self._publish(self.session.disconnect(self._clock.time(), error))
+            if error is not None:
+                self._log(error, first=attempt == 0)
+            if had_response:
+                attempt = 0
+                continue
+            delay = self._backoff.delay(attempt, self._uniform())
+            attempt += 1
+            await self._idle(until=self._clock.time() + delay)
+
+    def _log(self, error: TransportError, *, first: bool) -> None:
+        """Warn on a new failure; a server that stays down is not a new warning every retry."""
+        text = str(error)
+        level = logging.WARNING if first or text != self._last_error else logging.DEBUG
+        self._last_error = text
+        logger.log(level, "%s", text)
+
+    async def _idle(self, *, until: float | None) -> None:
+        """Without a stream: serve deadlines and interest changes until ``until`` (or, with
+        None, until there is interest)."""
+        session = self.session
+        while True:
+            now = self._clock.time()
+            self._publish(session.expire(now))
+            session.requests_to_send(now)  # disconnected: only settles interest
+            if until is None and session.has_interest:
+                return
+            if until is not None and now >= until:
+                return
+            await self._wait((), _earliest(until, session.next_deadline()))
+
+    async def _attempt(self) -> TransportError | None:
+        """One stream, from the open attempt to its failure; returns the error."""
+        self.session.connect(self._clock.time())
+        try:
+            stream = await self._open()
+        except TransportError as exc:
+            return exc
+        try:
+            await self._serve(stream)
+        except TransportError as exc:
+            return exc
+        except Exception as exc:  # a bug must not end the client: report and reconnect
+            logger.exception("xDS stream to %s broke unexpectedly", self._server)
+            return TransportError(f"xDS stream to {self._server} broke: {exc!r}")
+        finally:
+            stream.close()
+        return None  # pragma: no cover - _serve returns only by raising
+
+    async def _open(self) -> Stream:
+        """Open a stream, firing deadlines while the transport establishes it."""
+        opening = asyncio.ensure_future(self._transport.open(self._spec))
+        try:
+            while not opening.done():
+                await self._wait((opening,), self.session.next_deadline())
+                self._publish(self.session.expire(self._clock.time()))
+        except BaseException:
+            if opening.done() and not opening.cancelled() and opening.exception() is None:
+                opening.result().close()  # established just as we were cancelled
+            _discard(opening)
+            raise
+        return opening.result()
+
+    async def _serve(self, stream: Stream) -> None:
+        session = self.session
+        read: asyncio.Future[Any] | None = None
+        delivery: asyncio.Future[None] | None = None
+        try:
+            await self._flush(stream)
+            while True:
+                if delivery is None and read is None:
+                    read = asyncio.ensure_future(stream.read())
+                waiting = delivery if delivery is not None else read
+                assert waiting is not None
+                await self._wait((waiting,), session.next_deadline())
+                now = self._clock.time()
+                events = session.expire(now)
+                if delivery is not None and delivery.done():
+                    delivery = None
+                if read is not None and read.done():
+                    response, read = read.result(), None
+                    events.extend(session.receive(response, now))
+                delivery = self._publish(events) or delivery
+                await self._flush(stream)
+        finally:
+            if read is not None:
+                _discard(read)
+
+    async def _flush(self, stream: Stream) -> None:
+        for request in self.session.requests_to_send(self._clock.time()):
+            await stream.write(request)
+
+    async def _wait(self, futures: Iterable[Awaitable[Any]], until: float | None) -> None:
+        """Until one of ``futures`` is done, interest changes, or the clock reaches ``until``."""
+        wake = asyncio.ensure_future(self._wake.wait())
+        waits: set[asyncio.Future[Any]] = {wake, *(asyncio.ensure_future(f) for f in futures)}
+        sleep = None if until is None else asyncio.ensure_future(self._clock.sleep_until(until))
+        if sleep is not None:
+            waits.add(sleep)
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            wake.cancel()
+            if sleep is not None:
+                sleep.cancel()
+        self._wake.clear()
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def _discard(future: asyncio.Future[Any]) -> None:
+    """Cancel a future we no longer wait for, or collect its error so none goes unretrieved."""
+    if not future.done():
+        future.cancel()
+    elif not future.cancelled():
+        future.exception()

@@ -1,0 +1,165 @@
+"""The grpc.aio transport: channels, credentials, stream calls, gRPC errors mapped to ours.
+
+Why here: everything grpc-specific the client needs sits in this one module, so the rest of the
+client deals in `TransportError` and protobuf messages only. Credentials are read from files
+here and never appear in logs or errors. A stream is established when gRPC has sent its headers
+on a ready connection (``wait_for_connection``): through a proxy that holds the connection, that
+is when the proxy lets it through, not when the call object was made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from .._config import BootstrapError, ChannelCredentials, ServerConfig
+from .._errors import TransportError
+from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
+from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
+from ._base import StreamSpec
+
+if TYPE_CHECKING:
+    from .._options import ClientOptions
+
+__all__ = ["GrpcStream", "GrpcTransport", "map_rpc_error"]
+
+
+def _serialize(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
+
+
+class GrpcTransport:
+    """One grpc.aio channel to one management server."""
+
+    def __init__(self, server: ServerConfig, options: ClientOptions) -> None:
+        self._server = server
+        self._options = options
+        self._channel = make_channel(server, options)
+
+    @classmethod
+    def for_server(cls, server: ServerConfig, options: ClientOptions) -> GrpcTransport:
+        """The `TransportFactory` form."""
+        return cls(server, options)
+
+    async def open(self, spec: StreamSpec) -> GrpcStream:
+        service = ADS_SERVICE if spec.type_url is None else PER_TYPE_SERVICES[spec.type_url]
+        call = self._channel.stream_stream(
+            method_path(service, delta=spec.delta),
+            request_serializer=_serialize,
+            response_deserializer=(
+                DeltaDiscoveryResponse if spec.delta else DiscoveryResponse
+            ).FromString,
+        )()
+        stream = GrpcStream(call, self._server.uri, self._options)
+        try:
+            await call.wait_for_connection()
+        except grpc.aio.AioRpcError as exc:
+            stream.close()
+            raise map_rpc_error(exc, server=self._server.uri, options=self._options) from None
+        except BaseException:
+            stream.close()
+            raise
+        return stream
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class GrpcStream:
+    """One established grpc.aio stream call."""
+
+    def __init__(self, call: Any, server: str, options: ClientOptions) -> None:
+        self._call = call
+        self._server = server
+        self._options = options
+
+    async def write(self, request: Any) -> None:
+        try:
+            await self._call.write(request)
+        except grpc.aio.AioRpcError as exc:
+            raise map_rpc_error(exc, server=self._server, options=self._options) from None
+        except Exception as exc:  # the call ended under us; its status comes with the read
+            raise TransportError(
+                f"xDS stream to {self._server} closed while writing: {exc!r}"
+            ) from exc
+
+    async def read(self) -> Any:
+        try:
+            response = await self._call.read()
+        except grpc.aio.AioRpcError as exc:
+            raise map_rpc_error(exc, server=self._server, options=self._options) from None
+        if response is grpc.aio.EOF:
+            status = await self._call.code()
+            raise TransportError(
+                f"xDS server {self._server} ended the stream ({status.name})", code=status.name
+            )
+        return response
+
+    def close(self) -> None:
+        self._call.cancel()
+
+
+def make_channel(server: ServerConfig, options: ClientOptions) -> grpc.aio.Channel:
+    """A channel to ``server`` with its credentials and our options."""
+    channel_options: list[tuple[str, Any]] = [
+        ("grpc.max_receive_message_length", options.max_receive_message_length),
+        ("grpc.max_send_message_length", -1),
+    ]
+    if options.keepalive_time is not None:
+        keepalive_ms = int(options.keepalive_time * 1000)
+        timeout_ms = int(options.keepalive_timeout * 1000)
+        channel_options += [
+            ("grpc.keepalive_time_ms", keepalive_ms),
+            ("grpc.keepalive_timeout_ms", timeout_ms),
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.keepalive_permit_without_calls", 1),
+            # An xDS stream is mostly idle: without these, gRPC spaces pings on an idle
+            # connection five minutes apart whatever keepalive_time says.
+            ("grpc.http2.min_time_between_pings_ms", keepalive_ms),
+            ("grpc.http2.min_ping_interval_without_data_ms", keepalive_ms),
+            # gRPC waits for a ping's ack for this long (60 s by default), keepalive or not.
+            ("grpc.http2.ping_timeout_ms", timeout_ms),
+        ]
+    target = server.uri
+    credentials = server.channel_credentials
+    if credentials.type == "insecure":
+        return grpc.aio.insecure_channel(target, options=channel_options)
+    return grpc.aio.secure_channel(target, _ssl_credentials(credentials), options=channel_options)
+
+
+def _ssl_credentials(credentials: ChannelCredentials) -> grpc.ChannelCredentials:
+    def read(path: str | None, what: str) -> bytes | None:
+        if path is None:
+            return None
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise BootstrapError(
+                f"channel_creds: cannot read {what} file {path!r}: {exc.strerror}"
+            ) from None
+
+    return grpc.ssl_channel_credentials(
+        root_certificates=read(credentials.ca_certificate_file, "ca_certificate"),
+        private_key=read(credentials.private_key_file, "private_key"),
+        certificate_chain=read(credentials.certificate_file, "certificate"),
+    )
+
+
+def map_rpc_error(
+    exc: grpc.aio.AioRpcError, *, server: str, options: ClientOptions
+) -> TransportError:
+    """A `TransportError` that says what happened and, where it helps, what to change."""
+    code = exc.code()
+    details = exc.details() or ""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        message = (
+            f"xDS server {server} sent a message larger than max_receive_message_length "
+            f"({options.max_receive_message_length} bytes): {details}; raise the limit with "
+            "ClientOptions(max_receive_message_length=...)"
+        )
+    else:
+        message = f"xDS stream to {server} failed: {code.name}: {details}"
+    return TransportError(message, code=code.name)
