@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import subprocess
@@ -61,3 +62,15 @@ def test_python_m_xdsclient_demo_stops_after_the_updates_asked_for() -> None:
     )
     assert "--- snapshot 1" in done.stdout
     assert "--- snapshot 2" not in done.stdout
+
+
+async def test_the_demo_says_why_when_the_server_cannot_be_reached(tmp_path: Path) -> None:
+    from tests.reliability.test_fault_matrix import free_port
+
+    bootstrap = tmp_path / "bootstrap.json"
+    server = {"server_uri": f"127.0.0.1:{free_port()}", "channel_creds": [{"type": "insecure"}]}
+    bootstrap.write_text(json.dumps({"xds_servers": [server]}))
+    out = io.StringIO()
+    async with asyncio.timeout(10):
+        await run(updates=1, bootstrap=str(bootstrap), listener="svc", out=out)
+    assert "configuration unusable: xDS stream to 127.0.0.1:" in out.getvalue()

@@ -169,3 +169,20 @@ async def test_an_async_callback_is_awaited_and_one_that_raises_is_contained(
     assert "config watcher" in caplog.text
     broken.cancel()
     working.cancel()
+
+
+async def test_an_unreachable_server_gives_an_error_snapshot_and_a_resource_error(
+    variant: dict[str, bool],
+) -> None:
+    from tests.reliability.test_fault_matrix import free_port
+    from xdsclient import TransportError
+
+    async with (
+        XdsClient(f"127.0.0.1:{free_port()}", node_id="n", **variant) as client,
+        client.watch_config("l") as watch,
+    ):
+        update = await next_config(watch)
+        assert isinstance(update, TransportError)
+        state = client.resource_state(LISTENER, "l")
+        assert state is not None
+        assert isinstance(state.error, TransportError)

@@ -15,7 +15,6 @@ from xdsclient import (
     ClientOptions,
     DataError,
     ResourceChanged,
-    ResourceStatus,
     ResourceTimeoutError,
     TransportError,
     XdsClient,
@@ -200,27 +199,3 @@ async def test_a_delta_server_that_ignores_initial_versions_causes_no_spurious_u
         event = await next_event(watch)
         assert isinstance(event, ResourceChanged)  # not the resent, unchanged copy
         assert event.value.proto == endpoints("a", port=9)
-
-
-async def test_a_blocked_watcher_holds_reads_without_losing_updates(
-    control_plane: ControlPlane, client: XdsClient
-) -> None:
-    from xdsclient import CallbackWatcher
-
-    gate = asyncio.Event()
-
-    async def blocked(event: Any) -> None:
-        await gate.wait()
-
-    control_plane.set(endpoints("a"))
-    client.add_watcher(ENDPOINT, "a", CallbackWatcher(blocked))
-    await eventually(lambda: holds(client, endpoints("a")))
-    for port in range(1, 4):
-        control_plane.set(endpoints("a", port=port))
-    await asyncio.sleep(0.3)
-    assert holds(client, endpoints("a"))  # the cache did not run ahead of the watcher
-    gate.set()
-    await eventually(lambda: holds(client, endpoints("a", port=3)))
-    state = client.resource_state(ENDPOINT, "a")
-    assert state is not None
-    assert state.status is ResourceStatus.ACKED

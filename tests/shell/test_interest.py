@@ -6,6 +6,7 @@ from __future__ import annotations
 from tests.builders import cluster, endpoints, listener, routes
 from tests.shell.conftest import settle
 from xdsclient import (
+    AmbientError,
     CallbackWatcher,
     DataError,
     Event,
@@ -99,3 +100,23 @@ async def test_a_config_watch_recreated_in_one_tick_publishes_the_cached_snapsho
         assert isinstance(snapshot, XdsConfig), snapshot
         assert not isinstance(snapshot, DataError)
         assert snapshot.clusters["c"].endpoints is not None
+
+
+async def test_a_config_watch_gets_an_ambient_error_when_the_server_goes_away(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    async with client.watch_config("l") as configs:
+        stream = await fake.stream()
+        for resource in (listener("l", route="r"), routes("c", name="r"), cluster("c")):
+            stream.send([resource])
+            await settle()
+        stream.send([endpoints("c")])
+        assert isinstance(await anext(configs), XdsConfig)
+        fake.refuse("xDS server gone")
+        stream.fail()
+        warning = await anext(configs)
+        assert isinstance(warning, AmbientError)
+        assert "xDS server gone" in str(warning.error)
+        state = client.resource_state(ENDPOINT, "c")
+        assert state is not None
+        assert state.status is ResourceStatus.ACKED  # the last snapshot stays in use
