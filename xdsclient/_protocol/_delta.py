@@ -19,44 +19,24 @@ Invariants (as Envoy's delta_subscription_state keeps them):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from .._errors import ResourceDecodeError, ResourceValidationError
 from .._names import WILDCARD
-from ..resources._type import ResourceType
-from ._cache import Table
-from ._deadlines import Deadlines
+from ._classify import ValidItem
 from ._events import Event
 from ._messages import DeltaDiscoveryRequest, Request
-from ._options import ProtocolOptions
-from ._status import Input
-from ._typestate import (
-    Ack,
-    DeadlineKey,
-    TypeState,
-    ValidItem,
-    duration_seconds,
-    nack_message,
-    name_too_long,
-)
+from ._typestate import Ack, TypeState, duration_seconds
 
 __all__ = ["DeltaTypeState"]
 
-_INVALID = Input.INVALID
 _ABSENT = object()
 
 
 class DeltaTypeState(TypeState):
     """Subscription state, cache and ACK bookkeeping for one type over Delta."""
 
-    def __init__(
-        self,
-        rtype: ResourceType[Any],
-        options: ProtocolOptions,
-        deadlines: Deadlines[DeadlineKey],
-        entries: Table,
-    ) -> None:
-        super().__init__(rtype, options, deadlines, entries)
+    def _init_variant(self) -> None:
         self.ambiguous: set[str] = set()
         #: subscribed alias -> the name of the resource the server sent for it
         self.aliases: dict[str, str] = {}
@@ -138,17 +118,15 @@ class DeltaTypeState(TypeState):
                     resource_names_unsubscribe=unsubscribe,
                 )
             ]
-        requests = []
-        for index, ack in enumerate(acks):
+
+        def answer(index: int, ack: Ack) -> Request:
             request = DeltaDiscoveryRequest(type_url=self.type_url, response_nonce=ack.nonce)
-            if index == 0:
+            if index == 0:  # the interest change rides on the first answer
                 request.resource_names_subscribe.extend(subscribe)
                 request.resource_names_unsubscribe.extend(unsubscribe)
-            if ack.error is not None:
-                request.error_detail.code = 3  # INVALID_ARGUMENT
-                request.error_detail.message = ack.error
-            requests.append(request)
-        return requests
+            return request
+
+        return self.answers(answer)
 
     # ----------------------------------------------------------------- responses
 
@@ -156,81 +134,43 @@ class DeltaTypeState(TypeState):
         """Apply one DeltaDiscoveryResponse for this type and queue its ACK or NACK."""
         self.system_version_info = response.system_version_info
         type_url = self.type_url
-        decode = self.rtype.decode
         names = self.names
         wildcard = self.wildcard
-        entries = self.entries
-        errors: list[str] = []
-        invalid: dict[str, str] = {}
-        valid: list[ValidItem] = []
-        bodiless: list[tuple[str, str, float | None]] = []
+        classified = self.classifier()
         aliased: dict[str, list[str]] = {}  # resource name -> the subscribed aliases it serves
-        seen: set[str] = set()
-        duplicates: list[str] = []
-        max_name = self.options.max_name_length
+        named = classified.named
+        body = classified.body
         for index, resource in enumerate(response.resources):
             name = resource.name
-            if len(name) > max_name:
-                errors.append(f"resource {index}: {name_too_long(name, max_name)}")
+            if not named(index, name):
                 continue
-            if not name or name == WILDCARD:
-                errors.append(
-                    f"resource {index}: "
-                    + (f"{name!r} is not a resource name" if name else "no name")
-                )
-                continue
-            if name in seen:
-                duplicates.append(name)
-                continue
-            seen.add(name)
             if resource.aliases:
-                keys = self._alias_keys(name, resource.aliases)
-                if not keys:
+                served = self._alias_keys(name, resource.aliases)
+                if not served:
                     continue
-                aliased[name] = keys
+                aliased[name] = served
             elif not (wildcard or name in names):
                 continue  # not requested: ignored, not even decoded
             ttl = duration_seconds(resource.ttl) if resource.HasField("ttl") else None
             if not resource.HasField("resource"):
-                bodiless.append((name, resource.version, ttl))
-                continue
-            packed = resource.resource
-            if packed.type_url != type_url:
-                invalid[name] = f"type {packed.type_url or '(none)'} is not {type_url}"
-                continue
-            raw = packed.value
-            entry = entries.get(name)
-            if entry is not None and entry.raw == raw and entry.status.holds_value:
-                value = entry.value  # unchanged: no need to decode it again
+                classified.bodiless.append((name, resource.version, ttl))
+            elif (packed := resource.resource).type_url != type_url:
+                classified.invalid[name] = f"type {packed.type_url or '(none)'} is not {type_url}"
             else:
-                try:
-                    _, value = decode(raw)
-                except ResourceDecodeError as exc:
-                    invalid[name] = exc.message
-                    continue
-                except Exception as exc:
-                    invalid[name] = f"decoder failed: {exc!r}"
-                    continue
-            valid.append((name, raw, value, resource.version, ttl))
-
-        if duplicates:
-            for name in duplicates:
-                invalid[name] = "duplicate resource name in one response"
-            valid = [item for item in valid if item[0] not in invalid]
-            bodiless = [item for item in bodiless if item[0] not in invalid]
+                body(index, packed.value, resource.version, ttl, name)
+        classified.finish()
         if aliased:
-            valid = self._expand_aliases(valid, aliased)
-        self.apply_valid(valid, now, events)
-        for name, version, ttl in bodiless:
-            for key in aliased.get(name, (name,)):
-                if not self.refresh_ttl(key, version, ttl, now):
-                    self._remove(key, now, events)
-        for name, reason in invalid.items():
-            error = ResourceValidationError(type_url, name, reason)
-            errors.append(str(error))
-            for key in aliased.get(name, (name,) if name in names or wildcard else ()):
-                self.apply_error(key, _INVALID, error, now, events)
+            classified.valid = self._expand_aliases(classified.valid, aliased)
 
+        def keys(name: str) -> Iterable[str]:
+            return aliased.get(name) or ((name,) if wildcard or name in names else ())
+
+        self.apply_classified(classified, keys, now, events)
+        self._apply_removals(response, now, events)
+        self.apply_server_errors(response.resource_errors, now, events)
+        self.answer(response.nonce, classified.errors, "")
+
+    def _apply_removals(self, response: Any, now: float, events: list[Event]) -> None:
         removed = list(response.removed_resources)
         removed.extend(item.name for item in response.removed_resource_names)
         for name in removed:
@@ -238,14 +178,10 @@ class DeltaTypeState(TypeState):
             keys = (
                 [k for k, target in self.aliases.items() if target == name] if self.aliases else []
             )
-            if name in entries:
+            if name in self.entries:
                 keys.append(name)
             for key in keys:
-                self._remove(key, now, events)
-
-        self.apply_server_errors(response.resource_errors, now, events)
-        message = nack_message(errors, self.options.max_nack_message_length) if errors else None
-        self.pending_acks.append(Ack(response.nonce, "", message))
+                self.remove(key, now, events)
 
     def _alias_keys(self, name: str, aliases: Any) -> list[str]:
         """The cache keys a resource called ``name`` with these aliases updates."""
@@ -271,6 +207,6 @@ class DeltaTypeState(TypeState):
                 expanded.append((key, *item[1:]))
         return expanded
 
-    def _remove(self, key: str, now: float, events: list[Event]) -> None:
+    def remove(self, key: str, now: float, events: list[Event]) -> None:
         self.aliases.pop(key, None)
-        self.apply_deletion(key, now, events)
+        super().remove(key, now, events)

@@ -16,44 +16,25 @@ Invariants (grpc-go's ads_stream.go says the same):
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
-from .._errors import ResourceDecodeError, ResourceValidationError
 from .._names import RESOURCE_WRAPPER_TYPE_URL, WILDCARD
-from ..resources._type import ResourceType
-from ._cache import Table
-from ._deadlines import Deadlines
+from ._classify import Classifier
 from ._events import Event
 from ._messages import DiscoveryRequest, Request, Resource
-from ._options import ProtocolOptions
-from ._status import Input, ResourceStatus
-from ._typestate import (
-    Ack,
-    DeadlineKey,
-    TypeState,
-    ValidItem,
-    duration_seconds,
-    nack_message,
-    name_too_long,
-)
+from ._status import ResourceStatus
+from ._typestate import TypeState, duration_seconds
 
 __all__ = ["SotwTypeState"]
 
 _NACKED = ResourceStatus.NACKED
-_INVALID = Input.INVALID
 
 
 class SotwTypeState(TypeState):
     """Subscription state, cache and ACK bookkeeping for one type over SotW."""
 
-    def __init__(
-        self,
-        rtype: ResourceType[Any],
-        options: ProtocolOptions,
-        deadlines: Deadlines[DeadlineKey],
-        entries: Table,
-    ) -> None:
-        super().__init__(rtype, options, deadlines, entries)
+    def _init_variant(self) -> None:
         self.version_info = ""
         self.nonce = ""
         self._explicit_sent = False
@@ -99,148 +80,91 @@ class SotwTypeState(TypeState):
                     resource_names=names,
                 )
             ]
-        requests = []
-        for ack in acks:
-            request = DiscoveryRequest(
+        return self.answers(
+            lambda _, ack: DiscoveryRequest(
                 type_url=self.type_url,
                 version_info=ack.version,
                 response_nonce=ack.nonce,
                 resource_names=names,
             )
-            if ack.error is not None:
-                request.error_detail.code = 3  # INVALID_ARGUMENT, as gRPC Go and Java send
-                request.error_detail.message = ack.error
-            requests.append(request)
-        return requests
+        )
 
     def receive(self, response: Any, now: float, events: list[Event]) -> None:
         """Apply one DiscoveryResponse for this type and queue its ACK or NACK."""
         self.nonce = response.nonce
         version = response.version_info
         type_url = self.type_url
-        decode = self.rtype.decode
-        names = self.names
-        wildcard = self.wildcard
-        errors: list[str] = []  # reasons for resources we could not name
-        invalid: dict[str, str] = {}  # name -> reason
-        valid: list[ValidItem] = []
-        bodiless: list[tuple[str, str, float | None]] = []
-        seen: set[str] = set()
-        duplicates: list[str] = []
-        every_name_known = True
-        max_name = self.options.max_name_length
+        wanted = None if self.wildcard else self.names
+        classified = self.classifier()
 
-        for index, packed in enumerate(response.resources):
-            ttl: float | None = None
-            wrapped_name = ""
-            body_version: str | None = None
-            if packed.type_url == type_url:
-                raw = packed.value
-            else:
-                unwrapped = self._unwrap(index, packed, errors)
-                if unwrapped is None:
-                    every_name_known = False
-                    continue
-                wrapped_name, raw, ttl, body_version = unwrapped
-                if raw is None:  # a body-less Resource (heartbeat) or one of another type
-                    if wrapped_name in seen:
-                        duplicates.append(wrapped_name)
-                    seen.add(wrapped_name)
-                    if body_version is None:
-                        invalid[wrapped_name] = errors.pop()
-                    else:
-                        bodiless.append((wrapped_name, body_version, ttl))
-                    continue
-            name: str | None
-            reason: str | None = None
-            try:
-                name, value = decode(raw)
-            except ResourceDecodeError as exc:
-                name, value, reason = wrapped_name or exc.name, None, exc.message
-            except Exception as exc:
-                name, value, reason = wrapped_name or None, None, f"decoder failed: {exc!r}"
-            else:
-                if wrapped_name and name != wrapped_name:
-                    reason = f"the Resource wrapper names it {wrapped_name!r} but it is {name!r}"
-                    name = wrapped_name
-            if not name or len(name) > max_name:
-                if name:
-                    reason = name_too_long(name, max_name)
-                errors.append(f"resource {index}: {reason}")
-                every_name_known = False
-                continue
-            if name in seen:
-                duplicates.append(name)
-            seen.add(name)
-            if reason is not None:
-                invalid[name] = reason
-            elif wildcard or name in names:
-                # A Resource wrapper's own version is the resource's (heartbeats repeat it).
-                valid.append((name, raw, value, body_version or version, ttl))
+        def unwrap(index: int, packed: Any) -> None:
+            self._unwrap(index, packed, version, classified, wanted)
 
-        if duplicates:
-            for name in duplicates:
-                invalid[name] = "duplicate resource name in one response"
-            valid = [item for item in valid if item[0] not in invalid]
-            bodiless = [item for item in bodiless if item[0] not in invalid]
-        self.apply_valid(valid, now, events)
-        for name, name_version, ttl in bodiless:
-            wanted = name in names or wildcard
-            if wanted and not self.refresh_ttl(name, name_version, ttl, now):
-                self.apply_deletion(name, now, events)
-        for name, reason in invalid.items():
-            error = ResourceValidationError(type_url, name, reason)
-            errors.append(str(error))
-            if name in names or wildcard:
-                self.apply_error(name, _INVALID, error, now, events)
-
+        classified.sotw_bodies(response.resources, type_url, version, wanted, unwrap)
+        classified.finish()
+        self.apply_classified(classified, self._keys, now, events)
         covered = self.apply_server_errors(response.resource_errors, now, events)
-        only_heartbeats = bool(bodiless) and not valid and not invalid
-        if self.rtype.all_resources_required_in_sotw and every_name_known and not only_heartbeats:
-            # Full state: a resource seen before and absent now was deleted. One never seen may
-            # simply not be in this response yet (the request naming it may be in flight).
-            # A response of heartbeats alone refreshes TTLs; it is not a state of the world.
-            for name in self.entries.keys() - seen - covered:
-                status = self.entries[name].status
-                if status.holds_value or status is _NACKED:
-                    self.apply_deletion(name, now, events)
-
-        if errors:
-            message = nack_message(errors, self.options.max_nack_message_length)
-            self.pending_acks.append(Ack(response.nonce, self.version_info, message))
-        else:
+        self._delete_absent(classified, covered, now, events)
+        self.answer(response.nonce, classified.errors, version)
+        if not classified.errors:
             self.version_info = version
-            self.pending_acks.append(Ack(response.nonce, version, None))
+
+    def _keys(self, name: str) -> tuple[str, ...]:
+        return (name,) if self.wildcard or name in self.names else ()
+
+    def _delete_absent(
+        self, classified: Classifier, covered: set[str], now: float, events: list[Event]
+    ) -> None:
+        """LDS/CDS: a resource seen before and absent from a full state was deleted. One never
+        seen may simply not be in this response yet (the request naming it may be in flight).
+        A response of heartbeats alone refreshes TTLs; it is not a state of the world."""
+        if not self.rtype.all_resources_required_in_sotw or not classified.every_name_known:
+            return
+        if classified.bodiless and not classified.valid and not classified.invalid:
+            return
+        for name in self.entries.keys() - classified.seen - covered:
+            status = self.entries[name].status
+            if status.holds_value or status is _NACKED:
+                self.apply_deletion(name, now, events)
 
     def _unwrap(
-        self, index: int, packed: Any, errors: list[str]
-    ) -> tuple[str, bytes | None, float | None, str | None] | None:
-        """Open a `Resource` wrapper: ``(name, body or None, ttl, its version or None)``.
-
-        None (with a reason in ``errors``) when it cannot be attributed to a name. A named
-        wrapper with a body of another type comes back with no body and no version, its reason
-        last in ``errors``.
-        """
+        self,
+        index: int,
+        packed: Any,
+        version: str,
+        classified: Classifier,
+        wanted: Container[str] | None,
+    ) -> None:
+        """A resource inside a `Resource` wrapper: its own name, version and TTL (heartbeats
+        repeat the version of what they refresh)."""
         if packed.type_url != RESOURCE_WRAPPER_TYPE_URL:
-            errors.append(
-                f"resource {index}: type {packed.type_url or '(none)'} is not {self.type_url}"
-            )
-            return None
+            classified.unnamed(index, f"type {packed.type_url or '(none)'} is not {self.type_url}")
+            return
         try:
             wrapper = Resource.FromString(packed.value)
         except Exception as exc:
-            errors.append(f"resource {index}: cannot parse the Resource wrapper: {exc}")
-            return None
+            classified.unnamed(index, f"cannot parse the Resource wrapper: {exc}")
+            return
         name = wrapper.name
         ttl = duration_seconds(wrapper.ttl) if wrapper.HasField("ttl") else None
-        if not wrapper.HasField("resource"):
-            if not name:
-                errors.append(f"resource {index}: a Resource with neither name nor body")
-                return None
-            return name, None, ttl, wrapper.version
-        inner = wrapper.resource
-        if inner.type_url != self.type_url:
+        inner = wrapper.resource if wrapper.HasField("resource") else None
+        mismatch = None
+        if inner is None:
+            mismatch = "a Resource with neither name nor body"
+        elif inner.type_url != self.type_url:
             mismatch = f"type {inner.type_url or '(none)'} is not {self.type_url}"
-            errors.append(mismatch if name else f"resource {index}: {mismatch}")
-            return (name, None, ttl, None) if name else None
-        return name, inner.value, ttl, wrapper.version
+        if not name:
+            if inner is None or mismatch is not None:
+                classified.unnamed(index, mismatch or "")
+            else:
+                classified.body(index, inner.value, wrapper.version or version, ttl, "", wanted)
+            return
+        if not classified.named(index, name):
+            return
+        if inner is None:
+            classified.bodiless.append((name, wrapper.version, ttl))
+        elif mismatch is not None:
+            classified.invalid[name] = mismatch
+        else:
+            body_version = wrapper.version or version
+            classified.body(index, inner.value, body_version, ttl, name, wanted, True)

@@ -20,7 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -29,25 +29,25 @@ from .._errors import (
     ResourceDoesNotExistError,
     ResourceExpiredError,
     ResourceTimeoutError,
+    ResourceValidationError,
     ServerResourceError,
     XdsError,
 )
 from .._names import WILDCARD
 from ..resources._type import ResourceType
 from ._cache import CacheEntry, Table
+from ._classify import Classifier, ValidItem
 from ._deadlines import Deadlines
 from ._events import AmbientError, DataError, Event, resource_changed
 from ._messages import Request
 from ._options import ProtocolOptions
 from ._status import AFTER_VALID, Input, ResourceState, ResourceStatus, next_status
 
-__all__ = ["DNE", "TTL", "DeadlineKey", "TypeState", "ValidItem"]
+__all__ = ["DNE", "TTL", "Ack", "DeadlineKey", "TypeState"]
 
 DNE = 0  #: deadline kind: does-not-exist timer
 TTL = 1  #: deadline kind: TTL expiry
 DeadlineKey = tuple[int, str, str]  # (kind, type_url, name)
-#: A valid resource to apply: (name, serialized value, decoded value, version, TTL seconds or None)
-ValidItem = tuple[str, bytes, Any, str, "float | None"]
 
 _REQUESTED = ResourceStatus.REQUESTED
 
@@ -85,6 +85,7 @@ class TypeState:
         for name, entry in entries.items():
             if entry.expires_at is not None and entry.status.holds_value:
                 deadlines.arm((TTL, self.type_url, name), entry.expires_at)
+        self._init_variant()
         # --- stream-scoped: reset by reset_stream() ---
         #: a request for this type has been handed out on the current stream
         self.sent_on_stream = False
@@ -92,6 +93,9 @@ class TypeState:
         #: interest changed since the last request was handed out
         self.dirty = False
         self._unsent: set[str] = set()
+
+    def _init_variant(self) -> None:
+        """Hook: the variant's own fields."""
 
     # ----------------------------------------------------------------- interest
 
@@ -205,6 +209,18 @@ class TypeState:
     def _build_requests(self) -> list[Request]:
         raise NotImplementedError
 
+    def answers(self, build: Callable[[int, Ack], Request]) -> list[Request]:
+        """One request per pending ACK/NACK, in order, built by the variant; NACKs carry
+        ``error_detail`` (INVALID_ARGUMENT, as gRPC Go and Java send)."""
+        requests = []
+        for index, ack in enumerate(self.pending_acks):
+            request = build(index, ack)
+            if ack.error is not None:
+                request.error_detail.code = 3
+                request.error_detail.message = ack.error
+            requests.append(request)
+        return requests
+
     def arm_sent(self, now: float) -> None:
         """Requests naming the not-yet-sent REQUESTED names were handed out: start their timers."""
         if self._unsent and self.sent_on_stream:
@@ -311,6 +327,44 @@ class TypeState:
             self.deadlines.arm((TTL, self.type_url, name), entry.expires_at)
         return True
 
+    def classifier(self) -> Classifier:
+        """A classify step for one response of this type."""
+        return Classifier(self.rtype.decode, self.entries, self.options.max_name_length)
+
+    def apply_classified(
+        self,
+        classified: Classifier,
+        keys: Callable[[str], Iterable[str]],
+        now: float,
+        events: list[Event],
+    ) -> None:
+        """Apply what the classify step found; ``keys(name)`` are the cache entries a named
+        resource of the response updates (none when nobody wants it)."""
+        self.apply_valid(classified.valid, now, events)
+        for name, version, ttl in classified.bodiless:
+            for key in keys(name):
+                if not self.refresh_ttl(key, version, ttl, now):
+                    self.remove(key, now, events)
+        errors = classified.errors
+        for name, reason in classified.invalid.items():
+            error = ResourceValidationError(self.type_url, name, reason)
+            errors.append(str(error))
+            for key in keys(name):
+                self.apply_error(key, Input.INVALID, error, now, events)
+
+    def remove(self, key: str, now: float, events: list[Event]) -> None:
+        """The server deleted ``key`` (a body-less resource that is not a heartbeat, or a
+        Delta removal)."""
+        self.apply_deletion(key, now, events)
+
+    def answer(self, nonce: str, errors: list[str], version: str) -> None:
+        """Queue the ACK (``version``) or, with ``errors``, the NACK of one response."""
+        if errors:
+            message = nack_message(errors, self.options.max_nack_message_length)
+            self.pending_acks.append(Ack(nonce, self.accepted_version(), message))
+        else:
+            self.pending_acks.append(Ack(nonce, version, None))
+
     def reject(self, nonce: str, reason: str) -> None:
         """NACK a whole response without applying any of it."""
         self.pending_acks.append(Ack(nonce, self.accepted_version(), reason))
@@ -376,7 +430,3 @@ def clip(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, saying so."""
     suffix = " ... (clipped)"
     return text if len(text) <= limit else (text[: max(0, limit - len(suffix))] + suffix)[:limit]
-
-
-def name_too_long(name: str, limit: int) -> str:
-    return f"name of {len(name)} characters exceeds max_name_length ({limit})"

@@ -1,0 +1,195 @@
+"""The classify step every response goes through, the same for SotW and Delta.
+
+Why one: both variants must decide, per resource, the same things in the same way: is its name
+usable (present, not the wildcard, not too long), does its body decode and validate, did the
+response name it twice, is it a body-less `Resource` (a heartbeat or a deletion), and what the
+NACK says about the ones that cannot even be named. The variants differ only in how they find a
+resource's name, body and version in their message (SotW: inside the body or a `Resource`
+wrapper; Delta: on the `Resource`, with aliases) and in what they apply afterwards (SotW: full
+state deletion for LDS/CDS; Delta: ``removed_resources``). `Classifier` is fed one resource at a
+time, then `finish` settles duplicates; `TypeState.apply_classified` applies the result.
+
+Hot path: one `Classifier` per response, one method call per resource, locals and no
+per-resource objects beyond the result tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable
+from typing import Any
+
+from .._errors import ResourceDecodeError
+from .._names import WILDCARD
+from ._cache import Table
+
+
+def name_too_long(name: str, limit: int) -> str:
+    return f"name of {len(name)} characters exceeds max_name_length ({limit})"
+
+
+ttl_none: float | None = None
+
+__all__ = ["BodilessItem", "Classifier", "ValidItem", "name_too_long"]
+
+#: A valid resource to apply: (name, serialized value, decoded value, version, TTL seconds or None)
+ValidItem = tuple[str, bytes, Any, str, "float | None"]
+#: A body-less resource: (name, version, TTL seconds or None)
+BodilessItem = tuple[str, str, "float | None"]
+
+
+class Classifier:
+    """Sorts one response's resources into valid, body-less, invalid and unnamed ones."""
+
+    __slots__ = (
+        "_decode",
+        "_duplicates",
+        "_entries",
+        "_max_name",
+        "bodiless",
+        "errors",
+        "every_name_known",
+        "invalid",
+        "seen",
+        "valid",
+    )
+
+    def __init__(
+        self, decode: Callable[[bytes], tuple[str, Any]], entries: Table, max_name: int
+    ) -> None:
+        self._decode = decode
+        self._entries = entries
+        self._max_name = max_name
+        self.valid: list[ValidItem] = []
+        self.bodiless: list[BodilessItem] = []
+        #: name -> why it was rejected (applied to the resource and listed in the NACK)
+        self.invalid: dict[str, str] = {}
+        #: NACK reasons for resources that could not be attributed to a name
+        self.errors: list[str] = []
+        self.seen: set[str] = set()
+        self._duplicates: list[str] = []
+        #: every resource could be named (a SotW full state may then delete what is absent)
+        self.every_name_known = True
+
+    def unnamed(self, index: int, reason: str) -> None:
+        """Resource ``index`` cannot be attributed to a name: it only makes the NACK."""
+        self.errors.append(f"resource {index}: {reason}")
+        self.every_name_known = False
+
+    def usable_name(self, index: int, name: str) -> bool:
+        """Whether ``name`` can name a resource; if not, say why in the NACK."""
+        if not name or name == WILDCARD:
+            self.unnamed(index, f"{name!r} is not a resource name" if name else "no name")
+            return False
+        if len(name) > self._max_name:
+            self.unnamed(index, name_too_long(name, self._max_name))
+            return False
+        return True
+
+    def named(self, index: int, name: str) -> bool:
+        """Whether to go on with a resource called ``name``: usable (else the NACK says why)
+        and named for the first time in this response (else it is a duplicate)."""
+        if not name or name == WILDCARD or len(name) > self._max_name:
+            return self.usable_name(index, name)  # says why, and is False
+        seen = self.seen
+        if name in seen:
+            self._duplicates.append(name)
+            return False
+        seen.add(name)
+        return True
+
+    def sotw_bodies(
+        self,
+        resources: Iterable[Any],
+        type_url: str,
+        version: str,
+        wanted: Container[str] | None,
+        other: Callable[[int, Any], None],
+    ) -> None:
+        """The resources of a SotW response: each ``Any`` of ``type_url`` is classified here,
+        in one loop with locals (the hot path of every SotW response); any other (a `Resource`
+        wrapper, or a wrong type) goes to ``other(index, packed)``. Same rules as `body`."""
+        decode, max_name = self._decode, self._max_name
+        seen, valid, invalid = self.seen, self.valid, self.invalid
+        for index, packed in enumerate(resources):
+            if packed.type_url != type_url:
+                other(index, packed)
+                continue
+            raw = packed.value
+            reason: str | None = None
+            try:
+                name, value = decode(raw)
+            except ResourceDecodeError as exc:
+                name, value, reason = exc.name or "", None, exc.message
+            except Exception as exc:
+                name, value, reason = "", None, f"decoder failed: {exc!r}"
+            if not name or len(name) > max_name:
+                self._unnamed_body(index, name, reason)
+            elif name in seen:
+                self._duplicates.append(name)
+            else:
+                seen.add(name)
+                if reason is not None:
+                    invalid[name] = reason
+                elif wanted is None or name in wanted:
+                    valid.append((name, raw, value, version, ttl_none))
+
+    def body(
+        self,
+        index: int,
+        raw: bytes,
+        version: str,
+        ttl: float | None,
+        name: str = "",
+        wanted: Container[str] | None = None,
+        same_name: bool = False,
+    ) -> None:
+        """A resource with a body.
+
+        ``name``: the name the message gave it, already noted with `first`; empty when only
+        decoding can tell (SotW). ``same_name``: the decoded name must be ``name`` (a SotW
+        `Resource` wrapper). ``wanted`` filters valid ones (None: the caller kept only those).
+        The per-resource hot path of SotW: hence positional arguments and inlined steps.
+        """
+        entry = self._entries.get(name) if name else None
+        reason: str | None = None
+        if entry is not None and entry.raw == raw and entry.status.holds_value:
+            value = entry.value  # unchanged: no need to decode it again
+        else:
+            try:
+                decoded, value = self._decode(raw)
+            except ResourceDecodeError as exc:
+                decoded, value, reason = exc.name or "", None, exc.message
+            except Exception as exc:
+                decoded, value, reason = "", None, f"decoder failed: {exc!r}"
+            if not name:
+                if not decoded or len(decoded) > self._max_name:
+                    self._unnamed_body(index, decoded, reason)
+                    return
+                seen = self.seen
+                if decoded in seen:
+                    self._duplicates.append(decoded)
+                    return
+                seen.add(decoded)
+                name = decoded
+            elif same_name and reason is None and decoded != name:
+                reason = f"the Resource wrapper names it {name!r} but it is {decoded!r}"
+        if reason is not None:
+            self.invalid[name] = reason
+        elif wanted is None or name in wanted:
+            self.valid.append((name, raw, value, version, ttl))
+
+    def _unnamed_body(self, index: int, decoded: str, reason: str | None) -> None:
+        if decoded:
+            self.usable_name(index, decoded)  # too long
+        else:
+            self.unnamed(index, reason or "no name")
+
+    def finish(self) -> None:
+        """A name the response gave twice is invalid, whatever each copy held."""
+        if not self._duplicates:
+            return
+        for name in self._duplicates:
+            self.invalid[name] = "duplicate resource name in one response"
+        invalid = self.invalid
+        self.valid = [item for item in self.valid if item[0] not in invalid]
+        self.bodiless = [item for item in self.bodiless if item[0] not in invalid]
