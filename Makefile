@@ -20,6 +20,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict xdsclient
+	$(BIN)/mypy tests examples bench
 
 unit: $(STAMP)
 	$(BIN)/pytest

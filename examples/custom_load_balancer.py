@@ -37,7 +37,7 @@ async def start_backend(name: str) -> tuple[grpc.aio.Server, int]:
         return name.encode()
 
     server = grpc.aio.server()
-    handler = grpc.unary_unary_rpc_method_handler(who_am_i)
+    handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(who_am_i)
     server.add_generic_rpc_handlers(
         [grpc.method_handlers_generic_handler("demo.Echo", {"WhoAmI": handler})]
     )
@@ -112,7 +112,10 @@ class Balancer:
         key = (endpoint.address, endpoint.port)
         if key not in self._channels:
             self._channels[key] = grpc.aio.insecure_channel(f"{endpoint.address}:{endpoint.port}")
-        reply: bytes = await self._channels[key].unary_unary(METHOD)(b"")
+        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self._channels[key].unary_unary(
+            METHOD
+        )
+        reply: bytes = await call(b"")
         return reply.decode()
 
     async def close(self) -> None:
@@ -120,7 +123,7 @@ class Balancer:
             await channel.close()
 
 
-PHASES = (
+PHASES: tuple[tuple[str, frozenset[str]], ...] = (
     ("all healthy", frozenset()),
     ("c unhealthy", frozenset("c")),
     ("priority 0 down", frozenset("abc")),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -20,9 +20,16 @@ VARIANTS = [
 FAST_BACKOFF = Backoff(initial=0.05, maximum=0.2)
 
 
+class Variant(TypedDict):
+    """The transport variant keywords of `XdsClient`."""
+
+    ads: bool
+    delta: bool
+
+
 @pytest.fixture(params=VARIANTS)
-def variant(request: pytest.FixtureRequest) -> dict[str, bool]:
-    return dict(request.param)
+def variant(request: pytest.FixtureRequest) -> Variant:
+    return Variant(ads=request.param["ads"], delta=request.param["delta"])
 
 
 @pytest.fixture
@@ -32,7 +39,7 @@ async def control_plane() -> AsyncIterator[ControlPlane]:
 
 
 @pytest.fixture
-async def client(control_plane: ControlPlane, variant: dict[str, bool]) -> AsyncIterator[XdsClient]:
+async def client(control_plane: ControlPlane, variant: Variant) -> AsyncIterator[XdsClient]:
     async with XdsClient(
         control_plane.address,
         node_id="test-node",

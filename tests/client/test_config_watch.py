@@ -9,8 +9,8 @@ import pytest
 from envoy.config.route.v3 import route_pb2
 
 from tests.builders import cluster, endpoints, listener
-from tests.client.conftest import eventually
-from xdsclient import ResourceDoesNotExistError, XdsClient, XdsConfig, XdsError
+from tests.client.conftest import Variant, eventually
+from xdsclient import ConfigUpdate, ResourceDoesNotExistError, XdsClient, XdsConfig, XdsError
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
 from xdsclient.testing import ControlPlane
 
@@ -41,7 +41,7 @@ async def next_config(watch: Any, timeout: float = 5.0) -> XdsConfig | XdsError:
 
 def interest(cp: ControlPlane, type_url: str, delta: bool) -> list[list[str]]:
     """The subscription changes the client asked for, one entry per request that changed them."""
-    changes = []
+    changes: list[list[str]] = []
     for request in cp.requests:
         if request.type_url != type_url:
             continue
@@ -59,7 +59,7 @@ def interest(cp: ControlPlane, type_url: str, delta: bool) -> list[list[str]]:
 
 
 async def test_a_complete_snapshot_after_one_subscription_per_type(
-    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+    control_plane: ControlPlane, client: XdsClient, variant: Variant
 ) -> None:
     serve(control_plane, "a", "b")
     async with client.watch_config("l") as watch:
@@ -79,7 +79,7 @@ async def test_a_complete_snapshot_after_one_subscription_per_type(
 
 
 async def test_references_that_change_subscribe_and_unsubscribe_in_one_request(
-    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+    control_plane: ControlPlane, client: XdsClient, variant: Variant
 ) -> None:
     serve(control_plane, "a", "b")
     control_plane.set(cluster("c"))
@@ -141,7 +141,7 @@ async def test_a_deleted_listener_replaces_the_snapshot_with_an_error(
 
 async def test_the_callback_form_and_cancel(control_plane: ControlPlane, client: XdsClient) -> None:
     serve(control_plane, "a")
-    seen: list[XdsConfig | XdsError] = []
+    seen: list[ConfigUpdate] = []
     watch = client.add_config_watcher("l", seen.append)
     await eventually(lambda: seen)
     assert isinstance(seen[0], XdsConfig)
@@ -153,13 +153,13 @@ async def test_an_async_callback_is_awaited_and_one_that_raises_is_contained(
     control_plane: ControlPlane, client: XdsClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     serve(control_plane, "a")
-    seen: list[XdsConfig | XdsError] = []
+    seen: list[ConfigUpdate] = []
 
-    async def record(update: XdsConfig | XdsError) -> None:
+    async def record(update: ConfigUpdate) -> None:
         await asyncio.sleep(0)
         seen.append(update)
 
-    def explode(update: XdsConfig | XdsError) -> None:
+    def explode(update: ConfigUpdate) -> None:
         raise RuntimeError("config watcher bug")
 
     broken = client.add_config_watcher("l", explode)
@@ -172,7 +172,7 @@ async def test_an_async_callback_is_awaited_and_one_that_raises_is_contained(
 
 
 async def test_an_unreachable_server_gives_an_error_snapshot_and_a_resource_error(
-    variant: dict[str, bool],
+    variant: Variant,
 ) -> None:
     from tests.reliability.test_fault_matrix import free_port
     from xdsclient import TransportError

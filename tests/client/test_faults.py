@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from tests.builders import cluster, endpoints, strict_clusters
-from tests.client.conftest import FAST_BACKOFF, eventually, next_event
+from tests.client.conftest import FAST_BACKOFF, Variant, eventually, next_event
 from xdsclient import (
     AmbientError,
     ClientOptions,
@@ -24,7 +24,7 @@ from xdsclient.testing import ControlPlane
 
 
 @pytest.fixture
-async def strict_client(control_plane: ControlPlane, variant: dict[str, bool]) -> Any:
+async def strict_client(control_plane: ControlPlane, variant: Variant) -> Any:
     async with XdsClient(
         control_plane.address,
         node_id="test-node",
@@ -64,7 +64,7 @@ async def test_an_invalid_resource_is_nacked_while_the_valid_ones_apply(
 
 
 async def test_a_server_restart_keeps_the_cache_and_resumes_from_the_versions_held(
-    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+    control_plane: ControlPlane, client: XdsClient, variant: Variant
 ) -> None:
     control_plane.set(cluster("a"))
     async with client.watch(CLUSTER, "a") as updates:
@@ -134,7 +134,7 @@ async def test_a_connectivity_error_is_ambient_when_a_value_is_cached(
 
 
 async def test_a_message_over_the_receive_limit_is_a_clear_error(
-    control_plane: ControlPlane, variant: dict[str, bool]
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
     for i in range(50):
         control_plane.set(cluster(f"cluster-{i:03d}-" + "x" * 100))
@@ -154,7 +154,7 @@ async def test_a_message_over_the_receive_limit_is_a_clear_error(
 
 
 async def test_closing_the_client_ends_its_streams(
-    control_plane: ControlPlane, variant: dict[str, bool]
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
     control_plane.set(cluster("a"))
     async with (

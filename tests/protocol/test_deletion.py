@@ -21,6 +21,7 @@ def test_a_cluster_missing_from_a_cds_response_is_deleted() -> None:
     s.receive(sotw_response(CDS, [cluster("a"), cluster("b")], version="1", nonce="n1"), 1.0)
     events = s.receive(sotw_response(CDS, [cluster("a")], version="2", nonce="n2"), 2.0)
     assert [(type(e), e.name) for e in events] == [(DataError, "b")]
+    assert isinstance(events[0], DataError)
     assert isinstance(events[0].error, ResourceDoesNotExistError)
     assert status_of(s, CDS, "b") is ResourceStatus.DOES_NOT_EXIST
 

@@ -48,6 +48,7 @@ def test_firing_declares_the_resource_missing_with_a_timeout_error() -> None:
     assert s.expire(2.9) == []
     events = s.expire(3.0)
     assert [(type(e), e.name) for e in events] == [(DataError, "a")]
+    assert isinstance(events[0], DataError)
     error = events[0].error
     assert isinstance(error, ResourceTimeoutError)
     assert str(error) == 'ClusterLoadAssignment "a": not received within 3 s of being requested'
@@ -132,6 +133,7 @@ def test_a_sotw_resource_with_a_ttl_expires_and_is_removed() -> None:
     assert s.next_deadline() == 31.0
     events = s.expire(31.0)
     assert [(type(e), e.name) for e in events] == [(DataError, "a")]
+    assert isinstance(events[0], DataError)
     assert isinstance(events[0].error, ResourceExpiredError)
     state = s.resource_state(CDS, "a")
     assert state is not None
@@ -261,6 +263,7 @@ def test_delta_ttl_and_heartbeat() -> None:
     )
     assert s.expire(17.9) == []
     events = s.expire(18.0)
+    assert isinstance(events[0], DataError)
     assert isinstance(events[0].error, ResourceExpiredError)
     assert status_of(s, CDS, "a") is ResourceStatus.EXPIRED
 

@@ -60,6 +60,7 @@ def test_a_named_invalid_resource_is_nacked_by_name_and_keeps_its_last_good_valu
     assert nack.error_detail.message == 'Cluster "a": connect_timeout: must be at most 60s'
     assert nack.version_info == "1"
     assert [(type(e), e.name) for e in events] == [(ResourceChanged, "b"), (AmbientError, "a")]
+    assert isinstance(events[1], AmbientError)
     assert isinstance(events[1].error, ResourceValidationError)
     state = s.resource_state(CDS, "a")
     assert state is not None

@@ -12,7 +12,7 @@ from tests.builders import (
     endpoints,
     sotw_response,
 )
-from xdsclient import ChannelCredentials, ClientOptions, ResourceStatus
+from xdsclient import ChannelCredentials, ClientOptions, ResourceStatus, ServerResourceError
 
 
 def test_a_response_with_too_many_resources_is_nacked_whole_and_nothing_applies() -> None:
@@ -70,7 +70,7 @@ def test_server_error_texts_are_clipped() -> None:
     state = s.resource_state(EDS, "a")
     assert state is not None
     assert state.status is ResourceStatus.RECEIVED_ERROR
-    assert state.error is not None
+    assert isinstance(state.error, ServerResourceError)
     assert len(state.error.message) == 50
     assert state.error.message.endswith(" ... (clipped)")
 

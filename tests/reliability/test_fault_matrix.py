@@ -8,7 +8,7 @@ import socket
 from typing import Any
 
 from tests.builders import cluster, endpoints
-from tests.client.conftest import FAST_BACKOFF, eventually, next_event
+from tests.client.conftest import FAST_BACKOFF, Variant, eventually, next_event
 from tests.reliability.proxy import Proxy
 from xdsclient import (
     AmbientError,
@@ -37,7 +37,7 @@ def free_port() -> int:
         return port
 
 
-async def test_server_down_at_start_then_up(variant: dict[str, bool]) -> None:
+async def test_server_down_at_start_then_up(variant: Variant) -> None:
     port = free_port()
     async with XdsClient(
         f"127.0.0.1:{port}", node_id="n", options=ClientOptions(backoff=FAST_BACKOFF), **variant
@@ -66,7 +66,7 @@ async def test_a_flapping_server_still_converges(
 
 
 async def test_a_connection_that_never_answers_times_out_new_resources_and_recovers(
-    control_plane: ControlPlane, variant: dict[str, bool]
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
     control_plane.set(endpoints("cached"))
     control_plane.set(endpoints("new"))
@@ -92,7 +92,7 @@ async def test_a_connection_that_never_answers_times_out_new_resources_and_recov
 
 
 async def test_keepalive_notices_a_silent_connection_and_the_client_recovers(
-    control_plane: ControlPlane, variant: dict[str, bool]
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
     control_plane.set(endpoints("a"))
     async with (
@@ -117,7 +117,7 @@ async def test_keepalive_notices_a_silent_connection_and_the_client_recovers(
 
 
 async def test_reset_and_cut_connections_keep_the_cache_and_reconnect(
-    control_plane: ControlPlane, variant: dict[str, bool]
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
     control_plane.set(endpoints("a"))
     async with (
@@ -143,7 +143,7 @@ async def test_a_huge_but_legal_response_is_taken_whole(
     for i in range(20_000):
         control_plane.set(cluster(f"cluster-{i:05d}-" + "x" * 200))
     watch = client.watch(CLUSTER, "*")
-    names = set()
+    names: set[str] = set()
     async with asyncio.timeout(30):
         while len(names) < 20_000:
             event = await anext(watch)
@@ -154,7 +154,7 @@ async def test_a_huge_but_legal_response_is_taken_whole(
 
 
 async def test_a_nonce_never_seen_and_a_stale_repeat_are_answered_harmlessly(
-    control_plane: ControlPlane, client: XdsClient, variant: dict[str, bool]
+    control_plane: ControlPlane, client: XdsClient, variant: Variant
 ) -> None:
     from envoy.service.discovery.v3 import discovery_pb2
     from google.protobuf import any_pb2

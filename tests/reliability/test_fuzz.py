@@ -9,6 +9,7 @@ session using the real validated-view decoders. Several thousand examples run in
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2
@@ -28,11 +29,12 @@ NAMES = st.sampled_from(["a", "b", "c", "", "*", "x" * 50])
 def _valid(type_url: str, name: str) -> Any:
     if type_url not in TYPES:
         return any_pb2.Any(type_url=type_url, value=b"")
-    message = {
+    builders: dict[str, Callable[[str], Any]] = {
         LISTENER.type_url: listener,
         CLUSTER.type_url: cluster,
         ENDPOINT.type_url: endpoints,
-    }[type_url](name)
+    }
+    message = builders[type_url](name)
     packed = any_pb2.Any()
     packed.Pack(message)
     return packed

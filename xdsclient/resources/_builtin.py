@@ -16,10 +16,10 @@ from envoy.config.route.v3 import route_components_pb2, route_pb2, scoped_route_
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2
 from envoy.service.runtime.v3 import rtds_pb2
 
-from ._cluster import decode_cluster
-from ._endpoint import decode_cluster_load_assignment
-from ._listener import decode_listener
-from ._route import decode_route_configuration
+from ._cluster import ClusterView, decode_cluster
+from ._endpoint import ClusterLoadAssignmentView, decode_cluster_load_assignment
+from ._listener import ListenerView, decode_listener
+from ._route import RouteConfigurationView, decode_route_configuration
 from ._type import ResourceType
 
 __all__ = [
@@ -36,12 +36,12 @@ __all__ = [
 
 _URL = "type.googleapis.com/"
 
-LISTENER: ResourceType[Any] = ResourceType(
+LISTENER: ResourceType[ListenerView] = ResourceType(
     type_url=_URL + listener_pb2.Listener.DESCRIPTOR.full_name,
     decode=decode_listener,
     all_resources_required_in_sotw=True,
 )
-ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType(
+ROUTE_CONFIGURATION: ResourceType[RouteConfigurationView] = ResourceType(
     type_url=_URL + route_pb2.RouteConfiguration.DESCRIPTOR.full_name,
     decode=decode_route_configuration,
 )
@@ -49,12 +49,12 @@ SCOPED_ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType.for_message(
     scoped_route_pb2.ScopedRouteConfiguration
 )
 VIRTUAL_HOST: ResourceType[Any] = ResourceType.for_message(route_components_pb2.VirtualHost)
-CLUSTER: ResourceType[Any] = ResourceType(
+CLUSTER: ResourceType[ClusterView] = ResourceType(
     type_url=_URL + cluster_pb2.Cluster.DESCRIPTOR.full_name,
     decode=decode_cluster,
     all_resources_required_in_sotw=True,
 )
-ENDPOINT: ResourceType[Any] = ResourceType(
+ENDPOINT: ResourceType[ClusterLoadAssignmentView] = ResourceType(
     type_url=_URL + endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR.full_name,
     decode=decode_cluster_load_assignment,
 )
