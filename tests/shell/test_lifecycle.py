@@ -121,3 +121,11 @@ async def test_using_a_client_before_start_says_how_to_start_it() -> None:
     client = XdsClient("a:1")
     with pytest.raises(RuntimeError, match="async with XdsClient"):
         client.watch(CLUSTER, "a")
+
+
+async def test_an_xdstp_name_of_an_unconfigured_authority_is_refused_at_the_call(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    async with _client(fake, clock) as client:
+        with pytest.raises(ValueError, match=r"authority 'mesh\.example'"):
+            client.watch(CLUSTER, "xdstp://mesh.example/envoy.config.cluster.v3.Cluster/a")

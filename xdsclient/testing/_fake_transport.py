@@ -109,6 +109,7 @@ class FakeStream:
     # ------------------------------------------------------------- the client's side
 
     async def write(self, request: Any) -> None:
+        await asyncio.sleep(0)  # a write yields to the loop, as a real one does
         if self._error is not None:
             raise self._error
         if self.closed:

@@ -1,0 +1,53 @@
+"""The resource cache outlives sessions: a new session over the same cache keeps every value,
+status and TTL (what a change of server will rely on)."""
+
+from __future__ import annotations
+
+from tests.builders import CDS, EDS, NODE, cluster, endpoints, sotw_response, wrapped
+from xdsclient import DataError, ResourceExpiredError, ResourceStatus, Session
+from xdsclient._names import OLD_AUTHORITY, authority_of
+from xdsclient._protocol import ResourceCache
+from xdsclient.resources import CLUSTER, ENDPOINT
+
+
+def _session(cache: ResourceCache | None = None) -> Session:
+    return Session(node=NODE, resource_types=[CLUSTER, ENDPOINT], cache=cache)
+
+
+def test_a_session_adopting_a_cache_keeps_its_values_and_rearms_their_ttls() -> None:
+    first = _session()
+    first.subscribe(CDS, "a")
+    first.connect(0.0)
+    first.requests_to_send(0.0)
+    resource = wrapped(cluster("a"), name="a", version="1", ttl=10)
+    first.receive(sotw_response(CDS, [resource], version="1", nonce="n"), 1.0)
+    second = _session(first.cache)
+    state = second.resource_state(CDS, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert state.expires_at == 11.0
+    assert second.next_deadline() == 11.0
+    events = second.expire(11.0)
+    assert [type(e) for e in events] == [DataError]
+    assert isinstance(events[0], DataError)
+    assert isinstance(events[0].error, ResourceExpiredError)
+
+
+def test_sessions_sharing_a_cache_see_each_others_resources() -> None:
+    clusters = _session()
+    endpoints_session = Session(node=NODE, resource_types=[ENDPOINT], cache=clusters.cache)
+    endpoints_session.subscribe(EDS, "e")
+    endpoints_session.connect(0.0)
+    endpoints_session.requests_to_send(0.0)
+    endpoints_session.receive(sotw_response(EDS, [endpoints("e")], version="1", nonce="n"), 1.0)
+    state = clusters.cache.state(EDS, "e")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert [s.name for s in clusters.cache.states()] == ["e"]
+
+
+def test_names_carry_their_authority() -> None:
+    assert authority_of("backend") == OLD_AUTHORITY == "#old"
+    assert authority_of("xdstp://mesh.example/envoy.config.cluster.v3.Cluster/backend") == (
+        "mesh.example"
+    )
