@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeAlias
@@ -27,7 +26,7 @@ from typing import Any, Protocol, TypeAlias
 from ._dependencies import XdsConfig, walk
 from ._errors import XdsError
 from ._protocol import AmbientError, DataError, ResourceChanged, ResourceState
-from ._watchers import ResourceWatcher, WatchHandle, await_user_code
+from ._watchers import ResourceWatcher, WatchHandle, await_user_code, warn_never_cancelled
 from .resources import ResourceType
 
 __all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
@@ -175,16 +174,9 @@ class ConfigWatch:
         self.cancel()
 
     def __del__(self) -> None:
-        if self._cancelled:
-            return
-        warnings.warn(
-            f"{self!r} was never cancelled: leave it with `async with` or call cancel(); "
-            "it is cancelled now",
-            ResourceWarning,
-            source=self,
-            stacklevel=1,
-        )
-        self.cancel()
+        if not self._cancelled:
+            warn_never_cancelled(self)
+            self.cancel()
 
 
 async def _run_callback(

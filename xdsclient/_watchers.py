@@ -42,6 +42,7 @@ __all__ = [
     "await_user_code",
     "check_watcher",
     "replay_events",
+    "warn_never_cancelled",
 ]
 
 logger = logging.getLogger("xdsclient")
@@ -379,15 +380,20 @@ class Watch:
     def __del__(self) -> None:
         if self._ended or self._handle is None:  # ended, or never got as far as watching
             return
-        warnings.warn(
-            f"{self!r} was never cancelled: leave it with `async with` or call cancel(); "
-            "it is cancelled now",
-            ResourceWarning,
-            source=self,
-            stacklevel=1,
-        )
+        warn_never_cancelled(self)
         self._ended = True
         self._handle.cancel()
+
+
+def warn_never_cancelled(watch: object) -> None:
+    """What a watch dropped without being cancelled says (as anyio warns of unclosed streams)."""
+    warnings.warn(
+        f"{watch!r} was never cancelled: leave it with `async with` or call cancel(); "
+        "it is cancelled now",
+        ResourceWarning,
+        source=watch,
+        stacklevel=2,
+    )
 
 
 class _WatchFeeder:

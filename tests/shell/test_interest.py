@@ -3,6 +3,10 @@ someone wants it, and no request goes out for a drop and re-add in one tick (iss
 
 from __future__ import annotations
 
+import gc
+
+import pytest
+
 from tests.builders import cluster, endpoints, listener, routes
 from tests.shell.conftest import settle
 from xdsclient import (
@@ -15,7 +19,7 @@ from xdsclient import (
     XdsClient,
     XdsConfig,
 )
-from xdsclient.resources import CLUSTER, ENDPOINT
+from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 
 
@@ -120,3 +124,16 @@ async def test_a_config_watch_gets_an_ambient_error_when_the_server_goes_away(
         state = client.resource_state(ENDPOINT, "c")
         assert state is not None
         assert state.status is ResourceStatus.ACKED  # the last snapshot stays in use
+
+
+async def test_a_config_watch_dropped_without_cancel_warns_and_unsubscribes(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    def drop() -> None:
+        client.watch_config("l")
+        gc.collect()
+
+    with pytest.warns(ResourceWarning, match="never cancelled"):
+        drop()
+    await settle()
+    assert client.resource_state(LISTENER, "l") is None
