@@ -11,6 +11,7 @@ else touches a session.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -236,7 +237,9 @@ class XdsClient:
         self._check_open()
         driver = self._route(type_url, name)
         states = (
-            self._cache.states(type_url) if name == _WILDCARD else [self._state(type_url, name)]
+            self._cache.states(type_url)
+            if name == _WILDCARD
+            else [self._cache.state(type_url, name)]
         )
         replay = [event for state in states if state is not None for event in replay_events(state)]
         registration = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
@@ -306,7 +309,7 @@ class XdsClient:
         self._config_watches.add(config_watch)
         return config_watch
 
-    def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> Any:
+    def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         """Run ``coro`` on a task the client owns (ended by `close`). For config watches."""
         if self._closed:
             coro.close()
@@ -315,9 +318,6 @@ class XdsClient:
 
     # ------------------------------------------------------------------ introspection
 
-    def _state(self, type_url: str, name: str) -> ResourceState | None:
-        return self._cache.state(type_url, name)
-
     def resource_state(
         self, resource_type: ResourceType[Any] | str, name: str
     ) -> ResourceState | None:
@@ -325,7 +325,7 @@ class XdsClient:
         type_url = self._type_url(resource_type)
         _check_name(name)
         self._check_open()
-        return self._state(type_url, name)
+        return self._cache.state(type_url, name)
 
     def resource_states(self) -> list[ResourceState]:
         """Every resource in the cache (a CSDS-like dump)."""

@@ -53,7 +53,7 @@ class StreamDriver:
         backoff: Backoff,
         uniform: Callable[[], float] = random.random,
     ) -> None:
-        self.session = session
+        self._session = session
         self._transport = transport
         self._spec = spec
         self._server = server
@@ -68,12 +68,12 @@ class StreamDriver:
 
     def subscribe(self, type_url: str, name: str) -> None:
         """Want ``name`` of ``type_url``; the request goes out on the next turn of the loop."""
-        self.session.subscribe(type_url, name)
+        self._session.subscribe(type_url, name)
         self._wake.set()
 
     def unsubscribe(self, type_url: str, name: str) -> None:
         """Stop wanting ``name``; a re-subscription before the next turn changes nothing."""
-        self.session.unsubscribe(type_url, name)
+        self._session.unsubscribe(type_url, name)
         self._wake.set()
 
     # ------------------------------------------------------------------ the loop
@@ -84,8 +84,8 @@ class StreamDriver:
         while True:
             await self._idle(until=None)
             error = await self._attempt()
-            had_response = self.session.response_received
-            self._publish(self.session.disconnect(self._clock.time(), error))
+            had_response = self._session.response_received
+            self._publish(self._session.disconnect(self._clock.time(), error))
             if error is not None:
                 self._log(error, first=attempt == 0)
             if had_response:
@@ -105,7 +105,7 @@ class StreamDriver:
     async def _idle(self, *, until: float | None) -> None:
         """Without a stream: serve deadlines and interest changes until ``until`` (or, with
         None, until there is interest)."""
-        session = self.session
+        session = self._session
         while True:
             now = self._clock.time()
             self._publish(session.expire(now))
@@ -118,7 +118,7 @@ class StreamDriver:
 
     async def _attempt(self) -> TransportError | None:
         """One stream, from the open attempt to its failure; returns the error."""
-        self.session.connect(self._clock.time())
+        self._session.connect(self._clock.time())
         try:
             stream = await self._open()
         except TransportError as exc:
@@ -139,8 +139,8 @@ class StreamDriver:
         opening = asyncio.ensure_future(self._transport.open(self._spec))
         try:
             while not opening.done():
-                await self._wait((opening,), self.session.next_deadline())
-                self._publish(self.session.expire(self._clock.time()))
+                await self._wait((opening,), self._session.next_deadline())
+                self._publish(self._session.expire(self._clock.time()))
         except BaseException:
             if opening.done() and not opening.cancelled() and opening.exception() is None:
                 opening.result().close()  # established just as we were cancelled
@@ -149,7 +149,7 @@ class StreamDriver:
         return opening.result()
 
     async def _serve(self, stream: Stream) -> None:
-        session = self.session
+        session = self._session
         read: asyncio.Future[Any] | None = None
         delivery: asyncio.Future[None] | None = None
         try:
@@ -174,7 +174,7 @@ class StreamDriver:
                 _discard(read)
 
     async def _flush(self, stream: Stream) -> None:
-        for request in self.session.requests_to_send(self._clock.time()):
+        for request in self._session.requests_to_send(self._clock.time()):
             await stream.write(request)
 
     async def _wait(self, futures: Iterable[Awaitable[Any]], until: float | None) -> None:
