@@ -75,7 +75,9 @@ class XdsClient:
         self._clock: Clock = clock if clock is not None else LoopClock()
         self._cache = ResourceCache()
         self._dispatcher = Dispatcher(
-            clock=self._clock, slow_threshold=self._options.slow_watcher_threshold
+            clock=self._clock,
+            slow_threshold=self._options.slow_watcher_threshold,
+            on_last_watcher=self._unsubscribe,
         )
         self._tasks = TaskOwner()
         self._transports: list[Transport] = []
@@ -242,16 +244,13 @@ class XdsClient:
             else [self._cache.state(type_url, name)]
         )
         replay = [event for state in states if state is not None for event in replay_events(state)]
-        registration = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
-
-        def cancel(_: WatchHandle) -> None:
-            if self._dispatcher.remove(type_url, name, registration) and not self._closed:
-                driver.unsubscribe(type_url, name)
-
-        handle = WatchHandle(cancel)
-        registration.handle = handle
+        handle = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
         driver.subscribe(type_url, name)
         return handle
+
+    def _unsubscribe(self, type_url: str, name: str) -> None:
+        """The last watcher of ``name`` left."""
+        self._route(type_url, name).unsubscribe(type_url, name)
 
     def watch(self, resource_type: ResourceType[Any] | str, name: str) -> Watch:
         """``async with client.watch(CLUSTER, "name") as events: async for event in events``.

@@ -144,8 +144,8 @@ class WatchHandle:
 class _Registration:
     watcher: ResourceWatcher
     since: int  # the first batch sequence number it is to receive
-    handle: WatchHandle | None = None
     on_close: Callable[[], None] | None = None  # told when the dispatcher closes
+    cancelled: bool = False
 
 
 @attrs.frozen
@@ -159,9 +159,17 @@ class _Batch:
 class Dispatcher:
     """Owns the watchers and the serializer that calls them."""
 
-    def __init__(self, *, clock: Clock, slow_threshold: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        slow_threshold: float = 1.0,
+        on_last_watcher: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._clock = clock
         self._slow = slow_threshold
+        #: told (type URL, name) when the last watcher of a name leaves, to drop the interest
+        self._on_last_watcher = on_last_watcher
         self._watchers: dict[tuple[str, str], list[_Registration]] = {}
         self._queue: collections.deque[_Batch] = collections.deque()
         self._queued = asyncio.Event()
@@ -176,8 +184,12 @@ class Dispatcher:
         replay: Iterable[Event],
         *,
         on_close: Callable[[], None] | None = None,
-    ) -> _Registration:
-        """Register ``watcher``; it first receives ``replay`` (the cached state, read now)."""
+    ) -> WatchHandle:
+        """Register ``watcher``; it first receives ``replay`` (the cached state, read now).
+
+        Cancelling the returned handle unregisters it; when it was the last watcher of that
+        name, ``on_last_watcher`` hears of it.
+        """
         if self._closed:
             raise RuntimeError("the XdsClient is closed")
         registration = _Registration(watcher, since=next(self._seq), on_close=on_close)
@@ -185,17 +197,19 @@ class Dispatcher:
         events = list(replay)
         if events:
             self._put(_Batch(registration.since, events, None, only=registration))
-        return registration
+        return WatchHandle(lambda _: self._remove(type_url, name, registration))
 
-    def remove(self, type_url: str, name: str, registration: _Registration) -> bool:
-        """Unregister; returns True when it was the last watcher of that name."""
-        watchers = self._watchers.get((type_url, name), [])
+    def _remove(self, type_url: str, name: str, registration: _Registration) -> None:
+        registration.cancelled = True
+        watchers = self._watchers.get((type_url, name))
+        if watchers is None:  # closed
+            return
         if registration in watchers:
             watchers.remove(registration)
         if not watchers:
-            self._watchers.pop((type_url, name), None)
-            return True
-        return False
+            del self._watchers[(type_url, name)]
+            if self._on_last_watcher is not None and not self._closed:
+                self._on_last_watcher(type_url, name)
 
     def publish(self, events: list[Event]) -> asyncio.Future[None] | None:
         """Queue a batch now; the result completes once every watcher has been called for it."""
@@ -215,6 +229,7 @@ class Dispatcher:
         registrations = [r for rs in self._watchers.values() for r in rs]
         self._watchers.clear()
         for registration in registrations:
+            registration.cancelled = True
             if registration.on_close is not None:
                 registration.on_close()
         for batch in self._queue:
@@ -247,8 +262,7 @@ class Dispatcher:
         return targets
 
     async def _call(self, registration: _Registration, event: Event) -> None:
-        handle = registration.handle
-        if handle is not None and handle.cancelled:
+        if registration.cancelled:
             return
         watcher = registration.watcher
         start = self._clock.time()
