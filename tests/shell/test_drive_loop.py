@@ -218,3 +218,30 @@ async def test_ambient_errors_of_a_failed_reconnect_keep_the_cached_value(
     assert state is not None
     assert state.status is ResourceStatus.ACKED
     assert isinstance(state.error, TransportError)
+
+
+async def test_heartbeats_keep_a_resource_past_its_ttl(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, delta: bool
+) -> None:
+    seen, stream = await _watching(client, fake)
+
+    def send(with_body: bool, nonce: str) -> None:
+        body = endpoints("a") if with_body else None
+        if delta:
+            resource = delta_resource("a", body, version="1", ttl=5)
+            stream.respond(delta_response(EDS, [resource], nonce=nonce))
+        else:
+            wrapper = wrapped(body, name="a", version="1", ttl=5)
+            stream.respond(sotw_response(EDS, [wrapper], version="1", nonce=nonce))
+
+    send(True, "n0")
+    await settle()
+    for beat in range(1, 5):  # a heartbeat every 4 s, for 16 s
+        clock.advance(4)
+        send(False, f"n{beat}")
+        await settle()
+    assert [type(e) for e in seen] == [ResourceChanged]  # never expired, never re-delivered
+    clock.advance(5)
+    await settle()
+    assert isinstance(seen[-1], DataError)
+    assert isinstance(seen[-1].error, ResourceExpiredError)
