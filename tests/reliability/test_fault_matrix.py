@@ -199,3 +199,25 @@ async def test_a_delta_server_that_ignores_initial_versions_causes_no_spurious_u
         event = await next_event(watch)
         assert isinstance(event, ResourceChanged)  # not the resent, unchanged copy
         assert event.value.proto == endpoints("a", port=9)
+
+
+async def test_a_connection_held_longer_than_the_timer_still_delivers_the_resource_first(
+    control_plane: ControlPlane, variant: Variant
+) -> None:
+    # gRFC A57: the does-not-exist timer starts once the request is written on an established
+    # stream, not while the connection is still coming up.
+    control_plane.set(endpoints("a"))
+    async with Proxy(control_plane.address) as proxy:
+        proxy.stall()
+        asyncio.get_running_loop().call_later(1.5, proxy.resume)
+        async with (
+            XdsClient(
+                proxy.address,
+                node_id="n",
+                options=ClientOptions(does_not_exist_timeout=1.0, backoff=FAST_BACKOFF),
+                **variant,
+            ) as client,
+            client.watch(ENDPOINT, "a") as watch,
+        ):
+            first = await next_event(watch)
+            assert isinstance(first, ResourceChanged), first
