@@ -40,6 +40,7 @@ __all__ = [
     "Watch",
     "WatchHandle",
     "await_user_code",
+    "cancelled_by_caller",
     "check_watcher",
     "replay_events",
     "warn_never_cancelled",
@@ -106,6 +107,17 @@ def replay_events(state: ResourceState) -> list[Event]:
     elif state.error is not None:
         events.append(DataError(type_url=state.type_url, name=state.name, error=state.error))
     return events
+
+
+def cancelled_by_caller() -> bool:
+    """Whether the running task is being cancelled (by its owner, not by user code it ran).
+
+    A watcher callback may raise `CancelledError` of its own (it cancelled something and let the
+    error escape); that is a failing callback, to be logged like any other, not a reason for the
+    serializer to stop. Only a cancellation requested of our task ends it.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def await_user_code(awaitable: Awaitable[Any]) -> Any:
@@ -275,6 +287,15 @@ class Dispatcher:
                 await self._await(result, watcher, event, start)
             elif self._clock.time() - start > self._slow:
                 self._log_slow(watcher, event)
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise
+            logger.exception(
+                "xDS watcher %s raised CancelledError on %r without being cancelled; "
+                "it keeps its registration",
+                watcher,
+                event,
+            )
         except Exception:
             logger.exception(
                 "xDS watcher %s raised on %r; it keeps its registration", watcher, event

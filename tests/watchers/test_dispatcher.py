@@ -1,0 +1,242 @@
+"""The dispatcher on its own: who receives which batch, in what order, and what user code cannot
+break (raising, hanging, running slow). Real events, a fake clock, no waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tests.watchers.helpers import CDS, EDS, ambient, changed, missing, running, settle
+from xdsclient import CallbackWatcher, Event, WatchHandle
+from xdsclient._watchers import Dispatcher, Watch, check_watcher
+from xdsclient.testing import FakeClock
+
+
+def _recorder() -> tuple[list[Event], CallbackWatcher]:
+    seen: list[Event] = []
+    return seen, CallbackWatcher(seen.append)
+
+
+async def test_a_new_watcher_gets_its_replay_then_only_batches_published_after_it() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    old, old_watcher = _recorder()
+    dispatcher.add(EDS, "a", old_watcher, ())
+    first = dispatcher.publish([changed("a", "1")])
+    new, new_watcher = _recorder()
+    dispatcher.add(EDS, "a", new_watcher, [changed("a", "1")])  # the cache already holds v1
+    second = dispatcher.publish([changed("a", "2")])
+    assert first is not None
+    assert second is not None
+    async with running(dispatcher):
+        await second
+    assert first.done()
+    assert old == [changed("a", "1"), changed("a", "2")]
+    assert new == [changed("a", "1"), changed("a", "2")]  # v1 once, from the replay
+
+
+async def test_publish_completes_once_every_watcher_was_called_and_returns_none_for_nothing() -> (
+    None
+):
+    dispatcher = Dispatcher(clock=FakeClock())
+    gate = asyncio.Event()
+    calls: list[str] = []
+
+    async def slow(event: Event) -> None:
+        await gate.wait()
+        calls.append("slow")
+
+    dispatcher.add(EDS, "a", CallbackWatcher(slow), ())
+    dispatcher.add(EDS, "a", CallbackWatcher(lambda event: calls.append("fast")), ())
+    assert dispatcher.publish([]) is None
+    done = dispatcher.publish([changed("a", "1")])
+    assert done is not None
+    async with running(dispatcher):
+        await settle()
+        assert not done.done()  # the first watcher still holds the batch
+        assert calls == []  # and the second waits its turn: one at a time, in order
+        gate.set()
+        await done
+        assert calls == ["slow", "fast"]
+
+
+async def test_a_wildcard_watcher_gets_every_event_of_its_type_and_no_other() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "*", watcher, ())
+    done = dispatcher.publish([changed("a", "1"), changed("x", "1", CDS), missing("b")])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert seen == [changed("a", "1"), missing("b")]
+
+
+async def test_a_watcher_that_raises_is_logged_and_the_others_still_get_the_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+
+    error = ValueError("bug in user code")
+
+    def broken(event: Event) -> None:
+        raise error
+
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "a", CallbackWatcher(broken), ())
+    dispatcher.add(EDS, "a", watcher, ())
+    done = dispatcher.publish([changed("a", "1"), changed("a", "2")])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert seen == [changed("a", "1"), changed("a", "2")]
+    failures = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert [r.exc_info[1] for r in failures if r.exc_info] == [error, error]
+    assert all("broken raised on ResourceChanged" in r.getMessage() for r in failures)
+
+
+@pytest.mark.parametrize("kind", ["plain", "async"])
+async def test_a_callback_raising_cancelled_error_of_its_own_is_contained_like_any_failure(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+
+    def plain(event: Event) -> None:
+        raise asyncio.CancelledError
+
+    async def in_a_coroutine(event: Event) -> None:
+        raise asyncio.CancelledError
+
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "a", CallbackWatcher(plain if kind == "plain" else in_a_coroutine), ())
+    dispatcher.add(EDS, "a", watcher, ())
+    first = dispatcher.publish([changed("a", "1")])
+    second = dispatcher.publish([changed("a", "2")])
+    assert first is not None
+    assert second is not None
+    async with running(dispatcher) as serializer:
+        async with asyncio.timeout(5):
+            await second
+        assert not serializer.done()  # the serializer outlives the callback's CancelledError
+    assert seen == [changed("a", "1"), changed("a", "2")]
+    assert "raised CancelledError" in caplog.text
+
+
+async def test_cancelling_the_serializer_returns_at_once_while_a_callback_swallows_it() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    release = asyncio.Event()
+    called = asyncio.Event()
+
+    async def stubborn(event: Event) -> None:
+        called.set()
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue  # swallows every cancellation until the test releases it
+
+    dispatcher.add(EDS, "a", CallbackWatcher(stubborn), ())
+    dispatcher.publish([changed("a", "1")])
+    serializer = asyncio.ensure_future(dispatcher.run())
+    try:
+        await called.wait()
+        serializer.cancel()
+        _, pending = await asyncio.wait((serializer,), timeout=2)  # a bound, not a wait: it
+        assert not pending  # returns at once when the rule holds
+        assert serializer.cancelled()
+    finally:
+        release.set()
+        await settle()
+
+
+async def test_a_slow_callback_is_logged_once_naming_it_its_type_and_resource(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    dispatcher = Dispatcher(clock=clock, slow_threshold=1.5)
+    gate = asyncio.Event()
+
+    async def rebuild_pool(event: Event) -> None:
+        await gate.wait()
+
+    async def quick(event: Event) -> None:
+        pass
+
+    dispatcher.add(EDS, "pool-a", CallbackWatcher(quick), ())
+    dispatcher.add(EDS, "pool-a", CallbackWatcher(rebuild_pool), ())
+    done = dispatcher.publish([changed("pool-a", "1")])
+    assert done is not None
+    with caplog.at_level(logging.WARNING, logger="xdsclient"):
+        async with running(dispatcher):
+            await settle()
+            clock.advance(1.49)  # not yet past the threshold
+            await settle()
+            assert caplog.records == []
+            clock.advance(0.02)
+            await settle()
+            clock.advance(10)
+            await settle()
+            gate.set()
+            await done
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "rebuild_pool" in record.getMessage()
+    assert "ClusterLoadAssignment 'pool-a'" in record.getMessage()
+
+
+async def test_close_ends_every_watch_and_later_registrations_fail_clearly() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    watch = Watch()
+    feeder = watch._watcher()
+    watch._attach(dispatcher.add(EDS, "a", feeder, (), on_close=feeder.closed))
+    reader = asyncio.ensure_future(anext(watch))
+    await settle()
+    dispatcher.close()
+    with pytest.raises(StopAsyncIteration):
+        async with asyncio.timeout(5):
+            await reader
+    assert watch.cancelled
+    assert dispatcher.publish([changed("a", "1")]) is None
+    with pytest.raises(RuntimeError, match="the XdsClient is closed"):
+        dispatcher.add(EDS, "a", CallbackWatcher(print), ())
+
+
+async def test_only_the_last_watcher_of_a_name_to_leave_is_reported() -> None:
+    departed: list[tuple[str, str]] = []
+    dispatcher = Dispatcher(clock=FakeClock(), on_last_watcher=lambda *key: departed.append(key))
+    first = dispatcher.add(EDS, "a", CallbackWatcher(print), ())
+    second = dispatcher.add(EDS, "a", CallbackWatcher(print), ())
+    first.cancel()
+    assert departed == []
+    second.cancel()
+    second.cancel()  # idempotent
+    assert departed == [(EDS, "a")]
+
+
+async def test_a_watcher_cancelled_by_another_in_mid_batch_is_not_called_again() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    seen, watcher = _recorder()
+    queued, queued_watcher = _recorder()
+    handles: list[WatchHandle] = []
+    dispatcher.add(EDS, "a", CallbackWatcher(lambda event: handles[0].cancel()), ())
+    handles.append(dispatcher.add(EDS, "a", watcher, ()))
+    handles.append(dispatcher.add(EDS, "a", queued_watcher, ()))
+    done = dispatcher.publish([changed("a", "1"), ambient("a")])
+    handles[1].cancel()  # cancelled with the batch already queued
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert seen == []
+    assert queued == []
+
+
+def test_a_watcher_without_the_a88_methods_is_refused_at_the_call_naming_what_it_lacks() -> None:
+    class OnlyChanges:
+        def on_resource_changed(self, event: Event) -> None:
+            pass
+
+    with pytest.raises(TypeError, match=r"callable on_ambient_error;.*OnlyChanges"):
+        check_watcher(OnlyChanges())
+    with pytest.raises(TypeError, match="on_resource_changed and on_ambient_error"):
+        check_watcher(lambda event: None)
+    check_watcher(CallbackWatcher(print))
