@@ -338,12 +338,14 @@ class _Pending:
 class Watch:
     """The events of one watched resource (or ``"*"``: of a type), as an async iterator.
 
-    Made by `XdsClient.watch`. It conflates: for a consumer that reads slower than updates
-    arrive, only the latest state of each resource waits (its latest `ResourceChanged` or
-    `DataError`, then its latest `AmbientError`), resources in the order they changed; it never
-    holds up the client or other watchers. The subscription ends with `cancel` or ``async with``;
-    iteration ends then, or when the client closes. A watch dropped without being cancelled is
-    cancelled by the garbage collector, with a `ResourceWarning`.
+    Made by `XdsClient.watch`. It conflates, so it never holds up the client or other watchers:
+    for a consumer that reads slower than updates arrive, only the latest state of each resource
+    waits. A newer `ResourceChanged` or `DataError` for a name replaces the one waiting and drops
+    that name's waiting `AmbientError`; an `AmbientError` waits beside the change and comes after
+    it. Names come out in the order they became pending. The subscription ends with `cancel` or
+    ``async with``; iteration ends at once then (what was waiting is dropped), and likewise when
+    the client closes. A watch dropped without being cancelled is cancelled by the garbage
+    collector, with a `ResourceWarning`.
     """
 
     def __init__(self) -> None:
@@ -373,6 +375,7 @@ class Watch:
 
     def _end(self) -> None:
         self._ended = True
+        self._pending.clear()
         self._readable.set()
 
     @property
@@ -381,7 +384,7 @@ class Watch:
         return self._ended
 
     def cancel(self) -> None:
-        """Stop watching; iteration ends once the events already waiting are consumed."""
+        """Stop watching; iteration ends at once, dropping what was waiting. Idempotent."""
         if self._handle is not None:
             self._handle.cancel()
         self._end()
