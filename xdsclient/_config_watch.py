@@ -26,7 +26,13 @@ from typing import Any, Protocol, TypeAlias
 from ._dependencies import XdsConfig, walk
 from ._errors import XdsError
 from ._protocol import AmbientError, DataError, ResourceChanged, ResourceState
-from ._watchers import ResourceWatcher, WatchHandle, await_user_code, warn_never_cancelled
+from ._watchers import (
+    ResourceWatcher,
+    WatchHandle,
+    await_user_code,
+    cancelled_by_caller,
+    warn_never_cancelled,
+)
 from .resources import ResourceType
 
 __all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
@@ -116,7 +122,8 @@ class ConfigWatch:
         return self._cancelled
 
     def cancel(self) -> None:
-        """Stop: drop every subscription this watch holds; iteration ends. Idempotent."""
+        """Stop: drop every subscription this watch holds; iteration ends at once, dropping
+        what was waiting; the callback form's task is cancelled. Idempotent."""
         if self._cancelled:
             return
         self._cancelled = True
@@ -125,6 +132,7 @@ class ConfigWatch:
             handle.cancel()
         if self._task is not None:
             self._task.cancel()
+        self._snapshot = self._warning = None
         self._ready.set()
 
     def _schedule(self) -> None:
@@ -190,5 +198,9 @@ async def _run_callback(
             outcome = callback(update)
             if inspect.isawaitable(outcome):
                 await await_user_code(outcome)
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise
+            logger.exception("xDS config watcher %r raised CancelledError on %r", callback, update)
         except Exception:
             logger.exception("xDS config watcher %r raised on %r", callback, update)
