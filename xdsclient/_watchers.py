@@ -224,7 +224,14 @@ class Dispatcher:
                 self._on_last_watcher(type_url, name)
 
     def publish(self, events: list[Event]) -> asyncio.Future[None] | None:
-        """Queue a batch now; the result completes once every watcher has been called for it."""
+        """Queue a batch now, in the caller's synchronous step (so a watcher added after it
+        gets this state from its replay, not twice).
+
+        Returns a future that completes once every watcher has been called for the batch, or
+        once the dispatcher closes (nothing more will be delivered; it is never cancelled, so
+        whoever awaits it is not handed a cancellation that is not theirs); None when there is
+        nothing to deliver.
+        """
         if not events or self._closed:
             return None
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -246,7 +253,7 @@ class Dispatcher:
                 registration.on_close()
         for batch in self._queue:
             if batch.done is not None and not batch.done.done():
-                batch.done.cancel()
+                batch.done.set_result(None)
         self._queue.clear()
 
     async def run(self) -> None:

@@ -201,6 +201,16 @@ async def test_close_ends_every_watch_and_later_registrations_fail_clearly() -> 
         dispatcher.add(EDS, "a", CallbackWatcher(print), ())
 
 
+async def test_close_completes_the_futures_of_undelivered_batches_without_cancelling_them() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    dispatcher.add(EDS, "a", CallbackWatcher(print), ())
+    done = dispatcher.publish([changed("a", "1")])
+    assert done is not None
+    dispatcher.close()
+    assert done.done()
+    assert not done.cancelled()  # awaiting it does not raise CancelledError in the publisher
+
+
 async def test_only_the_last_watcher_of_a_name_to_leave_is_reported() -> None:
     departed: list[tuple[str, str]] = []
     dispatcher = Dispatcher(clock=FakeClock(), on_last_watcher=lambda *key: departed.append(key))
