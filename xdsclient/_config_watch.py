@@ -12,6 +12,9 @@ it does not import the client.
 Errors (gRFCs A57, A74): a needed resource with no usable value and an error (deleted, invalid,
 timed out, or unreachable server) makes the walk publish that error; an error that leaves the
 cached values usable reaches the consumer as that `AmbientError`, and the last snapshot stands.
+An ambient error is handled with the rest of its batch (the events delivered before the re-walk
+runs): it comes after the snapshot that batch produced, since a failed reconnect yields both at
+once, unless its own resource changed after it in the batch; a later snapshot drops it if unread.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class _Feeder:
     def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
         owner = self._owner()
         if owner is not None:
-            owner._schedule()
+            owner._changed(event)
 
     def on_ambient_error(self, event: AmbientError) -> None:
         owner = self._owner()
@@ -106,6 +109,7 @@ class ConfigWatch:
         self._published: XdsConfig | XdsError | None = None
         self._snapshot: XdsConfig | XdsError | None = None  # waiting for the consumer
         self._warning: AmbientError | None = None  # waiting for the consumer, after it
+        self._batch_warning: AmbientError | None = None  # of the batch the next walk follows
         self._ready = asyncio.Event()
         self._scheduled = False
         self._cancelled = False
@@ -141,7 +145,10 @@ class ConfigWatch:
             asyncio.get_running_loop().call_soon(self._walk)
 
     def _walk(self) -> None:
+        """Re-walk after a batch: subscribe to what is needed, publish a new complete snapshot,
+        then the batch's latest ambient error (it is about the snapshot the batch led to)."""
         self._scheduled = False
+        warning, self._batch_warning = self._batch_warning, None
         if self._cancelled:
             return
         result = walk(self.listener, self.authority, self._source.resource_state)
@@ -151,13 +158,22 @@ class ConfigWatch:
             self._handles.pop(key).cancel()
         if result.config is not None and not _same(result.config, self._published):
             self._published = self._snapshot = result.config
-            self._warning = None
+            self._warning = None  # older warnings were about the snapshot it replaces
+            self._ready.set()
+        if warning is not None and self._published is not None:  # no snapshot: nothing to warn of
+            self._warning = warning
             self._ready.set()
 
+    def _changed(self, event: ResourceChanged | DataError) -> None:
+        warning = self._batch_warning
+        if warning is not None and (warning.type_url, warning.name) == (event.type_url, event.name):
+            self._batch_warning = None  # that resource changed since: the warning is stale
+        self._schedule()
+
     def _ambient(self, event: AmbientError) -> None:
-        if self._published is not None and not self._cancelled:
-            self._warning = event
-            self._ready.set()
+        """Keep ``event`` for after this batch's walk, whatever its place in the batch."""
+        self._batch_warning = event
+        self._schedule()
 
     def __aiter__(self) -> ConfigWatch:
         return self

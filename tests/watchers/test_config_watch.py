@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -22,6 +23,7 @@ from xdsclient import (
     ConfigUpdate,
     ConfigWatch,
     DataError,
+    Event,
     ResourceState,
     ResourceStatus,
     ServerResourceError,
@@ -51,6 +53,21 @@ class Source:
         self.states: dict[tuple[str, str], ResourceState] = {}
         self.watched: set[tuple[str, str]] = set()
         self.lookups: list[tuple[str, str]] = []
+        self._held: list[Event] | None = None
+
+    @contextmanager
+    def one_batch(self) -> Iterator[None]:
+        """Publish every change made in the block as one batch, as one response would."""
+        self._held = []
+        yield
+        events, self._held = self._held, None
+        self.dispatcher.publish(events)
+
+    def _publish(self, events: list[Event]) -> None:
+        if self._held is not None:
+            self._held.extend(events)
+        else:
+            self.dispatcher.publish(events)
 
     # -- the ConfigSource protocol
 
@@ -96,7 +113,7 @@ class Source:
             )
             self.states[(rtype.type_url, name)] = state
             events.extend(replay_events(state))
-        self.dispatcher.publish(events)
+        self._publish(events)
 
     def fail(self, rtype: ResourceType[Any], name: str, error: XdsError) -> None:
         """The resource has no usable value any more, only ``error``."""
@@ -111,7 +128,7 @@ class Source:
             error_time=0.0,
             expires_at=None,
         )
-        self.dispatcher.publish([DataError(type_url=rtype.type_url, name=name, error=error)])
+        self._publish([DataError(type_url=rtype.type_url, name=name, error=error)])
 
     def warn(self, rtype: ResourceType[Any], name: str, error: XdsError) -> None:
         """Something failed that leaves the cached value usable."""
@@ -119,7 +136,7 @@ class Source:
         self.states[key] = attrs.evolve(
             self.states[key], status=ResourceStatus.RECEIVED_ERROR_BUT_CACHED, error=error
         )
-        self.dispatcher.publish([AmbientError(type_url=rtype.type_url, name=name, error=error)])
+        self._publish([AmbientError(type_url=rtype.type_url, name=name, error=error)])
 
 
 def _url(resource_type: ResourceType[Any] | str) -> str:
@@ -228,6 +245,7 @@ async def test_a_new_snapshot_drops_a_waiting_ambient_error_and_comes_first(
     async with ConfigWatch(source, "l", "l") as watch:
         assert isinstance(await next_update(watch), XdsConfig)
         source.warn(ENDPOINT, "c", TransportError("stale"))
+        await settle()  # the warning waits for the consumer
         source.set(endpoints("c", port=9090))
         await settle()
         assert isinstance(await next_update(watch), XdsConfig)
@@ -235,6 +253,66 @@ async def test_a_new_snapshot_drops_a_waiting_ambient_error_and_comes_first(
         warning = await next_update(watch)
         assert isinstance(warning, AmbientError)
         assert str(warning.error) == "fresh"
+
+
+async def test_an_ambient_error_followed_in_its_batch_by_a_change_of_its_resource_is_dropped(
+    source: Source,
+) -> None:
+    source.set(*GRAPH)
+    async with ConfigWatch(source, "l", "l") as watch:
+        assert isinstance(await next_update(watch), XdsConfig)
+        with source.one_batch():
+            source.warn(ENDPOINT, "c", TransportError("stale"))
+            source.set(endpoints("c", port=9090))
+        assert isinstance(await next_update(watch), XdsConfig)
+        source.warn(CLUSTER, "c", TransportError("fresh"))
+        warning = await next_update(watch)
+        assert isinstance(warning, AmbientError)
+        assert str(warning.error) == "fresh"
+
+
+async def test_an_ambient_error_in_the_batch_that_changes_the_snapshot_comes_after_it(
+    source: Source,
+) -> None:
+    source.set(*GRAPH)
+    async with ConfigWatch(source, "l", "l") as watch:
+        assert isinstance(await next_update(watch), XdsConfig)
+        with source.one_batch():  # as when a reconnect fails: some errors ambient, some not
+            source.warn(LISTENER, "l", TransportError("unreachable"))
+            source.fail(ENDPOINT, "c", TransportError("unreachable"))
+        snapshot = await next_update(watch)
+        assert isinstance(snapshot, XdsConfig)
+        assert snapshot.clusters["c"].endpoints_error is not None
+        warning = await next_update(watch)
+        assert isinstance(warning, AmbientError)
+        assert warning.name == "l"
+
+
+async def test_an_ambient_error_before_the_first_complete_snapshot_follows_it(
+    source: Source,
+) -> None:
+    source.set(*GRAPH[:3])
+    async with ConfigWatch(source, "l", "l") as watch:
+        with source.one_batch():
+            source.warn(CLUSTER, "c", TransportError("unreachable"))
+            source.fail(ENDPOINT, "c", TransportError("unreachable"))
+        assert isinstance(await next_update(watch), XdsConfig)
+        warning = await next_update(watch)
+        assert isinstance(warning, AmbientError)
+        assert warning.name == "c"
+
+
+async def test_an_ambient_error_while_nothing_was_published_is_not_delivered(
+    source: Source,
+) -> None:
+    source.set(*GRAPH[:3])  # no endpoints yet: no snapshot
+    async with ConfigWatch(source, "l", "l") as watch:
+        reader = asyncio.ensure_future(next_update(watch))
+        source.warn(CLUSTER, "c", TransportError("no snapshot to warn about"))
+        await settle()
+        assert not reader.done()
+        source.set(endpoints("c"))
+        assert isinstance(await reader, XdsConfig)
 
 
 async def test_cancel_ends_iteration_and_drops_every_subscription(source: Source) -> None:
