@@ -114,12 +114,16 @@ class ConfigWatch:
         self._scheduled = False
         self._cancelled = False
         self._task: asyncio.Task[None] | None = None
-        self._walk()
-        if callback is not None:
-            self._task = source.start_task(
-                _run_callback(self, callback),
-                name=f"xdsclient config watcher {listener}",
-            )
+        try:
+            self._walk()
+            if callback is not None:
+                self._task = source.start_task(
+                    _run_callback(self, callback),
+                    name=f"xdsclient config watcher {listener}",
+                )
+        except BaseException:
+            self.cancel()  # drop what the walk subscribed; a watch that never was needs no warning
+            raise
 
     @property
     def cancelled(self) -> bool:

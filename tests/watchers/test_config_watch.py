@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import warnings
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -429,3 +430,21 @@ async def test_a_failing_callback_is_logged_by_the_watch_not_by_the_task_owner(
     assert [r.getMessage().split(" raised")[0] for r in caplog.records] == [
         f"xDS config watcher {callback!r}"
     ]
+
+
+async def test_a_config_watch_that_fails_to_start_drops_its_subscriptions_without_a_warning(
+    source: Source,
+) -> None:
+    def refuse(coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+        coro.close()
+        raise RuntimeError("the XdsClient is closed")
+
+    source.set(*GRAPH)
+    source.start_task = refuse  # type: ignore[method-assign]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="closed"):
+            ConfigWatch(source, "l", "l", print)
+        gc.collect()
+    assert caught == []
+    assert source.watched == set()
