@@ -51,6 +51,7 @@ async def test_close_ends_every_iteration_and_every_task(
     assert len(events) <= 1
     assert configs == []
     assert _owned_tasks() == []
+    assert fake.closed_servers == ["fake:1"]  # and the transport was released
 
 
 async def test_calls_after_close_raise_a_clear_error(fake: FakeTransport, clock: FakeClock) -> None:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from tests.shell.conftest import settle
 from xdsclient import AmbientError, DataError, ResourceChanged, TransportError
 from xdsclient._errors import ResourceDoesNotExistError
 from xdsclient._shell._tasks import TaskOwner
@@ -32,10 +33,7 @@ def missing(name: str, type_url: str = EDS) -> DataError:
     )
 
 
-async def settle() -> None:
-    """Let every task run until it waits on something only the test can cause."""
-    for _ in range(100):
-        await asyncio.sleep(0)
+__all__ = ["EDS", "ambient", "changed", "missing", "running", "settle"]
 
 
 @asynccontextmanager

@@ -184,6 +184,24 @@ async def test_a_slow_callback_is_logged_once_naming_it_its_type_and_resource(
     assert "ClusterLoadAssignment 'pool-a'" in record.getMessage()
 
 
+async def test_a_sync_callback_over_the_threshold_is_logged_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    dispatcher = Dispatcher(clock=clock, slow_threshold=1.0)
+
+    def blocking_work(event: Event) -> None:
+        clock.advance(5)  # as if it had blocked the loop for five seconds
+
+    dispatcher.add(EDS, "a", CallbackWatcher(blocking_work), ())
+    with caplog.at_level(logging.WARNING, logger="xdsclient"):
+        async with running(dispatcher):
+            done = dispatcher.publish([changed("a", "1")])
+            assert done is not None
+            await done
+    assert "blocking_work has run for more than 1 s" in caplog.text
+
+
 async def test_close_ends_every_watch_and_later_registrations_fail_clearly() -> None:
     dispatcher = Dispatcher(clock=FakeClock())
     watch = Watch()

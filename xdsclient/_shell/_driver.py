@@ -22,7 +22,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from .._config import Backoff
 from .._errors import TransportError
@@ -132,7 +132,6 @@ class StreamDriver:
             return TransportError(f"xDS stream to {self._server} broke: {exc!r}")
         finally:
             stream.close()
-        return None  # pragma: no cover - _serve returns only by raising
 
     async def _open(self) -> Stream:
         """Open a stream, firing deadlines while the transport establishes it."""
@@ -148,7 +147,8 @@ class StreamDriver:
             raise
         return opening.result()
 
-    async def _serve(self, stream: Stream) -> None:
+    async def _serve(self, stream: Stream) -> NoReturn:
+        """Serve an established stream until it fails (it ends only by raising)."""
         session = self._session
         read: asyncio.Future[Any] | None = None
         delivery: asyncio.Future[None] | None = None

@@ -52,10 +52,3 @@ class FakeClock:
             _, _, future = heapq.heappop(self._sleepers)
             if not future.done():
                 future.set_result(None)
-
-    @property
-    def next_wakeup(self) -> float | None:
-        """The earliest deadline someone sleeps until, or None."""
-        while self._sleepers and self._sleepers[0][2].done():
-            heapq.heappop(self._sleepers)
-        return self._sleepers[0][0] if self._sleepers else None
