@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._config import (
+    AuthorityConfig,
     BootstrapError,
     ChannelCredentials,
     ClientConfig,
@@ -72,8 +73,37 @@ def parse_bootstrap(data: Mapping[str, Any]) -> ClientConfig:
     if not servers:
         raise BootstrapError("xds_servers: must list at least one server")
     node = _node(_get(data, "node", dict, "")) if "node" in data else NodeConfig()
+    template = _optional_str(data, "client_default_listener_resource_name_template", "")
+    authorities = _get(data, "authorities", dict, "") if "authorities" in data else {}
     return ClientConfig(
-        servers=tuple(_server(s, f"xds_servers[{i}]") for i, s in enumerate(servers)), node=node
+        servers=_servers(servers, "xds_servers"),
+        node=node,
+        authorities={
+            name: _authority(name, value, f"authorities[{name!r}]")
+            for name, value in authorities.items()
+        },
+        client_default_listener_resource_name_template=template if template is not None else "%s",
+    )
+
+
+def _servers(servers: list[Any], path: str) -> tuple[ServerConfig, ...]:
+    return tuple(_server(s, f"{path}[{i}]") for i, s in enumerate(servers))
+
+
+def _authority(name: str, data: Any, path: str) -> AuthorityConfig:
+    """One ``authorities`` entry: its own servers (none: the top-level ones) and template."""
+    if not isinstance(data, Mapping):
+        raise BootstrapError(f"{path}: must be an object")
+    servers = _get(data, "xds_servers", list, path) if "xds_servers" in data else []
+    template = _optional_str(data, "client_listener_resource_name_template", path)
+    prefix = f"xdstp://{name}/"
+    if template is not None and not template.startswith(prefix):
+        raise BootstrapError(
+            f"{path}.client_listener_resource_name_template: must start with {prefix!r}"
+        )
+    return AuthorityConfig(
+        servers=_servers(servers, f"{path}.xds_servers"),
+        client_listener_resource_name_template=template,
     )
 
 

@@ -22,16 +22,18 @@ import attrs
 from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
-from ._errors import ClientClosedError
-from ._names import OLD_AUTHORITY, authority_of
+from ._errors import ClientClosedError, ResourceError
+from ._names import authority_of
 from ._options import ClientOptions
-from ._protocol import ResourceCache, ResourceState, Session
+from ._protocol import DataError, ResourceCache, ResourceState
 from ._services import PER_TYPE_SERVICES
 from ._shell._clock import Clock, LoopClock
-from ._shell._driver import StreamDriver
+from ._shell._pool import ServerPool
 from ._shell._tasks import TaskOwner
-from ._transports import StreamSpec, Transport, TransportFactory, default_factory
+from ._targets import listener_for
+from ._transports import TransportFactory, default_factory
 from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
+from ._xdstp import InvalidNameError, canonical_name
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
 
 __all__ = ["XdsClient"]
@@ -80,8 +82,7 @@ class XdsClient:
             on_last_watcher=self._unsubscribe,
         )
         self._tasks = TaskOwner()
-        self._transports: list[Transport] = []
-        self._drivers: dict[str, StreamDriver] = {}  # type URL -> driver (one for all under ADS)
+        self._pool: ServerPool | None = None
         self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
         self._started = False
         self._closed = False
@@ -108,56 +109,21 @@ class XdsClient:
         await self.close()
 
     async def start(self) -> None:
-        """Connect lazily: make the transport and start the dispatcher and stream drivers."""
+        """Start the dispatcher; channels to servers open when something is first watched."""
         if self._started or self._closed:
             raise RuntimeError("an XdsClient starts once")
         self._started = True
-        server = self._config.servers[0]
-        factory = self._transport_factory or default_factory()
-        transport = factory(server, self._options)
-        self._transports.append(transport)
-        self._tasks.start(self._dispatcher.run(), name="xdsclient-dispatcher")
-        for spec, types in self._streams():
-            driver = self._driver(server, transport, spec, types)
-            self._drivers.update(dict.fromkeys((t.type_url for t in types), driver))
-            self._tasks.start(driver.run(), name=f"xdsclient {spec} {server.uri}")
-
-    def _streams(self) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
-        """The streams to run: one ADS stream for every type, or one stream per type."""
-        delta = self._options.delta
-        if self._options.ads:
-            return [(StreamSpec(type_url=None, delta=delta), list(self._types.values()))]
-        return [
-            (StreamSpec(type_url=url, delta=delta), [rtype])
-            for url, rtype in self._types.items()
-            if delta or PER_TYPE_SERVICES[url].sotw_method is not None  # VHDS is Delta only
-        ]
-
-    def _driver(
-        self,
-        server: ServerConfig,
-        transport: Transport,
-        spec: StreamSpec,
-        types: list[ResourceType[Any]],
-    ) -> StreamDriver:
-        session = Session(
-            node=self._config.node.to_proto(),
-            resource_types=types,
-            delta=spec.delta,
-            options=self._options.protocol(
-                ignore_resource_deletion=server.ignore_resource_deletion
-            ),
+        self._pool = ServerPool(
+            config=self._config,
+            options=self._options,
+            types=self._types,
             cache=self._cache,
-        )
-        return StreamDriver(
-            session=session,
-            transport=transport,
-            spec=spec,
-            server=server.uri,
             clock=self._clock,
             publish=self._dispatcher.publish,
-            backoff=self._options.backoff,
+            tasks=self._tasks,
+            transport=self._transport_factory or default_factory(),
         )
+        self._tasks.start(self._dispatcher.run(), name="xdsclient-dispatcher")
 
     async def close(self) -> None:
         """End every watch and iteration, cancel and await every task, close the transports.
@@ -170,10 +136,9 @@ class XdsClient:
         for config_watch in list(self._config_watches):
             config_watch.cancel()
         self._dispatcher.close()
+        if self._pool is not None:
+            await self._pool.close()
         await self._tasks.close()
-        transports, self._transports = self._transports, []
-        for transport in transports:
-            await transport.close()
 
     # ------------------------------------------------------------------ commands
 
@@ -198,23 +163,24 @@ class XdsClient:
             )
         return type_url
 
-    def _route(self, type_url: str, name: str) -> StreamDriver:
-        """name -> authority -> server -> the driver of the stream carrying ``type_url``.
+    def _name(self, type_url: str, name: str) -> str:
+        """The cache key of ``name``: itself, or the canonical form of an xdstp:// name (which
+        must name a resource of ``type_url``)."""
+        _check_name(name)
+        if name == _WILDCARD:
+            return name
+        return canonical_name(name, type_url)
 
-        Old-style names belong to the ``#old`` authority, served by the first server; xdstp
-        names need the bootstrap's ``authorities`` (federation, the next issue).
-        """
+    def _unknown_authority(self, type_url: str, name: str) -> DataError | None:
+        """A data error for a name whose authority the bootstrap does not configure."""
         authority = authority_of(name)
-        if authority != OLD_AUTHORITY:
-            raise ValueError(
-                f"{name!r} names the authority {authority!r}, which the bootstrap does not "
-                "configure (xdstp:// names need federation)"
-            )
-        driver = self._drivers.get(type_url)
-        if driver is None:
-            variant = "Delta" if self._options.delta else "SotW"
-            raise ValueError(f"no {variant} per-type service carries {type_url}")
-        return driver
+        assert self._pool is not None
+        if self._pool.knows(authority):
+            return None
+        error = ResourceError(
+            type_url, name, f"the bootstrap does not configure the authority {authority!r}"
+        )
+        return DataError(type_url=type_url, name=name, error=error)
 
     def add_watcher(
         self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
@@ -235,9 +201,13 @@ class XdsClient:
         on_close: Callable[[], None] | None,
     ) -> WatchHandle:
         type_url = self._type_url(resource_type)
-        _check_name(name)
+        name = self._name(type_url, name)
         self._check_open()
-        driver = self._route(type_url, name)
+        assert self._pool is not None
+        self._pool.check_type(type_url)
+        unknown = self._unknown_authority(type_url, name)
+        if unknown is not None:
+            return self._dispatcher.add(type_url, name, watcher, [unknown], on_close=on_close)
         states = (
             self._cache.states(type_url)
             if name == _WILDCARD
@@ -245,12 +215,13 @@ class XdsClient:
         )
         replay = [event for state in states if state is not None for event in replay_events(state)]
         handle = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
-        driver.subscribe(type_url, name)
+        self._pool.subscribe(type_url, name)
         return handle
 
     def _unsubscribe(self, type_url: str, name: str) -> None:
         """The last watcher of ``name`` left."""
-        self._route(type_url, name).unsubscribe(type_url, name)
+        if self._pool is not None and self._pool.knows(authority_of(name)):
+            self._pool.unsubscribe(type_url, name)
 
     def watch(self, resource_type: ResourceType[Any] | str, name: str) -> Watch:
         """``async with client.watch(CLUSTER, "name") as events: async for event in events``.
@@ -301,9 +272,15 @@ class XdsClient:
         if authority is not None and not isinstance(authority, str):
             raise TypeError(f"authority must be a string, not {authority!r}")
         self._check_open()
-        self._route(LISTENER.type_url, listener)
+        name, target_authority = listener_for(self._config, listener)
+        name = self._name(LISTENER.type_url, name)
+        assert self._pool is not None
+        self._pool.check_type(LISTENER.type_url)
         config_watch = ConfigWatch(
-            self, listener, authority if authority is not None else listener, callback
+            _WalkSource(self),
+            name,
+            authority if authority is not None else target_authority,
+            callback,
         )
         self._config_watches.add(config_watch)
         return config_watch
@@ -322,7 +299,7 @@ class XdsClient:
     ) -> ResourceState | None:
         """The cache's view of one resource (status, version, value, last error)."""
         type_url = self._type_url(resource_type)
-        _check_name(name)
+        name = self._name(type_url, name)
         self._check_open()
         return self._cache.state(type_url, name)
 
@@ -330,6 +307,38 @@ class XdsClient:
         """Every resource in the cache (a CSDS-like dump)."""
         self._check_open()
         return self._cache.states()
+
+
+class _WalkSource:
+    """The client as a config walk sees it: names come from resources the server sent, so a
+    malformed xdstp name is a data error for that watch, never an exception."""
+
+    def __init__(self, client: XdsClient) -> None:
+        self._client = client
+
+    def add_watcher(
+        self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
+    ) -> WatchHandle:
+        client = self._client
+        try:
+            return client._add_watcher(resource_type, name, watcher, None)
+        except InvalidNameError as exc:
+            type_url = client._type_url(resource_type)
+            error = DataError(
+                type_url=type_url, name=name, error=ResourceError(type_url, name, str(exc))
+            )
+            return client._dispatcher.add(type_url, name, watcher, [error], on_close=None)
+
+    def resource_state(
+        self, resource_type: ResourceType[Any] | str, name: str
+    ) -> ResourceState | None:
+        try:
+            return self._client.resource_state(resource_type, name)
+        except InvalidNameError:
+            return None
+
+    def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+        return self._client.start_task(coro, name=name)
 
 
 def _check_name(name: object) -> None:

@@ -6,14 +6,17 @@ objects, validated once at construction, so the transport never second-guesses i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
 from ._errors import XdsError
+from ._names import OLD_AUTHORITY
 from ._validators import positive as _positive
 
 __all__ = [
+    "AuthorityConfig",
     "Backoff",
     "BootstrapError",
     "ChannelCredentials",
@@ -121,11 +124,41 @@ class Backoff:
 
 
 @attrs.frozen(kw_only=True)
+class AuthorityConfig:
+    """One entry of the bootstrap's ``authorities`` map (gRFC A47).
+
+    ``servers`` in priority order (gRFC A71 fallback); empty means the top-level servers.
+    ``client_listener_resource_name_template`` names the Listener for ``xds://{authority}/{target}``
+    targets; None means ``xdstp://{authority}/envoy.config.listener.v3.Listener/%s``.
+    """
+
+    servers: tuple[ServerConfig, ...] = ()
+    client_listener_resource_name_template: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ClientConfig:
-    """Everything the client needs to reach its management server."""
+    """Everything the client needs to reach its management servers.
+
+    ``servers`` serve old-style names and every authority without servers of its own, in
+    priority order. ``authorities`` maps each xdstp authority the client may use to its
+    configuration; a name whose authority is not there cannot be watched.
+    """
 
     servers: tuple[ServerConfig, ...] = attrs.field(validator=attrs.validators.min_len(1))
     node: NodeConfig = NodeConfig()
+    authorities: Mapping[str, AuthorityConfig] = attrs.field(factory=dict, hash=False)
+    client_default_listener_resource_name_template: str = "%s"
+
+    def servers_of(self, authority: str) -> tuple[ServerConfig, ...] | None:
+        """The servers of an authority in priority order (`OLD_AUTHORITY`: the top-level
+        ones), or None when the bootstrap does not configure it."""
+        if authority == OLD_AUTHORITY:
+            return self.servers
+        config = self.authorities.get(authority)
+        if config is None:
+            return None
+        return config.servers or self.servers
 
 
 def _version() -> str:

@@ -7,6 +7,8 @@ descriptor, so they are not repeated here.
 
 from __future__ import annotations
 
+import urllib.parse
+
 __all__ = ["OLD_AUTHORITY", "RESOURCE_WRAPPER_TYPE_URL", "WILDCARD", "authority_of"]
 
 #: Resources wrapped in ``envoy.service.discovery.v3.Resource`` inside a SotW response.
@@ -26,4 +28,5 @@ def authority_of(name: str) -> str:
     an old-style name -> `OLD_AUTHORITY`."""
     if not name.startswith(_XDSTP):
         return OLD_AUTHORITY
-    return name[len(_XDSTP) :].split("/", 1)[0]
+    authority = name[len(_XDSTP) :].split("/", 1)[0]
+    return urllib.parse.unquote(authority) if "%" in authority else authority

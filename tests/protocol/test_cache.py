@@ -14,14 +14,16 @@ def _session(cache: ResourceCache | None = None) -> Session:
     return Session(node=NODE, resource_types=[CLUSTER, ENDPOINT], cache=cache)
 
 
-def test_a_session_adopting_a_cache_keeps_its_values_and_rearms_their_ttls() -> None:
+def test_a_session_adopting_an_entry_keeps_its_value_and_rearms_its_ttl() -> None:
     first = _session()
     first.subscribe(CDS, "a")
     first.connect(0.0)
     first.requests_to_send(0.0)
     resource = wrapped(cluster("a"), name="a", version="1", ttl=10)
     first.receive(sotw_response(CDS, [resource], version="1", nonce="n"), 1.0)
-    second = _session(first.cache)
+    second = _session()
+    second.subscribe(CDS, "a")
+    second.adopt(CDS, "a", first.table(CDS)["a"])
     state = second.resource_state(CDS, "a")
     assert state is not None
     assert state.status is ResourceStatus.ACKED
@@ -31,6 +33,30 @@ def test_a_session_adopting_a_cache_keeps_its_values_and_rearms_their_ttls() -> 
     assert [type(e) for e in events] == [DataError]
     assert isinstance(events[0], DataError)
     assert isinstance(events[0].error, ResourceExpiredError)
+
+
+def test_an_adopted_entry_starts_no_does_not_exist_timer_and_claims_no_delta_version() -> None:
+    first = _session()
+    first.subscribe(CDS, "a")
+    first.connect(0.0)
+    first.requests_to_send(0.0)
+    first.receive(sotw_response(CDS, [cluster("a")], version="1", nonce="n"), 1.0)
+    second = Session(node=NODE, resource_types=[CLUSTER], delta=True)
+    second.subscribe(CDS, "a")
+    second.adopt(CDS, "a", first.table(CDS)["a"])
+    second.connect(2.0)
+    [request] = second.requests_to_send(2.0)
+    assert list(request.resource_names_subscribe) == ["a"]
+    assert dict(request.initial_resource_versions) == {}
+    assert second.next_deadline() is None
+
+
+def test_an_entry_nobody_wants_is_not_adopted() -> None:
+    first = _session()
+    first.subscribe(CDS, "a")
+    second = _session()
+    second.adopt(CDS, "a", first.table(CDS)["a"])
+    assert second.resource_state(CDS, "a") is None
 
 
 def test_sessions_sharing_a_cache_see_each_others_resources() -> None:

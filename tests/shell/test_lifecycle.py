@@ -14,6 +14,7 @@ from xdsclient import (
     CallbackWatcher,
     ClientClosedError,
     ClientOptions,
+    DataError,
     Event,
     XdsClient,
 )
@@ -124,9 +125,23 @@ async def test_using_a_client_before_start_says_how_to_start_it() -> None:
         client.watch(CLUSTER, "a")
 
 
-async def test_an_xdstp_name_of_an_unconfigured_authority_is_refused_at_the_call(
+async def test_an_xdstp_name_of_an_unconfigured_authority_is_a_data_error_for_that_watch(
     fake: FakeTransport, clock: FakeClock
 ) -> None:
     async with _client(fake, clock) as client:
-        with pytest.raises(ValueError, match=r"authority 'mesh\.example'"):
-            client.watch(CLUSTER, "xdstp://mesh.example/envoy.config.cluster.v3.Cluster/a")
+        name = "xdstp://mesh.example/envoy.config.cluster.v3.Cluster/a"
+        async with client.watch(CLUSTER, name) as events:
+            event = await anext(aiter(events))
+        assert isinstance(event, DataError)
+        assert "authority 'mesh.example'" in str(event.error)
+        assert fake.open_attempts == 0
+
+
+async def test_an_xdstp_name_of_another_type_is_refused_at_the_call(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    async with _client(fake, clock) as client:
+        with pytest.raises(
+            ValueError, match=r"of type envoy\.config\.listener\.v3\.Listener, not envoy\.config\.cluster"
+        ):
+            client.watch(CLUSTER, "xdstp://m/envoy.config.listener.v3.Listener/a")

@@ -1,23 +1,25 @@
 """The resource cache: every resource the client holds, keyed by (authority, type URL, name).
 
-Why outside the stream state: a resource outlives the stream that brought it. The cache is
-owned by the client, written by the protocol sessions (one per stream today; one per server
-with federation) and read by everything else: watcher replay, `resource_state`, the dependency
-walk, CSDS. A session is handed the tables of its (authority, type) pairs and writes into them
-directly, so the per-resource hot path is a plain dict lookup.
+Why outside the stream state: a resource outlives the stream that brought it, and readers must
+not care which server is serving an authority right now. The client owns the cache; it is read
+by everything but the protocol sessions: watcher replay, `resource_state`, the dependency walk,
+CSDS.
+
+How it is written: each protocol session keeps one table per resource type (a plain dict, so
+the per-resource hot path is a dict lookup), holding the names of every authority its server
+serves. The cache maps (authority, type URL) to the table of the session currently serving that
+authority (`assign`): its *writer*. With fallback (gRFC A71) an authority changes writer; the
+client hands the entries over (`Session.adopt`) and re-assigns, so readers see one consistent
+view throughout.
 
 Invariants:
-- An entry exists for every name a session wants explicitly, and otherwise only for resources
-  that hold a value received through a wildcard. Nothing unrequested lingers once a session has
-  settled its interest.
-- ``expires_at`` is set exactly while a TTL runs for a cached value; a session adopting a table
-  (after a change of server) re-arms TTL deadlines from it, so a TTL survives the change.
+- A name is read from the table assigned to its own authority (`authority_of`); tables shared
+  by several authorities are filtered by authority when listed.
+- ``expires_at`` is set exactly while a TTL runs for a cached value; a session adopting an entry
+  re-arms its TTL deadline from it, so a TTL survives a change of server.
 - ``error`` is the latest error about the resource (a NACK, a timer, a server error, a failed
   connection) until a valid update clears it; it does not by itself say the value is unusable:
   the status does.
-
-Federation (next issue) keeps this shape: sessions that serve several authorities write into
-several tables; names already carry their authority (`authority_of`).
 """
 
 from __future__ import annotations
@@ -75,18 +77,18 @@ Table = dict[str, CacheEntry]
 
 
 class ResourceCache:
-    """Tables of `CacheEntry` by (authority, type URL), each keyed by resource name."""
+    """The writer's table of `CacheEntry` for each (authority, type URL), keyed by name."""
 
     def __init__(self) -> None:
         self._tables: dict[tuple[str, str], Table] = {}
 
-    def table(self, authority: str, type_url: str) -> Table:
-        """The (mutable) table of one authority and type, created empty on first use."""
-        key = (authority, type_url)
-        table = self._tables.get(key)
-        if table is None:
-            table = self._tables[key] = {}
-        return table
+    def assign(self, authority: str, type_url: str, table: Table) -> None:
+        """Make ``table`` (a session's) the one that holds ``authority``'s resources of a type."""
+        self._tables[authority, type_url] = table
+
+    def table(self, authority: str, type_url: str) -> Table | None:
+        """The table assigned to an authority and type, if any."""
+        return self._tables.get((authority, type_url))
 
     def state(self, type_url: str, name: str) -> ResourceState | None:
         """A snapshot of one resource, or None when the cache holds nothing for it."""
@@ -98,7 +100,17 @@ class ResourceCache:
         """Snapshots of every resource (of one type, or of all), by authority and type."""
         return [
             entry.snapshot(table_type, name)
-            for (_, table_type), table in self._tables.items()
+            for (authority, table_type), table in self._tables.items()
             if type_url is None or table_type == type_url
             for name, entry in table.items()
+            if authority_of(name) == authority
+        ]
+
+    def authority_states(self, authority: str, type_url: str) -> list[ResourceState]:
+        """Snapshots of one authority's resources of one type."""
+        table = self._tables.get((authority, type_url)) or {}
+        return [
+            entry.snapshot(type_url, name)
+            for name, entry in table.items()
+            if authority_of(name) == authority
         ]

@@ -73,10 +73,12 @@ class DeltaTypeState(TypeState):
     # ----------------------------------------------------------------- requests
 
     def initial_resource_versions(self) -> dict[str, str]:
-        """Every resource we hold, by the name the server knows it by, with its version."""
+        """Every resource we hold from this server, by the name it knows it by, with its version
+        (a version adopted from another server means nothing here)."""
         versions: dict[str, str] = {}
+        adopted = self.adopted
         for key, entry in self.entries.items():
-            if entry.status.holds_value and entry.version is not None:
+            if entry.status.holds_value and entry.version is not None and key not in adopted:
                 versions[self.aliases.get(key, key)] = entry.version
         return versions
 
@@ -166,6 +168,8 @@ class DeltaTypeState(TypeState):
             return aliased.get(name) or ((name,) if wildcard or name in names else ())
 
         self.apply_classified(classified, keys, now, events)
+        if self.adopted:
+            self.adopted.difference_update(item[0] for item in classified.valid)
         self._apply_removals(response, now, events)
         self.apply_server_errors(response.resource_errors, now, events)
         self.answer(response.nonce, classified.errors, "")

@@ -30,7 +30,7 @@ from typing import Any
 from .._errors import ProtocolError, XdsError
 from .._names import OLD_AUTHORITY
 from ..resources._type import ResourceType
-from ._cache import ResourceCache
+from ._cache import CacheEntry, ResourceCache, Table
 from ._deadlines import Deadlines
 from ._delta import DeltaTypeState
 from ._events import Event
@@ -60,6 +60,8 @@ class Session:
         cache: ResourceCache | None = None,
         authority: str = OLD_AUTHORITY,
     ) -> None:
+        """``cache`` and ``authority``: assign this session's tables there (the client assigns
+        them itself, per authority, when one session serves several)."""
         self._node = node
         self._cache = cache if cache is not None else ResourceCache()
         self._delta = delta
@@ -70,7 +72,8 @@ class Session:
         for rtype in resource_types:
             if rtype.type_url in self._types:
                 raise ValueError(f"resource type {rtype.type_url} given twice")
-            entries = self._cache.table(authority, rtype.type_url)
+            entries: Table = {}
+            self._cache.assign(authority, rtype.type_url, entries)
             self._types[rtype.type_url] = state_class(
                 rtype, self._options, self._deadlines, entries
             )
@@ -90,6 +93,21 @@ class Session:
     def cache(self) -> ResourceCache:
         """Where this session keeps its resources (shared with other sessions of a client)."""
         return self._cache
+
+    def table(self, type_url: str) -> Table:
+        """This session's table of one type (every authority it serves): what the client
+        assigns in the `ResourceCache`."""
+        return self._state(type_url).entries
+
+    def wants(self, type_url: str, name: str) -> bool:
+        """Whether ``name`` is subscribed, explicitly or through the wildcard."""
+        return self._state(type_url).wants(name)
+
+    def adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
+        """Take another session's entry for a wanted ``name`` (a change of server, gRFC A71):
+        its status, value and errors, with its TTL re-armed and no does-not-exist timer when it
+        is already known. Its version is not claimed to this server (Delta)."""
+        self._state(type_url).adopt(name, source)
 
     @property
     def connected(self) -> bool:

@@ -82,6 +82,8 @@ class TypeState:
         self.entries = entries
         #: interest changed since it was last settled (entries may be due for forgetting)
         self._unsettled = False
+        #: names whose entry came from another server (`adopt`) and not since from this one
+        self.adopted: set[str] = set()
         for name, entry in entries.items():
             if entry.expires_at is not None and entry.status.holds_value:
                 deadlines.arm((TTL, self.type_url, name), entry.expires_at)
@@ -156,9 +158,29 @@ class TypeState:
             if not (wildcard and self.entries[name].status.holds_value):
                 self._forget(name)
 
+    def adopt(self, name: str, source: CacheEntry) -> None:
+        """Copy another server's entry for a wanted ``name`` (see `Session.adopt`)."""
+        if not self.wants(name):
+            return
+        entry = self.entries.get(name)
+        if entry is None:
+            entry = self.entries[name] = CacheEntry()
+        for field in CacheEntry.__slots__:
+            setattr(entry, field, getattr(source, field))
+        key = (TTL, self.type_url, name)
+        if entry.expires_at is not None and entry.status.holds_value:
+            self.deadlines.arm(key, entry.expires_at)
+        else:
+            self.deadlines.cancel(key)
+        if entry.status is not _REQUESTED:
+            self.deadlines.cancel((DNE, self.type_url, name))
+            self._unsent.discard(name)
+        self.adopted.add(name)
+
     def _forget(self, name: str) -> None:
         del self.entries[name]
         self._unsent.discard(name)
+        self.adopted.discard(name)
         self.deadlines.cancel((DNE, self.type_url, name))
         self.deadlines.cancel((TTL, self.type_url, name))
 

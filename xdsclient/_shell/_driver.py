@@ -52,7 +52,12 @@ class StreamDriver:
         publish: Publish,
         backoff: Backoff,
         uniform: Callable[[], float] = random.random,
+        on_failure: Callable[[TransportError], None] = lambda error: None,
+        on_response: Callable[[], None] = lambda: None,
     ) -> None:
+        """``on_failure``: a stream failed before any response (a connectivity failure, gRFC
+        A57); ``on_response``: a response arrived. Both run before the session sees it, so the
+        client can change which server serves an authority (gRFC A71) first."""
         self._session = session
         self._transport = transport
         self._spec = spec
@@ -61,6 +66,8 @@ class StreamDriver:
         self._publish = publish
         self._backoff = backoff
         self._uniform = uniform
+        self._on_failure = on_failure
+        self._on_response = on_response
         self._wake = asyncio.Event()
         self._last_error = ""
 
@@ -85,6 +92,8 @@ class StreamDriver:
             await self._idle(until=None)
             error = await self._attempt()
             had_response = self._session.response_received
+            if error is not None and not had_response:
+                self._on_failure(error)
             self._publish(self._session.disconnect(self._clock.time(), error))
             if error is not None:
                 self._log(error, first=attempt == 0)
@@ -166,6 +175,7 @@ class StreamDriver:
                     delivery = None
                 if read is not None and read.done():
                     response, read = read.result(), None
+                    self._on_response()
                     events.extend(session.receive(response, now))
                 delivery = self._publish(events) or delivery
                 await self._flush(stream)

@@ -1,0 +1,319 @@
+"""The servers a client talks to: one channel per management server, authorities routed over
+them, fallback between an authority's servers (gRFC A47, A71).
+
+Why one place: every subscription takes the path name -> authority -> the authority's servers
+-> the channel (transport and stream drivers) of each. A server listed by several authorities
+gets one channel, shared, and is closed when no authority uses it any more.
+
+Fallback (gRFC A71), decided synchronously in the drivers' callbacks, before the session sees
+the failure or response that caused it:
+- An authority's servers are in priority order; ``active`` is the one whose session writes the
+  authority's tables in the cache. Every server above it stays subscribed (it keeps retrying).
+- When the active server has a connectivity failure (a stream failed before any response) and
+  a watched resource of the authority is not cached (no usable value, and not known not to
+  exist), the next server becomes active: it is subscribed to everything the authority watches
+  and adopts the cached entries, so watchers see only real changes. Watchers hear of the failure
+  only from the last server: events of a server that is not an authority's writer are dropped.
+- A response from a higher-priority server makes it active again at once (before that response
+  is applied): it adopts the entries, and the servers below it drop the authority's names and
+  are closed when unused.
+- A new watch while the active server is failing re-checks the rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .._config import ClientConfig, ServerConfig
+from .._errors import TransportError
+from .._names import WILDCARD, authority_of
+from .._options import ClientOptions
+from .._protocol import Event, ResourceCache, ResourceStatus, Session
+from .._services import PER_TYPE_SERVICES
+from .._transports import StreamSpec, Transport, TransportFactory
+from ..resources import ResourceType
+from ._clock import Clock
+from ._driver import Publish, StreamDriver
+from ._tasks import TaskOwner
+
+__all__ = ["ServerPool"]
+
+logger = logging.getLogger("xdsclient")
+
+#: Statuses that count as cached for gRFC A71: a usable value, or known not to exist.
+_KNOWN = frozenset({ResourceStatus.DOES_NOT_EXIST, ResourceStatus.TIMEOUT, ResourceStatus.EXPIRED})
+
+
+class _Channel:
+    """One management server: its transport, sessions and drivers, and who uses it."""
+
+    def __init__(self, server: ServerConfig, transport: Transport) -> None:
+        self.server = server
+        self.transport = transport
+        self.sessions: dict[str, Session] = {}  # type URL -> the session carrying it
+        self.drivers: dict[str, StreamDriver] = {}  # type URL -> the driver of its stream
+        self.tasks = TaskOwner()
+        self.users: set[str] = set()  # authorities subscribed here (active or standby)
+        self.standby: set[str] = set()  # authorities subscribed here that another server writes
+        self.failing = False  # the last stream failed before any response
+
+
+class _Authority:
+    """One authority: its servers in priority order, which is active, what it watches."""
+
+    def __init__(self, name: str, servers: tuple[ServerConfig, ...]) -> None:
+        self.name = name
+        self.servers = servers
+        self.active = 0
+        self.watched: dict[str, set[str]] = {}  # type URL -> names (the wildcard included)
+
+
+class ServerPool:
+    """Channels by server, authorities by name; the only path to a session."""
+
+    def __init__(
+        self,
+        *,
+        config: ClientConfig,
+        options: ClientOptions,
+        types: dict[str, ResourceType[Any]],
+        cache: ResourceCache,
+        clock: Clock,
+        publish: Publish,
+        tasks: TaskOwner,
+        transport: TransportFactory,
+    ) -> None:
+        self._config = config
+        self._options = options
+        self._types = types
+        self._cache = cache
+        self._clock = clock
+        self._publish = publish
+        self._tasks = tasks
+        self._factory = transport
+        self._channels: dict[ServerConfig, _Channel] = {}
+        self._closing: list[_Channel] = []  # released channels whose tasks are ending
+        self._authorities: dict[str, _Authority] = {}
+
+    # ------------------------------------------------------------------ routing
+
+    def knows(self, authority: str) -> bool:
+        """Whether the bootstrap configures ``authority`` (old-style names always are)."""
+        return self._config.servers_of(authority) is not None
+
+    def check_type(self, type_url: str) -> None:
+        """Raise when no stream of this client carries ``type_url``."""
+        if not self._options.ads and type_url not in self._carried_per_type():
+            variant = "Delta" if self._options.delta else "SotW"
+            raise ValueError(f"no {variant} per-type service carries {type_url}")
+
+    def subscribe(self, type_url: str, name: str) -> None:
+        """Want ``name`` on every server of its authority down to the active one."""
+        authority = self._authority(authority_of(name))
+        authority.watched.setdefault(type_url, set()).add(name)
+        for index in range(authority.active + 1):
+            self._channel_for(authority, index).drivers[type_url].subscribe(type_url, name)
+        active = self._channels[authority.servers[authority.active]]
+        if active.failing:
+            self._maybe_fall_back(authority, active)
+
+    def unsubscribe(self, type_url: str, name: str) -> None:
+        authority = self._authorities[authority_of(name)]
+        authority.watched.get(type_url, set()).discard(name)
+        for index in range(authority.active + 1):
+            channel = self._channels[authority.servers[index]]
+            channel.drivers[type_url].unsubscribe(type_url, name)
+
+    def active_server(self, authority: str) -> ServerConfig | None:
+        """The server whose data the client uses for ``authority`` now."""
+        state = self._authorities.get(authority)
+        return None if state is None else state.servers[state.active]
+
+    async def close(self) -> None:
+        """Stop every channel, the released ones included, and wait for them."""
+        channels = [*self._channels.values(), *self._closing]
+        self._channels, self._closing = {}, []
+        for channel in channels:
+            await self._stop(channel)
+
+    # ------------------------------------------------------------------ authorities
+
+    def _authority(self, name: str) -> _Authority:
+        authority = self._authorities.get(name)
+        if authority is None:
+            servers = self._config.servers_of(name)
+            if servers is None:
+                raise ValueError(f"the bootstrap does not configure the authority {name!r}")
+            authority = self._authorities[name] = _Authority(name, servers)
+            channel = self._channel_for(authority, 0)
+            for type_url in self._types:
+                if type_url in channel.sessions:
+                    self._cache.assign(name, type_url, channel.sessions[type_url].table(type_url))
+        return authority
+
+    def _channel_for(self, authority: _Authority, index: int) -> _Channel:
+        """The channel of the authority's ``index``-th server, made on first use."""
+        server = authority.servers[index]
+        channel = self._channels.get(server)
+        if channel is None:
+            channel = self._channels[server] = self._open(server)
+        channel.users.add(authority.name)
+        return channel
+
+    def _maybe_fall_back(self, authority: _Authority, channel: _Channel) -> None:
+        """gRFC A71: the active server failed; move on if something watched is not cached."""
+        if authority.servers[authority.active] != channel.server:
+            return
+        if authority.active + 1 >= len(authority.servers) or not self._uncached(authority):
+            return
+        previous = channel
+        authority.active += 1
+        target = self._channel_for(authority, authority.active)
+        previous.standby.add(authority.name)
+        target.standby.discard(authority.name)
+        logger.warning(
+            "xDS server %s unreachable with resources missing: authority %s falls back to %s",
+            previous.server.uri,
+            authority.name,
+            target.server.uri,
+        )
+        for type_url, names in authority.watched.items():
+            for name in names:
+                target.drivers[type_url].subscribe(type_url, name)
+        self._hand_over(authority, previous, target)
+        if target.failing:
+            self._maybe_fall_back(authority, target)
+
+    def _uncached(self, authority: _Authority) -> bool:
+        for type_url, names in authority.watched.items():
+            table = self._cache.table(authority.name, type_url) or {}
+            for name in names:
+                if name == WILDCARD:
+                    continue
+                entry = table.get(name)
+                if entry is None or not (entry.status.holds_value or entry.status in _KNOWN):
+                    return True
+        return False
+
+    def _switch_back(self, channel: _Channel) -> None:
+        """A response from ``channel``: it serves again every authority it stands by for."""
+        for name in list(channel.standby):
+            authority = self._authorities[name]
+            index = authority.servers.index(channel.server)
+            current = self._channels[authority.servers[authority.active]]
+            logger.warning(
+                "xDS server %s answers again: authority %s goes back to it from %s",
+                channel.server.uri,
+                name,
+                current.server.uri,
+            )
+            self._hand_over(authority, current, channel)
+            for lower in authority.servers[index + 1 : authority.active + 1]:
+                self._leave(authority, self._channels[lower])
+            authority.active = index
+            channel.standby.discard(name)
+
+    def _hand_over(self, authority: _Authority, source: _Channel, target: _Channel) -> None:
+        """``target`` becomes the writer of ``authority``'s tables, starting from ``source``'s."""
+        for type_url in authority.watched:
+            table = source.sessions[type_url].table(type_url)
+            session = target.sessions[type_url]
+            for name, entry in list(table.items()):
+                if authority_of(name) == authority.name:
+                    session.adopt(type_url, name, entry)
+            self._cache.assign(authority.name, type_url, session.table(type_url))
+
+    def _leave(self, authority: _Authority, channel: _Channel) -> None:
+        """``authority`` stops using ``channel``; the channel closes when nobody uses it."""
+        for type_url, names in authority.watched.items():
+            for name in names:
+                channel.drivers[type_url].unsubscribe(type_url, name)
+        channel.users.discard(authority.name)
+        channel.standby.discard(authority.name)
+        if not channel.users:
+            del self._channels[channel.server]
+            self._closing.append(channel)
+            self._tasks.start(self._stop(channel), name=f"xdsclient close {channel.server.uri}")
+
+    # ------------------------------------------------------------------ channels
+
+    def _open(self, server: ServerConfig) -> _Channel:
+        channel = _Channel(server, self._factory(server, self._options))
+        for spec, types in self._streams():
+            session = Session(
+                node=self._config.node.to_proto(),
+                resource_types=types,
+                delta=spec.delta,
+                options=self._options.protocol(
+                    ignore_resource_deletion=server.ignore_resource_deletion
+                ),
+            )
+            driver = StreamDriver(
+                session=session,
+                transport=channel.transport,
+                spec=spec,
+                server=server.uri,
+                clock=self._clock,
+                publish=self._publisher(channel),
+                backoff=self._options.backoff,
+                on_failure=self._failure_handler(channel),
+                on_response=self._response_handler(channel),
+            )
+            for rtype in types:
+                channel.sessions[rtype.type_url] = session
+                channel.drivers[rtype.type_url] = driver
+            channel.tasks.start(driver.run(), name=f"xdsclient {spec} {server.uri}")
+        return channel
+
+    async def _stop(self, channel: _Channel) -> None:
+        await channel.tasks.close()
+        await channel.transport.close()
+        if channel in self._closing:
+            self._closing.remove(channel)
+
+    def _streams(self) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
+        """The streams to run: one ADS stream for every type, or one stream per type."""
+        delta = self._options.delta
+        if self._options.ads:
+            return [(StreamSpec(type_url=None, delta=delta), list(self._types.values()))]
+        return [
+            (StreamSpec(type_url=url, delta=delta), [self._types[url]])
+            for url in self._carried_per_type()
+        ]
+
+    def _carried_per_type(self) -> list[str]:
+        delta = self._options.delta
+        return [
+            url
+            for url in self._types
+            if delta or PER_TYPE_SERVICES[url].sotw_method is not None  # VHDS is Delta only
+        ]
+
+    def _publisher(self, channel: _Channel) -> Publish:
+        publish = self._publish
+
+        def publish_from(events: list[Event]) -> Any:
+            if channel.standby and events:
+                standby = channel.standby
+                events = [e for e in events if authority_of(e.name) not in standby]
+            return publish(events)
+
+        return publish_from
+
+    def _failure_handler(self, channel: _Channel) -> Callable[[TransportError], None]:
+        def on_failure(error: TransportError) -> None:
+            channel.failing = True
+            for name in list(channel.users - channel.standby):
+                self._maybe_fall_back(self._authorities[name], channel)
+
+        return on_failure
+
+    def _response_handler(self, channel: _Channel) -> Callable[[], None]:
+        def on_response() -> None:
+            channel.failing = False
+            if channel.standby:
+                self._switch_back(channel)
+
+        return on_response
