@@ -142,6 +142,6 @@ async def test_an_xdstp_name_of_another_type_is_refused_at_the_call(
 ) -> None:
     async with _client(fake, clock) as client:
         with pytest.raises(
-            ValueError, match=r"of type envoy\.config\.listener\.v3\.Listener, not envoy\.config\.cluster"
+            ValueError, match=r"type envoy\.config\.listener\.v3\.Listener, not envoy\.config"
         ):
             client.watch(CLUSTER, "xdstp://m/envoy.config.listener.v3.Listener/a")
