@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._bootstrap import load_bootstrap
 from ._client import XdsClient
 from ._config import (
+    AuthorityConfig,
     Backoff,
     BootstrapError,
     ChannelCredentials,
@@ -45,10 +46,12 @@ from ._protocol import (
 from ._shell._clock import Clock
 from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
+from ._xdstp import InvalidNameError, XdstpName
 from .resources import ResourceType
 
 __all__ = [
     "AmbientError",
+    "AuthorityConfig",
     "Backoff",
     "BootstrapError",
     "CallbackWatcher",
@@ -62,6 +65,7 @@ __all__ = [
     "ConfigWatch",
     "DataError",
     "Event",
+    "InvalidNameError",
     "Locality",
     "NodeConfig",
     "ProtocolError",
@@ -90,6 +94,7 @@ __all__ = [
     "XdsClient",
     "XdsConfig",
     "XdsError",
+    "XdstpName",
     "load_bootstrap",
 ]
 

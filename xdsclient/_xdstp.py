@@ -19,6 +19,8 @@ import urllib.parse
 
 import attrs
 
+from ._errors import XdsError
+
 __all__ = ["XDSTP_SCHEME", "InvalidNameError", "XdstpName", "canonical_name", "expand_template"]
 
 XDSTP_SCHEME = "xdstp://"
@@ -34,7 +36,7 @@ _QUERY_SAFE = _SUB_DELIMS + ":@/?"
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
-class InvalidNameError(ValueError):
+class InvalidNameError(XdsError, ValueError):
     """A resource name that is not a valid xdstp:// name, or not of the expected type."""
 
 

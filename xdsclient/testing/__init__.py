@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._bootstraps import bootstrap
 from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
 from ._demo_config import assignment, changing_endpoints, demo_resources
 from ._fake_clock import FakeClock
@@ -15,6 +16,7 @@ __all__ = [
     "ReceivedRequest",
     "SentResponse",
     "assignment",
+    "bootstrap",
     "changing_endpoints",
     "demo_resources",
 ]

@@ -153,7 +153,8 @@ class FakeTransport:
 
     By default a stream is established as soon as it is opened. `hold` keeps new opens waiting
     (a connection that does not come up) until `release`; `refuse` makes them fail with a
-    `TransportError` (a server that is down) until `accept`.
+    `TransportError` (a server that is down) until `accept`. With several servers (federation,
+    fallback), ``server=`` (its URI) scopes `stream`, `refuse` and `accept` to one of them.
     """
 
     def __init__(self) -> None:
@@ -165,14 +166,25 @@ class FakeTransport:
         self._gate = asyncio.Event()
         self._gate.set()
         self._refusal: TransportError | None = None
+        self._refused: dict[str, TransportError] = {}  # per server
+        self._per_server: dict[str, asyncio.Queue[FakeStream]] = {}
         self.open_attempts = 0  #: how many times the client tried to open a stream
 
     def __call__(self, server: ServerConfig, options: ClientOptions) -> _FakeConnection:
         return _FakeConnection(self, server.uri)
 
-    async def stream(self) -> FakeStream:
-        """The next stream the client establishes (waits for it)."""
-        return await self._opened.get()
+    async def stream(self, server: str | None = None) -> FakeStream:
+        """The next stream the client establishes (to ``server``, when given); waits for it.
+        Use either form throughout a test: each stream is handed out once by each."""
+        if server is None:
+            return await self._opened.get()
+        return await self._queue(server).get()
+
+    def _queue(self, server: str) -> asyncio.Queue[FakeStream]:
+        queue = self._per_server.get(server)
+        if queue is None:
+            queue = self._per_server[server] = asyncio.Queue()
+        return queue
 
     def hold(self) -> None:
         """New opens wait, as over a connection that does not come up."""
@@ -182,13 +194,23 @@ class FakeTransport:
         """Let held opens (and later ones) through."""
         self._gate.set()
 
-    def refuse(self, error: TransportError | str = "connection refused") -> None:
-        """New opens fail (held ones too, once released)."""
-        self._refusal = error if isinstance(error, TransportError) else TransportError(error)
+    def refuse(
+        self, error: TransportError | str = "connection refused", *, server: str | None = None
+    ) -> None:
+        """New opens (to ``server``, or to any) fail (held ones too, once released)."""
+        refusal = error if isinstance(error, TransportError) else TransportError(error)
+        if server is None:
+            self._refusal = refusal
+        else:
+            self._refused[server] = refusal
 
-    def accept(self) -> None:
-        """New opens succeed again."""
-        self._refusal = None
+    def accept(self, *, server: str | None = None) -> None:
+        """New opens (to ``server``, or to any) succeed again."""
+        if server is None:
+            self._refusal = None
+            self._refused.clear()
+        else:
+            self._refused.pop(server, None)
 
     @property
     def current(self) -> FakeStream:
@@ -200,11 +222,13 @@ class FakeTransport:
     async def _open(self, server: str, spec: StreamSpec) -> FakeStream:
         self.open_attempts += 1
         await self._gate.wait()
-        if self._refusal is not None:
-            raise self._refusal
+        refusal = self._refused.get(server, self._refusal)
+        if refusal is not None:
+            raise refusal
         stream = FakeStream(server, spec)
         self.streams.append(stream)
         self._opened.put_nowait(stream)
+        self._queue(server).put_nowait(stream)
         return stream
 
 

@@ -1,0 +1,273 @@
+"""Fallback between an authority's servers (gRFC A71), on the in-memory transport with a fake
+clock: when the client moves on, what it keeps, when it goes back, what watchers see."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tests.builders import endpoints
+from tests.client.conftest import Variant
+from tests.shell.conftest import OPTIONS, settle
+from xdsclient import (
+    CallbackWatcher,
+    DataError,
+    Event,
+    ResourceChanged,
+    XdsClient,
+    load_bootstrap,
+)
+from xdsclient.resources import ENDPOINT
+from xdsclient.testing import FakeClock, FakeStream, FakeTransport, bootstrap
+
+PRIMARY, SECONDARY, THIRD = "primary:1", "secondary:1", "third:1"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fake() -> FakeTransport:
+    return FakeTransport()
+
+
+@pytest.fixture(
+    params=[(True, False), (True, True), (False, False), (False, True)],
+    ids=["ads-sotw", "ads-delta", "xds-sotw", "xds-delta"],
+)
+def variant(request: pytest.FixtureRequest) -> Variant:
+    ads, delta = request.param
+    return Variant(ads=ads, delta=delta)
+
+
+def _client(
+    fake: FakeTransport, clock: FakeClock, variant: Variant, *servers: str, **kw: Any
+) -> XdsClient:
+    config = load_bootstrap(bootstrap(list(servers), **kw))
+    return XdsClient(bootstrap=config, transport=fake, clock=clock, options=OPTIONS, **variant)
+
+
+@pytest.fixture
+async def client(
+    fake: FakeTransport, clock: FakeClock, variant: Variant
+) -> AsyncIterator[XdsClient]:
+    async with _client(fake, clock, variant, PRIMARY, SECONDARY) as c:
+        yield c
+
+
+def _watch(client: XdsClient, name: str = "a") -> list[Event]:
+    seen: list[Event] = []
+    client.add_watcher(ENDPOINT, name, CallbackWatcher(seen.append))
+    return seen
+
+
+async def _answer(stream: FakeStream, *names: str, port: int = 1) -> None:
+    """Read the client's request and answer with endpoints for ``names``."""
+    await stream.request()
+    stream.send([endpoints(n, port=port) for n in names], version=str(port))
+    await settle()
+
+
+def _ports(seen: list[Event]) -> list[int | str]:
+    """What a watcher saw: a port per change, the kind of error otherwise."""
+    return [
+        e.value.localities[0].endpoints[0].port
+        if isinstance(e, ResourceChanged)
+        else type(e).__name__
+        for e in seen
+    ]
+
+
+async def test_a_primary_down_at_start_falls_back_then_goes_back_once_it_answers(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    assert _ports(seen) == [2]  # no connectivity error: a server was left to try
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)  # the primary's first backoff
+    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    assert _ports(seen) == [2, 1]
+    assert SECONDARY in fake.closed_servers  # nobody needs the fallback any more
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.version == "1"
+
+
+async def test_a_primary_lost_with_everything_cached_does_not_fall_back(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    seen = _watch(client)
+    primary = await fake.stream(PRIMARY)
+    await _answer(primary, "a", port=1)
+    fake.refuse(server=PRIMARY)
+    primary.fail()
+    await settle()  # the stream had answered: reconnect at once, refused
+    assert _ports(seen) == [1, "AmbientError"]
+    assert all(s.server == PRIMARY for s in fake.streams)
+    assert fake.closed_servers == []
+
+
+async def test_a_new_watch_while_the_primary_is_down_falls_back_for_it(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    first = _watch(client, "a")
+    primary = await fake.stream(PRIMARY)
+    await _answer(primary, "a", port=1)
+    fake.refuse(server=PRIMARY)
+    primary.fail()
+    await settle()
+    second = _watch(client, "b")
+    fallback = await fake.stream(SECONDARY)
+    request = await fallback.request()
+    names = request.resource_names_subscribe if fallback.spec.delta else request.resource_names
+    assert sorted(names) == ["a", "b"]  # everything the authority watches
+    fallback.send([endpoints("a", port=2), endpoints("b", port=2)], version="2")
+    await settle()
+    assert _ports(first) == [1, "AmbientError", 2]
+    assert _ports(second) == [2]
+
+
+async def test_all_servers_down_gives_data_errors_only_from_the_last_one(
+    fake: FakeTransport, clock: FakeClock, variant: Variant
+) -> None:
+    for server in (PRIMARY, SECONDARY, THIRD):
+        fake.refuse(f"{server} refused", server=server)
+    async with _client(fake, clock, variant, PRIMARY, SECONDARY, THIRD) as client:
+        seen = _watch(client)
+        await settle()
+        assert _ports(seen) == ["DataError"]  # once, when the third server failed too
+        error = seen[0].error  # type: ignore[union-attr]
+        assert str(error) == f"{THIRD} refused"
+        fake.accept(server=SECONDARY)
+        clock.advance(1.0)
+        await _answer(await fake.stream(SECONDARY), "a", port=2)
+        *errors, value = _ports(seen)  # the third server may have failed again meanwhile
+        assert set(errors) == {"DataError"}
+        assert value == 2
+        assert THIRD in fake.closed_servers
+
+
+async def test_all_servers_down_with_a_cached_value_keeps_it(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=2)
+    fake.refuse(server=SECONDARY)
+    fallback.fail()
+    await settle()
+    assert _ports(seen) == [2, "AmbientError"]
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.value is not None
+
+
+async def test_a_flapping_primary_moves_the_authority_each_time_something_is_missing(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client, "a")
+    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    primary = await fake.stream(PRIMARY)
+    await _answer(primary, "a", port=1)  # back on the primary; the fallback closes
+    assert fake.closed_servers == [SECONDARY]
+    fake.refuse(server=PRIMARY)
+    primary.fail()
+    await settle()
+    other = _watch(client, "b")  # missing while the primary is down: fall back again
+    await _answer(await fake.stream(SECONDARY), "a", "b", port=3)
+    assert _ports(seen) == [2, 1, "AmbientError", 3]
+    assert _ports(other) == [3]
+
+
+async def test_a_fallback_server_s_events_stop_once_the_primary_is_back(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=2)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    fallback.send([endpoints("a", port=9)], version="9")  # too late: it is being closed
+    await settle()
+    assert _ports(seen) == [2, 1]
+
+
+async def test_a_timer_on_a_primary_that_connects_but_stays_silent_is_not_heard(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    clock.advance(OPTIONS.does_not_exist_timeout + 1)  # the primary's does-not-exist timer
+    await settle()
+    assert _ports(seen) == [2]
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.version == "2"
+
+
+async def test_one_server_shared_by_two_authorities_has_one_channel(
+    fake: FakeTransport, clock: FakeClock, variant: Variant
+) -> None:
+    kw: Any = {"authorities": {"a.example": [], "b.example": [PRIMARY]}}
+    async with _client(fake, clock, variant, PRIMARY, **kw) as client:
+        name_a = "xdstp://a.example/envoy.config.endpoint.v3.ClusterLoadAssignment/x"
+        name_b = "xdstp://b.example/envoy.config.endpoint.v3.ClusterLoadAssignment/y"
+        seen_a, seen_b = _watch(client, name_a), _watch(client, name_b)
+        stream = await fake.stream(PRIMARY)
+        await settle()
+        requested = {
+            n
+            for r in [*stream.requests]
+            for n in (r.resource_names_subscribe if stream.spec.delta else r.resource_names)
+        }
+        assert requested == {name_a, name_b}
+        stream.send([endpoints(name_a), endpoints(name_b)])
+        await settle()
+        assert [type(e) for e in seen_a + seen_b] == [ResourceChanged, ResourceChanged]
+        assert [s.server for s in fake.streams] == [PRIMARY]
+
+
+async def test_an_authority_on_its_own_server_falls_back_alone(
+    fake: FakeTransport, clock: FakeClock, variant: Variant
+) -> None:
+    kw: Any = {"authorities": {"b.example": [SECONDARY, THIRD]}}
+    async with _client(fake, clock, variant, PRIMARY, **kw) as client:
+        name_b = "xdstp://b.example/envoy.config.endpoint.v3.ClusterLoadAssignment/y"
+        fake.refuse(server=SECONDARY)
+        seen_old, seen_b = _watch(client, "a"), _watch(client, name_b)
+        await _answer(await fake.stream(PRIMARY), "a", port=1)
+        await _answer(await fake.stream(THIRD), name_b, port=3)
+        assert _ports(seen_old) == [1]
+        assert _ports(seen_b) == [3]
+
+
+async def test_a_does_not_exist_answer_counts_as_cached(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    seen = _watch(client)
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    clock.advance(OPTIONS.does_not_exist_timeout + 1)
+    await settle()
+    fake.refuse(server=PRIMARY)
+    primary.fail()
+    await settle()
+    assert [type(e) for e in seen] == [DataError, DataError]  # timed out, then unreachable
+    assert all(s.server == PRIMARY for s in fake.streams)
