@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import endpoints
+from tests.builders import cluster, endpoints
 from tests.client.conftest import Variant
 from tests.shell.conftest import OPTIONS, settle
 from xdsclient import (
@@ -16,32 +16,14 @@ from xdsclient import (
     DataError,
     Event,
     ResourceChanged,
+    ResourceStatus,
     XdsClient,
     load_bootstrap,
 )
-from xdsclient.resources import ENDPOINT
+from xdsclient.resources import CLUSTER, ENDPOINT
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport, bootstrap
 
 PRIMARY, SECONDARY, THIRD = "primary:1", "secondary:1", "third:1"
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake() -> FakeTransport:
-    return FakeTransport()
-
-
-@pytest.fixture(
-    params=[(True, False), (True, True), (False, False), (False, True)],
-    ids=["ads-sotw", "ads-delta", "xds-sotw", "xds-delta"],
-)
-def variant(request: pytest.FixtureRequest) -> Variant:
-    ads, delta = request.param
-    return Variant(ads=ads, delta=delta)
 
 
 def _client(
@@ -271,3 +253,21 @@ async def test_a_does_not_exist_answer_counts_as_cached(
     await settle()
     assert [type(e) for e in seen] == [DataError, DataError]  # timed out, then unreachable
     assert all(s.server == PRIMARY for s in fake.streams)
+
+
+async def test_a_type_first_watched_after_a_fallback_is_read_from_the_fallback_server(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, variant: Variant
+) -> None:
+    fake.refuse(server=PRIMARY)
+    _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=2)
+    client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+    await settle()
+    stream = fallback if variant["ads"] else await fake.stream(SECONDARY)
+    stream.send([cluster("c")], version="5")
+    await settle()
+    state = client.resource_state(CLUSTER, "c")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert state.version == "5"

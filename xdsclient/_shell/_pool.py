@@ -217,12 +217,11 @@ class ServerPool:
 
     def _hand_over(self, authority: _Authority, source: _Channel, target: _Channel) -> None:
         """``target`` becomes the writer of ``authority``'s tables, starting from ``source``'s."""
-        for type_url in authority.watched:
-            table = source.sessions[type_url].table(type_url)
-            session = target.sessions[type_url]
-            for name, entry in list(table.items()):
-                if authority_of(name) == authority.name:
-                    session.adopt(type_url, name, entry)
+        for type_url, session in target.sessions.items():
+            if type_url in authority.watched:
+                for name, entry in list(source.sessions[type_url].table(type_url).items()):
+                    if authority_of(name) == authority.name:
+                        session.adopt(type_url, name, entry)
             self._cache.assign(authority.name, type_url, session.table(type_url))
 
     def _leave(self, authority: _Authority, channel: _Channel) -> None:
