@@ -27,13 +27,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--resources", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--servers", type=int, choices=(1, 2), default=1, help="2: a fallback server (gRFC A71)"
+    )
     args = parser.parse_args()
     header = ("variant", "faults", "sent", "received", "converged", "violations")
     print("{:<10} {:>7} {:>6} {:>9} {:>10} {:>11}".format(*header))
     for label, ads, delta in VARIANTS:
         report = asyncio.run(
             run_chaos(
-                seconds=args.seconds, seed=args.seed, resources=args.resources, ads=ads, delta=delta
+                seconds=args.seconds,
+                seed=args.seed,
+                resources=args.resources,
+                ads=ads,
+                delta=delta,
+                servers=args.servers,
             )
         )
         converged = "never" if report.convergence is None else f"{report.convergence:.2f} s"

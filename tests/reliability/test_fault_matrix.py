@@ -12,6 +12,7 @@ from tests.client.conftest import FAST_BACKOFF, Variant, eventually, next_event
 from tests.reliability.proxy import Proxy
 from xdsclient import (
     AmbientError,
+    CallbackWatcher,
     ClientOptions,
     DataError,
     ResourceChanged,
@@ -20,7 +21,7 @@ from xdsclient import (
     XdsClient,
 )
 from xdsclient.resources import CLUSTER, ENDPOINT
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, bootstrap
 
 
 def holds(client: XdsClient, message: Any, rtype: Any = ENDPOINT) -> bool:
@@ -221,3 +222,27 @@ async def test_a_connection_held_longer_than_the_timer_still_delivers_the_resour
         ):
             first = await next_event(watch)
             assert isinstance(first, ResourceChanged), first
+
+
+async def test_with_a_fallback_server_outages_of_either_keep_the_config_and_converge(
+    variant: Variant,
+) -> None:
+    async with ControlPlane() as primary, ControlPlane() as fallback:
+        primary.set(endpoints("a", port=1))
+        fallback.set(endpoints("a", port=2))
+        await primary.stop()
+        async with XdsClient(
+            bootstrap=bootstrap([primary, fallback]),
+            options=ClientOptions(backoff=FAST_BACKOFF),
+            **variant,
+        ) as client:
+            client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+            await eventually(lambda: holds(client, endpoints("a", port=2)))  # the fallback's
+            await primary.start()
+            await eventually(lambda: holds(client, endpoints("a", port=1)))  # back on primary
+            await fallback.stop()  # unused now: its outage changes nothing
+            for port in (3, 4):
+                await primary.restart()
+                primary.set(endpoints("a", port=port))
+                await eventually(lambda port=port: holds(client, endpoints("a", port=port)))
+            assert fallback.stream_count == 0

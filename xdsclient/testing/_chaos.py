@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import random
 import time
 from typing import Any
@@ -23,6 +24,7 @@ from .._options import ClientOptions
 from .._protocol import Event, ResourceChanged
 from .._watchers import CallbackWatcher
 from ..resources import ENDPOINT
+from ._bootstraps import bootstrap
 from ._control_plane import ControlPlane
 
 __all__ = ["ChaosReport", "run_chaos"]
@@ -66,8 +68,14 @@ async def run_chaos(
     ads: bool = True,
     delta: bool = False,
     settle_timeout: float = 15.0,
+    servers: int = 1,
 ) -> ChaosReport:
-    """Mutate ``resources`` endpoint assignments under random faults for ``seconds``."""
+    """Mutate ``resources`` endpoint assignments under random faults for ``seconds``.
+
+    With ``servers=2`` a fallback server (gRFC A71) mirrors the primary, faults hit either, and
+    one more fault takes the primary down while the client starts watching a new resource (so
+    the client falls back, and goes back when the primary returns).
+    """
     from .._client import XdsClient
 
     rng = random.Random(seed)
@@ -81,53 +89,67 @@ async def run_chaos(
         if isinstance(event, ResourceChanged):
             received[event.name].append(event.value.raw)
 
-    async with ControlPlane() as control_plane:
+    async with contextlib.AsyncExitStack() as stack:
+        planes = [await stack.enter_async_context(ControlPlane()) for _ in range(servers)]
 
         def mutate(name: str) -> None:
             nonlocal serial
             serial += 1
             message = _assignment(name, serial)
-            sent[name].append(message.SerializeToString())
-            control_plane.set(message)
+            sent.setdefault(name, []).append(message.SerializeToString())
+            for plane in planes:
+                plane.set(message)
 
         for name in names:
             mutate(name)
-        async with XdsClient(
-            control_plane.address,
-            node_id=f"chaos-{seed}",
-            ads=ads,
-            delta=delta,
-            options=ClientOptions(
-                does_not_exist_timeout=2.0, backoff=Backoff(initial=0.02, maximum=0.2)
-            ),
-        ) as client:
-            for name in names:
+        client = await stack.enter_async_context(
+            XdsClient(
+                bootstrap=bootstrap(planes, node_id=f"chaos-{seed}"),
+                ads=ads,
+                delta=delta,
+                options=ClientOptions(
+                    does_not_exist_timeout=2.0, backoff=Backoff(initial=0.02, maximum=0.2)
+                ),
+            )
+        )
+        for name in names:
+            client.add_watcher(ENDPOINT, name, CallbackWatcher(record))
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            roll = rng.random()
+            plane = rng.choice(planes)
+            if roll < 0.65:
+                mutate(rng.choice(names))
+            elif roll < 0.75:
+                faults["close streams"] += 1
+                plane.close_streams()
+            elif roll < 0.85:
+                faults["restart"] += 1
+                await plane.restart()
+            elif roll < 0.95 or servers == 1:
+                faults["stop answering"] += 1
+                plane.pause()
+                await asyncio.sleep(rng.uniform(0.05, 0.3))
+                plane.resume()
+            else:
+                faults["primary down, new watch"] += 1
+                name = f"svc-{len(names)}"
+                names.append(name)
+                mutate(name)
+                await planes[0].stop()
                 client.add_watcher(ENDPOINT, name, CallbackWatcher(record))
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                roll = rng.random()
-                if roll < 0.7:
-                    mutate(rng.choice(names))
-                elif roll < 0.8:
-                    faults["close streams"] += 1
-                    control_plane.close_streams()
-                elif roll < 0.9:
-                    faults["restart"] += 1
-                    await control_plane.restart()
-                else:
-                    faults["stop answering"] += 1
-                    control_plane.pause()
-                    await asyncio.sleep(rng.uniform(0.05, 0.3))
-                    control_plane.resume()
-                await asyncio.sleep(rng.uniform(0.0, 0.05))
-            control_plane.resume()
-            settled = time.monotonic()
-            convergence = None
-            while time.monotonic() - settled < settle_timeout:
-                if all(_holds(client, name, sent[name][-1]) for name in names):
-                    convergence = time.monotonic() - settled
-                    break
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(rng.uniform(0.1, 0.4))
+                await planes[0].start()
+            await asyncio.sleep(rng.uniform(0.0, 0.05))
+        for plane in planes:
+            plane.resume()
+        settled = time.monotonic()
+        convergence = None
+        while time.monotonic() - settled < settle_timeout:
+            if all(_holds(client, name, sent[name][-1]) for name in names):
+                convergence = time.monotonic() - settled
+                break
+            await asyncio.sleep(0.01)
     violations = []
     for name, got in received.items():
         order = {raw: i for i, raw in enumerate(sent[name])}
