@@ -271,3 +271,35 @@ async def test_a_type_first_watched_after_a_fallback_is_read_from_the_fallback_s
     assert state is not None
     assert state.status is ResourceStatus.ACKED
     assert state.version == "5"
+
+
+async def test_server_features_apply_to_their_own_server_alone(
+    fake: FakeTransport, clock: FakeClock, variant: Variant
+) -> None:
+    keeper = {
+        "server_uri": SECONDARY,
+        "channel_creds": [{"type": "insecure"}],
+        "server_features": ["ignore_resource_deletion"],
+    }
+    config = bootstrap([PRIMARY], authorities={"b.example": []})
+    config["authorities"]["b.example"] = {"xds_servers": [keeper]}
+    kept = "xdstp://b.example/envoy.config.cluster.v3.Cluster/kept"
+    async with XdsClient(
+        bootstrap=config, transport=fake, clock=clock, options=OPTIONS, **variant
+    ) as client:
+        for name in ("gone", kept):
+            client.add_watcher(CLUSTER, name, CallbackWatcher(lambda event: None))
+        for server, name in ((PRIMARY, "gone"), (SECONDARY, kept)):
+            stream = await fake.stream(server)
+            message = cluster(name)
+            message.eds_cluster_config.service_name = "e"  # required of xdstp names (gRFC A47)
+            stream.send([message])
+            await settle()
+            removed = [name] if stream.spec.delta else []
+            stream.send([], type_url=CLUSTER.type_url, version="2", removed=removed)
+            await settle()
+        gone, still = client.resource_state(CLUSTER, "gone"), client.resource_state(CLUSTER, kept)
+        assert gone is not None
+        assert gone.status is ResourceStatus.DOES_NOT_EXIST
+        assert still is not None
+        assert still.status is ResourceStatus.DOES_NOT_EXIST_BUT_CACHED
