@@ -22,10 +22,10 @@ import attrs
 from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
-from ._errors import ClientClosedError, ResourceError
+from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
 from ._names import authority_of
 from ._options import ClientOptions
-from ._protocol import DataError, ResourceCache, ResourceState
+from ._protocol import DataError, ResourceCache, ResourceState, ResourceStatus
 from ._services import PER_TYPE_SERVICES
 from ._shell._clock import Clock, LoopClock
 from ._shell._pool import ServerPool
@@ -177,7 +177,7 @@ class XdsClient:
         assert self._pool is not None
         if self._pool.knows(authority):
             return None
-        error = ResourceError(
+        error = ResourceDoesNotExistError(
             type_url, name, f"the bootstrap does not configure the authority {authority!r}"
         )
         return DataError(type_url=type_url, name=name, error=error)
@@ -311,7 +311,8 @@ class XdsClient:
 
 class _WalkSource:
     """The client as a config walk sees it: names come from resources the server sent, so a
-    malformed xdstp name is a data error for that watch, never an exception."""
+    malformed xdstp name, or one of an authority the bootstrap does not configure, is that
+    resource's error in the snapshot, never an exception."""
 
     def __init__(self, client: XdsClient) -> None:
         self._client = client
@@ -332,13 +333,34 @@ class _WalkSource:
     def resource_state(
         self, resource_type: ResourceType[Any] | str, name: str
     ) -> ResourceState | None:
+        client = self._client
+        type_url = client._type_url(resource_type)
         try:
-            return self._client.resource_state(resource_type, name)
-        except InvalidNameError:
-            return None
+            name = client._name(type_url, name)
+        except InvalidNameError as exc:
+            return _unusable(type_url, name, str(exc))
+        unknown = client._unknown_authority(type_url, name)
+        if unknown is not None:
+            return _unusable(type_url, name, str(unknown.error))
+        return client.resource_state(type_url, name)
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         return self._client.start_task(coro, name=name)
+
+
+def _unusable(type_url: str, name: str, message: str) -> ResourceState:
+    """The state of a resource the client cannot fetch: it does not exist for this client."""
+    return ResourceState(
+        type_url=type_url,
+        name=name,
+        status=ResourceStatus.DOES_NOT_EXIST,
+        value=None,
+        version=None,
+        last_updated=None,
+        error=ResourceDoesNotExistError(type_url, name, message),
+        error_time=None,
+        expires_at=None,
+    )
 
 
 def _check_name(name: object) -> None:

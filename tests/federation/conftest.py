@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from tests.client.conftest import VARIANTS, Variant
-from xdsclient.testing import FakeClock, FakeTransport
+from xdsclient.testing import ControlPlane, FakeClock, FakeTransport
 
 
 @pytest.fixture(params=VARIANTS)
@@ -21,3 +23,9 @@ def clock() -> FakeClock:
 @pytest.fixture
 def fake() -> FakeTransport:
     return FakeTransport()
+
+
+@pytest.fixture
+async def control_plane() -> AsyncIterator[ControlPlane]:
+    async with ControlPlane() as cp:
+        yield cp

@@ -139,3 +139,58 @@ async def _until(predicate: Any, timeout: float = 5.0) -> None:
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(0.01)
+
+
+LDS_A = "xdstp://a.example/envoy.config.listener.v3.Listener/client/svc%20one?project=1"
+RDS_A = "xdstp://a.example/envoy.config.route.v3.RouteConfiguration/routes"
+CDS_A = "xdstp://a.example/envoy.config.cluster.v3.Cluster/c"
+EDS_A = "xdstp://a.example/envoy.config.endpoint.v3.ClusterLoadAssignment/c"
+
+
+def xdstp_chain(cp: ControlPlane, *, cluster_name: str = CDS_A) -> None:
+    cp.set(listener(LDS_A, route=RDS_A))
+    message = routes(cluster_name)
+    message.name = RDS_A
+    cp.set(message)
+    federated = cluster(CDS_A)
+    federated.eds_cluster_config.service_name = EDS_A
+    cp.set(federated)
+    cp.set(endpoints(EDS_A, port=4242))
+
+
+async def test_the_default_listener_template_resolves_a_service_to_an_xdstp_chain(
+    control_plane: ControlPlane, variant: Variant
+) -> None:
+    xdstp_chain(control_plane)
+    config = bootstrap(
+        [control_plane],
+        authorities={"a.example": []},
+        client_default_listener_resource_name_template=(
+            "xdstp://a.example/envoy.config.listener.v3.Listener/client/%s?project=1"
+        ),
+    )
+    async with (
+        XdsClient(bootstrap=config, options=OPTIONS, **variant) as client,
+        client.watch_config("svc one") as watch,
+    ):
+        snapshot = await next_config(watch)
+        assert port_of(snapshot, CDS_A) == 4242
+        assert snapshot.virtual_host.domains == ("*",)
+
+
+async def test_a_route_to_a_cluster_of_an_unconfigured_authority_is_that_cluster_s_error(
+    control_plane: ControlPlane, variant: Variant
+) -> None:
+    stray = "xdstp://nowhere.example/envoy.config.cluster.v3.Cluster/c"
+    xdstp_chain(control_plane, cluster_name=stray)
+    config = bootstrap([control_plane], authorities={"a.example": []})
+    async with (
+        XdsClient(bootstrap=config, options=OPTIONS, **variant) as client,
+        client.watch_config(LDS_A) as watch,
+    ):
+        async with asyncio.timeout(5):
+            update = await anext(watch)
+        assert isinstance(update, XdsConfig)
+        error = update.clusters[stray].error
+        assert error is not None
+        assert "does not configure the authority 'nowhere.example'" in str(error)
