@@ -44,6 +44,7 @@ from ._protocol import (
     Session,
 )
 from ._shell._clock import Clock
+from ._sources import FileSource, RestSource
 from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from ._xdstp import InvalidNameError, XdstpName
@@ -65,6 +66,7 @@ __all__ = [
     "ConfigWatch",
     "DataError",
     "Event",
+    "FileSource",
     "InvalidNameError",
     "Locality",
     "NodeConfig",
@@ -81,6 +83,7 @@ __all__ = [
     "ResourceType",
     "ResourceValidationError",
     "ResourceWatcher",
+    "RestSource",
     "ServerConfig",
     "ServerResourceError",
     "Session",

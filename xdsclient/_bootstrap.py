@@ -22,6 +22,7 @@ from ._config import (
     NodeConfig,
     ServerConfig,
 )
+from ._sources import FileSource, RestSource, Source
 
 __all__ = ["load_bootstrap"]
 
@@ -69,13 +70,16 @@ def _from_json(text: str, origin: str) -> ClientConfig:
 
 def parse_bootstrap(data: Mapping[str, Any]) -> ClientConfig:
     """Validate a bootstrap already decoded from JSON."""
-    servers = _get(data, "xds_servers", list, "")
-    if not servers:
+    sourced = bool(data.get("xdsclient_sources"))
+    servers = _get(data, "xds_servers", list, "") if "xds_servers" in data or not sourced else []
+    if not servers and not sourced:
         raise BootstrapError("xds_servers: must list at least one server")
     node = _node(_get(data, "node", dict, "")) if "node" in data else NodeConfig()
     template = _optional_str(data, "client_default_listener_resource_name_template", "")
     authorities = _get(data, "authorities", dict, "") if "authorities" in data else {}
+    sources = _get(data, "xdsclient_sources", dict, "") if "xdsclient_sources" in data else {}
     return ClientConfig(
+        sources=_sources(sources),
         servers=_servers(servers, "xds_servers"),
         node=node,
         authorities={
@@ -84,6 +88,71 @@ def parse_bootstrap(data: Mapping[str, Any]) -> ClientConfig:
         },
         client_default_listener_resource_name_template=template if template is not None else "%s",
     )
+
+
+def _sources(data: Mapping[str, Any]) -> dict[str, Source]:
+    """``xdsclient_sources``, our extension (gRPC ignores it): a file, a REST endpoint or a
+    server for a resource type, keyed by type URL or REST name (``listeners``, ``clusters``...)."""
+    from ._services import PER_TYPE_SERVICES
+
+    by_rest = {s.rest: url for url, s in PER_TYPE_SERVICES.items() if s.rest is not None}
+    result: dict[str, Source] = {}
+    for key, value in data.items():
+        path = f"xdsclient_sources[{key!r}]"
+        type_url = by_rest.get(key, key)
+        if "/" not in type_url:
+            known = ", ".join(sorted(by_rest))
+            raise BootstrapError(f"{path}: not a type URL or one of {known}")
+        if not isinstance(value, Mapping):
+            raise BootstrapError(f"{path}: must be an object")
+        result[type_url] = _source(value, path)
+    return result
+
+
+def _source(data: Mapping[str, Any], path: str) -> Source:
+    kinds = [k for k in ("path", "rest", "xds_servers") if k in data]
+    if len(kinds) != 1:
+        raise BootstrapError(f"{path}: needs exactly one of path, rest, xds_servers")
+    if kinds[0] == "path":
+        return FileSource(
+            path=_get(data, "path", str, path),
+            watched_directory=_optional_str(data, "watched_directory", path),
+        )
+    if kinds[0] == "xds_servers":
+        servers = _get(data, "xds_servers", list, path)
+        if len(servers) != 1:
+            raise BootstrapError(f"{path}.xds_servers: must list exactly one server")
+        return _server(servers[0], f"{path}.xds_servers[0]")
+    rest = _get(data, "rest", dict, path)
+    where = f"{path}.rest"
+    headers = _get(rest, "headers", dict, where) if "headers" in rest else {}
+    for name, value in headers.items():
+        if not isinstance(value, str):
+            raise BootstrapError(f"{where}.headers[{name!r}]: must be a string")
+    credentials = (
+        _server({"server_uri": "-", **rest}, where).channel_credentials
+        if "channel_creds" in rest
+        else ChannelCredentials()
+    )
+    try:
+        return RestSource(
+            url=_get(rest, "url", str, where),
+            refresh_delay=_seconds(rest, "refresh_delay", where, 1.0),
+            request_timeout=_seconds(rest, "request_timeout", where, 1.0),
+            headers=headers,
+            channel_credentials=credentials,
+        )
+    except ValueError as exc:
+        raise BootstrapError(f"{where}: {exc}") from None
+
+
+def _seconds(data: Mapping[str, Any], key: str, path: str, default: float) -> float:
+    if key not in data:
+        return default
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise BootstrapError(f"{path}.{key}: must be a positive number of seconds")
+    return float(value)
 
 
 def _servers(servers: list[Any], path: str) -> tuple[ServerConfig, ...]:

@@ -23,15 +23,16 @@ from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
-from ._names import authority_of
+from ._names import OLD_AUTHORITY, authority_of
 from ._options import ClientOptions
 from ._protocol import DataError, ResourceCache, ResourceState, ResourceStatus
 from ._services import PER_TYPE_SERVICES
 from ._shell._clock import Clock, LoopClock
 from ._shell._pool import ServerPool
 from ._shell._tasks import TaskOwner
+from ._sources import FileSource, RestSource, Source
 from ._targets import listener_for
-from ._transports import TransportFactory, default_factory
+from ._transports import TransportFactory
 from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
 from ._xdstp import InvalidNameError, canonical_name
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
@@ -49,10 +50,13 @@ class XdsClient:
     variables (``GRPC_XDS_BOOTSTRAP``, ``GRPC_XDS_BOOTSTRAP_CONFIG``) are read. Use it as an
     async context manager.
 
-    ``options`` (a `ClientOptions`) holds every setting; ``ads`` and ``delta`` are shortcuts
-    for the transport variant. ``resource_types`` adds custom types. ``transport`` and ``clock``
-    replace the gRPC transport and the event loop's clock (`xdsclient.testing.FakeTransport` and
-    `FakeClock` test timing without waiting).
+    ``sources`` serves some types from elsewhere than the servers, as Envoy's ``ConfigSource``
+    does: ``{LISTENER: FileSource(path="lds.yaml"), ENDPOINT: RestSource(url="http://cp")}``
+    (the bootstrap's ``xdsclient_sources`` says the same; with sources for every type watched,
+    no server is needed). ``options`` (a `ClientOptions`) holds every setting; ``ads`` and
+    ``delta`` are shortcuts for the transport variant. ``resource_types`` adds custom types.
+    ``transport`` and ``clock`` replace the transports and the event loop's clock
+    (`xdsclient.testing.FakeTransport` and `FakeClock` test timing without waiting).
     """
 
     def __init__(
@@ -69,8 +73,12 @@ class XdsClient:
         delta: bool | None = None,
         transport: TransportFactory | None = None,
         clock: Clock | None = None,
+        sources: Mapping[ResourceType[Any] | str, FileSource | RestSource | ServerConfig]
+        | None = None,
     ) -> None:
-        self._config = _client_config(server, node_id, node, bootstrap, channel_credentials)
+        self._config = _client_config(
+            server, node_id, node, bootstrap, channel_credentials, _source_map(sources)
+        )
         self._options = _options(options, ads=ads, delta=delta)
         self._types = _resource_types(resource_types, ads=self._options.ads)
         self._transport_factory = transport
@@ -121,7 +129,7 @@ class XdsClient:
             clock=self._clock,
             publish=self._dispatcher.publish,
             tasks=self._tasks,
-            transport=self._transport_factory or default_factory(),
+            transport=self._transport_factory,
         )
         self._tasks.start(self._dispatcher.run(), name="xdsclient-dispatcher")
 
@@ -175,11 +183,14 @@ class XdsClient:
         """A data error for a name whose authority the bootstrap does not configure."""
         authority = authority_of(name)
         assert self._pool is not None
-        if self._pool.knows(authority):
+        if self._pool.knows(authority, type_url):
             return None
-        error = ResourceDoesNotExistError(
-            type_url, name, f"the bootstrap does not configure the authority {authority!r}"
+        reason = (
+            f"no xDS server is configured and no source serves {type_url}"
+            if authority == OLD_AUTHORITY
+            else f"the bootstrap does not configure the authority {authority!r}"
         )
+        error = ResourceDoesNotExistError(type_url, name, reason)
         return DataError(type_url=type_url, name=name, error=error)
 
     def add_watcher(
@@ -220,7 +231,7 @@ class XdsClient:
 
     def _unsubscribe(self, type_url: str, name: str) -> None:
         """The last watcher of ``name`` left."""
-        if self._pool is not None and self._pool.knows(authority_of(name)):
+        if self._pool is not None and self._pool.knows(authority_of(name), type_url):
             self._pool.unsubscribe(type_url, name)
 
     def watch(self, resource_type: ResourceType[Any] | str, name: str) -> Watch:
@@ -376,8 +387,24 @@ def _client_config(
     node: object,
     bootstrap: object,
     channel_credentials: object,
+    sources: dict[str, Source] | None = None,
 ) -> ClientConfig:
-    """The configuration from a server address or a bootstrap, checked at the call."""
+    """The configuration from a server address or a bootstrap, checked at the call, with
+    ``sources`` given in code added (they win over the bootstrap's)."""
+    config = _base_config(server, node_id, node, bootstrap, channel_credentials, bool(sources))
+    if not sources:
+        return config
+    return attrs.evolve(config, sources={**config.sources, **sources})
+
+
+def _base_config(
+    server: object,
+    node_id: object,
+    node: object,
+    bootstrap: object,
+    channel_credentials: object,
+    sourced: bool,
+) -> ClientConfig:
     if not isinstance(node_id, str):
         raise TypeError(f"node_id must be a string, not {node_id!r}")
     if node is not None and not isinstance(node, NodeConfig):
@@ -393,6 +420,8 @@ def _client_config(
             raise TypeError(
                 f"bootstrap must be a path, a dict or a ClientConfig, not {bootstrap!r}"
             )
+        if bootstrap is None and sourced:  # every type watched has a source: no server
+            return ClientConfig(node=node or NodeConfig(id=node_id))
         return load_bootstrap(bootstrap)
     if not isinstance(server, str):
         raise TypeError(f"server must be an address string such as 'host:port', not {server!r}")
@@ -408,6 +437,23 @@ def _client_config(
         ),
         node=node or NodeConfig(id=node_id),
     )
+
+
+def _source_map(sources: object) -> dict[str, Source]:
+    """``sources`` as given in code, keyed by type URL and checked."""
+    if sources is None:
+        return {}
+    if not isinstance(sources, Mapping):
+        raise TypeError(f"sources must map resource types to sources, not {sources!r}")
+    result: dict[str, Source] = {}
+    for rtype, source in sources.items():
+        type_url = rtype.type_url if isinstance(rtype, ResourceType) else rtype
+        if not isinstance(type_url, str):
+            raise TypeError(f"sources keys are resource types or type URLs, not {rtype!r}")
+        if not isinstance(source, FileSource | RestSource | ServerConfig):
+            raise TypeError(f"a source is a FileSource, RestSource or ServerConfig, not {source!r}")
+        result[type_url] = source
+    return result
 
 
 def _options(options: object, *, ads: object, delta: object) -> ClientOptions:

@@ -7,13 +7,16 @@ objects, validated once at construction, so the transport never second-guesses i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from ._errors import XdsError
 from ._names import OLD_AUTHORITY
 from ._validators import positive as _positive
+
+if TYPE_CHECKING:
+    from ._sources import Source
 
 __all__ = [
     "AuthorityConfig",
@@ -145,10 +148,12 @@ class ClientConfig:
     configuration; a name whose authority is not there cannot be watched.
     """
 
-    servers: tuple[ServerConfig, ...] = attrs.field(validator=attrs.validators.min_len(1))
+    servers: tuple[ServerConfig, ...] = ()
     node: NodeConfig = NodeConfig()
     authorities: Mapping[str, AuthorityConfig] = attrs.field(factory=dict, hash=False)
     client_default_listener_resource_name_template: str = "%s"
+    #: type URL -> a file or REST source serving that type instead of the servers
+    sources: Mapping[str, Source] = attrs.field(factory=dict, hash=False)
 
     def servers_of(self, authority: str) -> tuple[ServerConfig, ...] | None:
         """The servers of an authority in priority order (`OLD_AUTHORITY`: the top-level

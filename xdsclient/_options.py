@@ -46,11 +46,15 @@ class ClientOptions:
     backoff: Backoff = attrs.field(factory=Backoff)
     slow_watcher_threshold: float = attrs.field(default=1.0, validator=positive)
 
-    def protocol(self, *, ignore_resource_deletion: bool) -> ProtocolOptions:
-        """The protocol core's options for a server (server features vary by server)."""
+    def protocol(
+        self, *, ignore_resource_deletion: bool, complete_state: bool = False
+    ) -> ProtocolOptions:
+        """The protocol core's options for a server (server features vary by server) or a
+        source (a file is the complete state)."""
         return ProtocolOptions(
             does_not_exist_timeout=self.does_not_exist_timeout,
             ignore_resource_deletion=ignore_resource_deletion,
+            complete_state=complete_state,
             max_nack_message_length=self.max_nack_message_length,
             max_resources_per_response=self.max_resources_per_response,
             max_name_length=self.max_name_length,

@@ -30,6 +30,7 @@ class Service:
     sotw_method: str | None
     delta_method: str
     type_url: str | None  # None for ADS, which carries every type
+    rest: str | None = None  # the REST-JSON resource: POST /v3/discovery:{rest}
 
 
 ADS_SERVICE = Service(
@@ -45,18 +46,21 @@ _PER_TYPE = (
         "StreamListeners",
         "DeltaListeners",
         LISTENER.type_url,
+        "listeners",
     ),
     Service(
         "envoy.service.route.v3.RouteDiscoveryService",
         "StreamRoutes",
         "DeltaRoutes",
         ROUTE_CONFIGURATION.type_url,
+        "routes",
     ),
     Service(
         "envoy.service.route.v3.ScopedRoutesDiscoveryService",
         "StreamScopedRoutes",
         "DeltaScopedRoutes",
         SCOPED_ROUTE_CONFIGURATION.type_url,
+        "scoped-routes",
     ),
     Service(
         "envoy.service.route.v3.VirtualHostDiscoveryService",
@@ -69,24 +73,28 @@ _PER_TYPE = (
         "StreamClusters",
         "DeltaClusters",
         CLUSTER.type_url,
+        "clusters",
     ),
     Service(
         "envoy.service.endpoint.v3.EndpointDiscoveryService",
         "StreamEndpoints",
         "DeltaEndpoints",
         ENDPOINT.type_url,
+        "endpoints",
     ),
     Service(
         "envoy.service.secret.v3.SecretDiscoveryService",
         "StreamSecrets",
         "DeltaSecrets",
         SECRET.type_url,
+        "secrets",
     ),
     Service(
         "envoy.service.runtime.v3.RuntimeDiscoveryService",
         "StreamRuntime",
         "DeltaRuntime",
         RUNTIME.type_url,
+        "runtime",
     ),
 )
 

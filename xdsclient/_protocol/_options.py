@@ -30,3 +30,6 @@ class ProtocolOptions:
     max_resources_per_response: int = attrs.field(default=1_000_000, validator=positive)
     #: A resource whose name is longer is rejected (its name is not stored).
     max_name_length: int = attrs.field(default=4096, validator=positive)
+    #: Every response is the complete state of its type, whatever the type, and a subscribed
+    #: name absent from it does not exist (a file source: nothing is in flight).
+    complete_state: bool = False

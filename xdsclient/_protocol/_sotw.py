@@ -29,6 +29,7 @@ from ._typestate import TypeState, duration_seconds
 __all__ = ["SotwTypeState"]
 
 _NACKED = ResourceStatus.NACKED
+_REQUESTED = ResourceStatus.REQUESTED
 
 
 class SotwTypeState(TypeState):
@@ -118,13 +119,16 @@ class SotwTypeState(TypeState):
         """LDS/CDS: a resource seen before and absent from a full state was deleted. One never
         seen may simply not be in this response yet (the request naming it may be in flight).
         A response of heartbeats alone refreshes TTLs; it is not a state of the world."""
-        if not self.rtype.all_resources_required_in_sotw or not classified.every_name_known:
+        complete = self.options.complete_state
+        if not (complete or self.rtype.all_resources_required_in_sotw):
+            return
+        if not classified.every_name_known:
             return
         if classified.bodiless and not classified.valid and not classified.invalid:
             return
         for name in self.entries.keys() - classified.seen - covered:
             status = self.entries[name].status
-            if status.holds_value or status is _NACKED:
+            if status.holds_value or status is _NACKED or (complete and status is _REQUESTED):
                 self.apply_deletion(name, now, events)
 
     def _unwrap(

@@ -26,13 +26,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .._config import ClientConfig, ServerConfig
+from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
 from .._names import WILDCARD, authority_of
 from .._options import ClientOptions
 from .._protocol import Event, ResourceCache, ResourceStatus, Session
 from .._services import PER_TYPE_SERVICES
-from .._transports import StreamSpec, Transport, TransportFactory
+from .._sources import FileSource, RestSource, Source
+from .._transports import StreamSpec, Transport, TransportFactory, default_factory
 from ..resources import ResourceType
 from ._clock import Clock
 from ._driver import Publish, StreamDriver
@@ -42,6 +43,9 @@ __all__ = ["ServerPool"]
 
 logger = logging.getLogger("xdsclient")
 
+#: A file source reopens only once the file changed: no backoff is needed between attempts.
+_FILE_BACKOFF = Backoff(initial=0.01, multiplier=1.0, jitter=0.0, maximum=0.01)
+
 #: Statuses that count as cached for gRFC A71: a usable value, or known not to exist.
 _KNOWN = frozenset({ResourceStatus.DOES_NOT_EXIST, ResourceStatus.TIMEOUT, ResourceStatus.EXPIRED})
 
@@ -49,7 +53,7 @@ _KNOWN = frozenset({ResourceStatus.DOES_NOT_EXIST, ResourceStatus.TIMEOUT, Resou
 class _Channel:
     """One management server: its transport, sessions and drivers, and who uses it."""
 
-    def __init__(self, server: ServerConfig, transport: Transport) -> None:
+    def __init__(self, server: Source, transport: Transport) -> None:
         self.server = server
         self.transport = transport
         self.sessions: dict[str, Session] = {}  # type URL -> the session carrying it
@@ -83,7 +87,7 @@ class ServerPool:
         clock: Clock,
         publish: Publish,
         tasks: TaskOwner,
-        transport: TransportFactory,
+        transport: TransportFactory | None,
     ) -> None:
         self._config = config
         self._options = options
@@ -93,15 +97,20 @@ class ServerPool:
         self._publish = publish
         self._tasks = tasks
         self._factory = transport
-        self._channels: dict[ServerConfig, _Channel] = {}
+        self._channels: dict[Source, _Channel] = {}
+        #: type URL -> the file or REST source serving it instead of the servers
+        self._sources: dict[str, Source] = dict(config.sources)
         self._closing: list[_Channel] = []  # released channels whose tasks are ending
         self._authorities: dict[str, _Authority] = {}
 
     # ------------------------------------------------------------------ routing
 
-    def knows(self, authority: str) -> bool:
-        """Whether the bootstrap configures ``authority`` (old-style names always are)."""
-        return self._config.servers_of(authority) is not None
+    def knows(self, authority: str, type_url: str | None = None) -> bool:
+        """Whether a name of ``authority`` (and type) can be fetched: its type has a source, or
+        the bootstrap configures servers for the authority."""
+        if type_url is not None and type_url in self._sources:
+            return True
+        return bool(self._config.servers_of(authority))
 
     def check_type(self, type_url: str) -> None:
         """Raise when no stream of this client carries ``type_url``."""
@@ -110,7 +119,16 @@ class ServerPool:
             raise ValueError(f"no {variant} per-type service carries {type_url}")
 
     def subscribe(self, type_url: str, name: str) -> None:
-        """Want ``name`` on every server of its authority down to the active one."""
+        """Want ``name`` from its type's source, or on every server of its authority down to
+        the active one."""
+        source = self._sources.get(type_url)
+        if source is not None:
+            channel = self._source_channel(source)
+            self._cache.assign(
+                authority_of(name), type_url, channel.sessions[type_url].table(type_url)
+            )
+            channel.drivers[type_url].subscribe(type_url, name)
+            return
         authority = self._authority(authority_of(name))
         authority.watched.setdefault(type_url, set()).add(name)
         for index in range(authority.active + 1):
@@ -120,6 +138,10 @@ class ServerPool:
             self._maybe_fall_back(authority, active)
 
     def unsubscribe(self, type_url: str, name: str) -> None:
+        source = self._sources.get(type_url)
+        if source is not None:
+            self._channels[source].drivers[type_url].unsubscribe(type_url, name)
+            return
         authority = self._authorities[authority_of(name)]
         authority.watched.get(type_url, set()).discard(name)
         for index in range(authority.active + 1):
@@ -238,15 +260,23 @@ class ServerPool:
 
     # ------------------------------------------------------------------ channels
 
-    def _open(self, server: ServerConfig) -> _Channel:
-        channel = _Channel(server, self._factory(server, self._options))
-        for spec, types in self._streams():
+    def _source_channel(self, source: Source) -> _Channel:
+        channel = self._channels.get(source)
+        if channel is None:
+            channel = self._channels[source] = self._open(source)
+        return channel
+
+    def _open(self, server: Source) -> _Channel:
+        channel = _Channel(server, self._transport_for(server))
+        for spec, types in self._streams(server):
             session = Session(
                 node=self._config.node.to_proto(),
                 resource_types=types,
                 delta=spec.delta,
                 options=self._options.protocol(
-                    ignore_resource_deletion=server.ignore_resource_deletion
+                    ignore_resource_deletion=isinstance(server, ServerConfig)
+                    and server.ignore_resource_deletion,
+                    complete_state=isinstance(server, FileSource),
                 ),
             )
             driver = StreamDriver(
@@ -256,7 +286,7 @@ class ServerPool:
                 server=server.uri,
                 clock=self._clock,
                 publish=self._publisher(channel),
-                backoff=self._options.backoff,
+                backoff=_FILE_BACKOFF if isinstance(server, FileSource) else self._options.backoff,
                 on_failure=self._failure_handler(channel),
                 on_response=self._response_handler(channel),
             )
@@ -272,14 +302,37 @@ class ServerPool:
         if channel in self._closing:
             self._closing.remove(channel)
 
-    def _streams(self) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
-        """The streams to run: one ADS stream for every type, or one stream per type."""
+    def _transport_for(self, server: Source) -> Transport:
+        if self._factory is not None:
+            return self._factory(server, self._options)
+        if isinstance(server, FileSource):
+            from .._transports._file import FileTransport
+
+            return FileTransport(server, self._options)
+        if isinstance(server, RestSource):
+            from .._transports._rest import RestTransport
+
+            return RestTransport(server, self._options)
+        return default_factory()(server, self._options)
+
+    def _streams(self, server: Source) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
+        """The streams to a server: one ADS stream for every type it serves, or one stream per
+        type; a file or REST source: one SotW stream per type it serves."""
+        if not isinstance(server, ServerConfig):
+            return [
+                (StreamSpec(type_url=url, delta=False), [self._types[url]])
+                for url, source in self._sources.items()
+                if source == server and url in self._types
+            ]
         delta = self._options.delta
+        served = [t for url, t in self._types.items() if url not in self._sources]
         if self._options.ads:
-            return [(StreamSpec(type_url=None, delta=delta), list(self._types.values()))]
+            return [(StreamSpec(type_url=None, delta=delta), served)] if served else []
+        carried = set(self._carried_per_type())
         return [
-            (StreamSpec(type_url=url, delta=delta), [self._types[url]])
-            for url in self._carried_per_type()
+            (StreamSpec(type_url=t.type_url, delta=delta), [t])
+            for t in served
+            if t.type_url in carried
         ]
 
     def _carried_per_type(self) -> list[str]:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 if TYPE_CHECKING:
-    from .._config import ServerConfig
     from .._options import ClientOptions
+    from .._sources import Source
 
 __all__ = ["Stream", "StreamSpec", "Transport", "TransportFactory"]
 
@@ -62,6 +62,7 @@ class Transport(Protocol):
 
 
 class TransportFactory(Protocol):
-    """Makes the transport to one server (the client calls it once per server it uses)."""
+    """Makes the transport to one server or source (the client calls it once per server it
+    uses; ``server.uri`` names it)."""
 
-    def __call__(self, server: ServerConfig, options: ClientOptions) -> Transport: ...
+    def __call__(self, server: Source, options: ClientOptions) -> Transport: ...

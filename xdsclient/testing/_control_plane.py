@@ -21,8 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
+import ssl
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from typing import Any
 
 import attrs
@@ -38,7 +41,9 @@ from .._protocol._messages import (
     Resource,
 )
 from .._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
+from .._transports._formats import dump_response, format_of
 from ..resources import CLUSTER, ENDPOINT, LISTENER
+from ._rest_endpoint import RestEndpoint, wait_event
 
 __all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
 
@@ -149,6 +154,8 @@ class ControlPlane:
         self.responses: list[SentResponse] = []
         #: Fault: a Delta stream's initial_resource_versions are ignored (everything is resent).
         self.ignore_initial_resource_versions = False
+        self._rest: RestEndpoint | None = None
+        self._changed_event = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,6 +165,8 @@ class ControlPlane:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+        if self._rest is not None:
+            await self._rest.stop()
 
     async def start(self) -> None:
         """Start serving (again, on the same port after `stop`)."""
@@ -564,6 +573,73 @@ class ControlPlane:
     def _wake_all(self) -> None:
         for stream in self._streams.values():
             stream.wake.set()
+        self._changed_event.set()
+        self._changed_event = asyncio.Event()
+
+    # ------------------------------------------------------------------ REST-JSON and files
+
+    async def serve_rest(
+        self,
+        *,
+        long_poll: bool = False,
+        hold: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> RestEndpoint:
+        """Serve the same resources over REST-JSON polling too (needs ``xdsclient[rest]``);
+        the endpoint's ``url`` goes in a `RestSource`. With ``long_poll`` a request whose
+        version is current is held until something changes (at most ``hold`` seconds)."""
+        if self._rest is None:
+            self._rest = RestEndpoint(self, long_poll=long_poll, hold=hold, ssl_context=ssl_context)
+            await self._rest.start()
+        return self._rest
+
+    def write_file(self, path: str | os.PathLike[str], type_url: str) -> str:
+        """Write every resource of a type as one DiscoveryResponse to ``path`` (the format
+        follows the extension, as for a `FileSource`), atomically: a temporary file renamed
+        over it. Returns the version written."""
+        target = os.fspath(path)
+        response = self._rest_response(type_url, None)
+        data = dump_response(response, format_of(target))
+        directory = os.path.dirname(os.path.abspath(target))
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=".xds-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, target)
+        version: str = response.version_info
+        return version
+
+    def _current_version(self, type_url: str) -> str:
+        return self._type_versions.get(type_url, "0")
+
+    async def _wait_changed(self, timeout: float) -> None:
+        await wait_event(self._changed_event, timeout)
+
+    def _record_rest(self, message: Any, resource: str) -> None:
+        self.requests.append(
+            ReceivedRequest(
+                time=time.monotonic(), stream=0, method=f"REST {resource}", message=message
+            )
+        )
+
+    def _rest_response(self, type_url: str, names: Collection[str] | None) -> Any:
+        """A SotW response of the resources named (all with None) at the type's version."""
+        store = self._store.get(type_url, {})
+        response = DiscoveryResponse(
+            type_url=type_url, version_info=self._current_version(type_url)
+        )
+        for name, stored in store.items():
+            if names is None or name in names:
+                response.resources.append(stored.packed)
+        self.responses.append(
+            SentResponse(
+                time=time.monotonic(),
+                stream=0,
+                type_url=type_url,
+                nonce="",
+                names=tuple(n for n in store if names is None or n in names),
+            )
+        )
+        return response
 
 
 def _sotw_name(packed: Any) -> str:

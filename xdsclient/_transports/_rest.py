@@ -1,0 +1,205 @@
+"""The REST-JSON transport: polling ``POST {url}/v3/discovery:{resource}`` (Envoy's
+``api_config_source`` with ``api_type: REST``), behind the same `Transport` interface as gRPC.
+
+Why a stream over polls: the session already decides what to request and how to answer each
+response; here a "stream" is a sequence of polls, one outstanding at a time:
+- `write` keeps the session's latest request (its names, and the ACK or NACK of the last
+  response in ``version_info`` / ``error_detail``); each poll sends the latest one.
+- `read` polls: at once when the request's names changed (a new subscription should not wait a
+  refresh period), otherwise ``refresh_delay`` after the last response. A 200 with a
+  ``DiscoveryResponse`` body is returned; 304 and an empty body mean "nothing new" and the next
+  poll follows ``refresh_delay`` later. A server that holds the request until something changes
+  (long polling) is simply a slow 200.
+- HTTP errors, timeouts (``request_timeout``), bodies that are not a ``DiscoveryResponse`` and
+  responses of another type end the stream with a `TransportError`: the drive loop backs off
+  and reports it as it would a failed gRPC stream.
+Headers (tokens) go on every request and are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._errors import TransportError
+from .._services import PER_TYPE_SERVICES
+from ._base import StreamSpec
+from ._formats import FormatError, parse_response
+
+if TYPE_CHECKING:
+    from .._config import ChannelCredentials
+    from .._options import ClientOptions
+    from .._sources import RestSource
+
+__all__ = ["RestStream", "RestTransport", "rest_path"]
+
+logger = logging.getLogger("xdsclient.rest")
+
+
+def rest_path(type_url: str) -> str:
+    """``/v3/discovery:{resource}`` for a type; raises `TransportError` when it has none."""
+    service = PER_TYPE_SERVICES.get(type_url)
+    if service is None or service.rest is None:
+        raise TransportError(f"no REST-JSON endpoint serves {type_url}")
+    return f"/v3/discovery:{service.rest}"
+
+
+class RestTransport:
+    """Polls one REST-JSON endpoint; one HTTP session shared by every type's stream."""
+
+    def __init__(self, source: RestSource, options: ClientOptions) -> None:
+        try:
+            import aiohttp  # noqa: F401
+        except ImportError:
+            raise TransportError(
+                "REST sources need aiohttp: pip install 'xdsclient[rest]'"
+            ) from None
+        self.source = source
+        self.limit = options.max_receive_message_length
+        self._session: Any = None
+
+    def http(self) -> Any:
+        """The aiohttp session, made on first use (it needs the running loop)."""
+        if self._session is None:
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(ssl=_ssl_context(self.source) or True)
+            self._session = aiohttp.ClientSession(
+                connector=connector, headers=dict(self.source.headers)
+            )
+        return self._session
+
+    async def open(self, spec: StreamSpec) -> RestStream:
+        if spec.delta or spec.type_url is None:
+            raise TransportError("REST-JSON polling is state of the world, one type per stream")
+        return RestStream(
+            self, spec.type_url, self.source.url.rstrip("/") + rest_path(spec.type_url)
+        )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+
+class RestStream:
+    """Polls for one type: the latest request goes out, one poll at a time."""
+
+    def __init__(self, transport: RestTransport, type_url: str, url: str) -> None:
+        self._transport = transport
+        self._type_url = type_url
+        self._url = url
+        self._request: Any = None
+        self._written = asyncio.Event()
+        self._polled_names: list[str] | None = None
+        self._next_poll = 0.0  # time.monotonic() of the next periodic poll
+        self._closed = False
+
+    async def write(self, request: Any) -> None:
+        if self._closed:
+            raise TransportError(f"REST poll of {self._url} is closed")
+        self._request = request
+        self._written.set()
+
+    async def read(self) -> Any:
+        source = self._transport.source
+        while True:
+            await self._due()
+            response = await self._poll()
+            self._next_poll = time.monotonic() + source.refresh_delay
+            if response is not None:
+                return response
+
+    async def _due(self) -> None:
+        """Until there is a request and a poll is due: at once for new names, else on time."""
+        while True:
+            if self._closed:
+                raise TransportError(f"REST poll of {self._url} is closed")
+            request = self._request
+            if request is not None:
+                names = list(request.resource_names)
+                delay = self._next_poll - time.monotonic()
+                if names != self._polled_names or delay <= 0:
+                    return
+                self._written.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._written.wait(), delay)
+                continue
+            self._written.clear()
+            await self._written.wait()
+
+    async def _poll(self) -> Any:
+        """One POST of the latest request; the response, or None when nothing is new."""
+        import aiohttp
+        from google.protobuf import json_format
+
+        request = self._request
+        self._polled_names = list(request.resource_names)
+        body = json_format.MessageToJson(request, indent=None)
+        source = self._transport.source
+        try:
+            async with self._transport.http().post(
+                self._url,
+                data=body,
+                headers={"Content-Type": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=source.request_timeout),
+            ) as reply:
+                if reply.status == 304:
+                    return None
+                if reply.status != 200:
+                    text = (await reply.text())[:200]
+                    raise TransportError(
+                        f"REST poll of {self._url} failed: HTTP {reply.status} {text}".rstrip(),
+                        code=str(reply.status),
+                    )
+                data = await reply.content.read(self._transport.limit + 1)
+        except TimeoutError:
+            raise TransportError(
+                f"REST poll of {self._url} timed out after {source.request_timeout:g} s"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise TransportError(f"REST poll of {self._url} failed: {exc}") from None
+        return self._decode(data)
+
+    def _decode(self, data: bytes) -> Any:
+        if len(data) > self._transport.limit:
+            raise TransportError(
+                f"REST poll of {self._url}: body exceeds max_receive_message_length "
+                f"({self._transport.limit})"
+            )
+        if not data.strip():
+            return None
+        try:
+            response = parse_response(data, "json")
+        except FormatError as exc:
+            raise TransportError(
+                f"REST poll of {self._url}: not a DiscoveryResponse: {exc}"
+            ) from None
+        if not response.type_url:
+            response.type_url = self._type_url
+        elif response.type_url != self._type_url:
+            raise TransportError(
+                f"REST poll of {self._url}: answered {response.type_url}, not {self._type_url}"
+            )
+        return response
+
+    def close(self) -> None:
+        self._closed = True
+        self._written.set()
+
+
+def _ssl_context(source: RestSource) -> ssl.SSLContext | None:
+    if not source.url.startswith("https:"):
+        return None
+    credentials: ChannelCredentials = source.channel_credentials
+    try:
+        context = ssl.create_default_context(cafile=credentials.ca_certificate_file)
+        if credentials.certificate_file is not None:
+            context.load_cert_chain(credentials.certificate_file, credentials.private_key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise TransportError(f"REST TLS credentials for {source.url}: {exc}") from None
+    return context

@@ -1,0 +1,119 @@
+"""The test control plane's REST-JSON endpoint: the same resources over HTTP polling.
+
+Why in the test kit: users test their clients against all three transports the same way, and
+our own behavioural suite runs over gRPC, files and REST from one `ControlPlane`. It answers
+``POST /v3/discovery:{listeners|routes|clusters|endpoints|...}`` as go-control-plane's REST
+handler does: the requested resources (every resource for a wildcard request of LDS/CDS) at
+the type's current version; 304 Not Modified when the request's ``version_info`` is already
+current; with ``long_poll`` it holds such a request until something changes (or ``hold``
+seconds pass, then 304).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._names import WILDCARD
+from .._services import PER_TYPE_SERVICES
+
+if TYPE_CHECKING:
+    from ._control_plane import ControlPlane
+
+__all__ = ["RestEndpoint"]
+
+_FULL_STATE_REST = {"listeners", "clusters"}
+
+
+class RestEndpoint:
+    """An aiohttp server on 127.0.0.1 answering REST-JSON discovery requests from a store."""
+
+    def __init__(
+        self,
+        control_plane: ControlPlane,
+        *,
+        long_poll: bool,
+        hold: float,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        self._cp = control_plane
+        self._long_poll = long_poll
+        self._hold = hold
+        self._ssl = ssl_context
+        self._runner: Any = None
+        self.port = 0
+        #: HTTP status to answer with instead of serving (a fault), or None
+        self.fail_with: int | None = None
+        #: a body to send instead of the real response (a fault), or None
+        self.raw_body: bytes | None = None
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._ssl is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_post("/v3/discovery:{resource}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self._ssl)
+        await site.start()
+        server: Any = site._server
+        self.port = server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def _handle(self, request: Any) -> Any:
+        from aiohttp import web
+        from envoy.service.discovery.v3.discovery_pb2 import DiscoveryRequest
+        from google.protobuf import json_format
+
+        resource = request.match_info["resource"]
+        type_url = next((url for url, s in PER_TYPE_SERVICES.items() if s.rest == resource), None)
+        if type_url is None:
+            return web.Response(status=404, text=f"no REST endpoint for {resource}")
+        try:
+            message = json_format.Parse(await request.text(), DiscoveryRequest())
+        except json_format.ParseError as exc:
+            return web.Response(status=400, text=str(exc))
+        if not message.type_url:
+            message.type_url = type_url
+        self._cp._record_rest(message, resource)
+        if self.fail_with is not None:
+            return web.Response(status=self.fail_with, text="failing on purpose")
+        if self._cp._paused:
+            return web.Response(status=503, text="paused")
+        if self.raw_body is not None:
+            return web.Response(body=self.raw_body, content_type="application/json")
+        deadline = time.monotonic() + self._hold
+        while message.version_info == self._cp._current_version(type_url):
+            if not self._long_poll or time.monotonic() >= deadline:
+                return web.Response(status=304)
+            await self._cp._wait_changed(deadline - time.monotonic())
+        response = self._cp._rest_response(type_url, self._wanted(message, resource))
+        return web.Response(
+            text=json_format.MessageToJson(response, indent=None), content_type="application/json"
+        )
+
+    @staticmethod
+    def _wanted(message: Any, resource: str) -> set[str] | None:
+        """The names asked for; None for every resource (a wildcard request of LDS/CDS)."""
+        names = set(message.resource_names)
+        if resource in _FULL_STATE_REST and (not names or WILDCARD in names):
+            return None
+        return names - {WILDCARD}
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> None:
+    """Until ``event`` is set or ``timeout`` seconds pass."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), max(timeout, 0.0))
