@@ -18,6 +18,7 @@ the event stream, so a change is never missed even when an event is.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import logging
@@ -144,10 +145,18 @@ class FileStream:
         self._raw = raw
         self._stat = stat
         self._closed = False
+        self._names: list[str] | None = None  # the names of the last request
+        self._resend = False  # new names were requested: hand out the content again
+        self._wake = asyncio.Event()
 
     async def write(self, request: Any) -> None:
         if self._closed:
             raise TransportError(f"{self._transport.path}: the stream is closed")
+        names = list(request.resource_names)
+        if self._names is not None and names != self._names:
+            self._resend = True
+            self._wake.set()
+        self._names = names
         if request.HasField("error_detail"):
             logger.warning(
                 "%s: rejected version %s: %s",
@@ -166,13 +175,31 @@ class FileStream:
             if self._closed:
                 raise TransportError(f"{transport.path}: the stream is closed")
             stat = transport.stat()
-            if changed or stat != self._stat:
+            if changed or self._resend or stat != self._stat:
                 raw, message = transport.load(self._type_url)  # a bad file ends the stream
                 self._stat = stat
-                if raw != self._raw:
+                if raw != self._raw or self._resend:
                     self._raw = raw
+                    self._resend = False
                     return message
-            changed = await transport.next_change()
+            changed = await self._next_change()
+
+    async def _next_change(self) -> bool:
+        """Until the file may have changed (True when an event says so) or new names want the
+        content again."""
+        self._wake.clear()
+        change = asyncio.ensure_future(self._transport.next_change())
+        wake = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({change, wake}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in (change, wake):
+                if not future.done():
+                    future.cancel()
+        if change.done() and not change.cancelled():
+            return change.result()
+        return False
 
     def close(self) -> None:
         self._closed = True
+        self._wake.set()

@@ -49,6 +49,8 @@ class RestEndpoint:
         self.fail_with: int | None = None
         #: a body to send instead of the real response (a fault), or None
         self.raw_body: bytes | None = None
+        #: the headers of the last request (to check what a client sends)
+        self.last_headers: dict[str, str] = {}
 
     @property
     def url(self) -> str:
@@ -77,6 +79,7 @@ class RestEndpoint:
         from envoy.service.discovery.v3.discovery_pb2 import DiscoveryRequest
         from google.protobuf import json_format
 
+        self.last_headers = dict(request.headers)
         resource = request.match_info["resource"]
         type_url = next((url for url, s in PER_TYPE_SERVICES.items() if s.rest == resource), None)
         if type_url is None:
