@@ -16,7 +16,6 @@ from typing import Any
 
 from google.protobuf import any_pb2
 
-from .._config import ServerConfig
 from .._errors import TransportError
 from .._options import ClientOptions
 from .._protocol._messages import (
@@ -24,6 +23,7 @@ from .._protocol._messages import (
     DiscoveryResponse,
     Resource,
 )
+from .._sources import Source
 from .._transports import StreamSpec
 
 __all__ = ["FakeStream", "FakeTransport"]
@@ -170,7 +170,7 @@ class FakeTransport:
         self._per_server: dict[str, asyncio.Queue[FakeStream]] = {}
         self.open_attempts = 0  #: how many times the client tried to open a stream
 
-    def __call__(self, server: ServerConfig, options: ClientOptions) -> _FakeConnection:
+    def __call__(self, server: Source, options: ClientOptions) -> _FakeConnection:
         return _FakeConnection(self, server.uri)
 
     async def stream(self, server: str | None = None) -> FakeStream:

@@ -44,6 +44,7 @@ class RestEndpoint:
         self._hold = hold
         self._ssl = ssl_context
         self._runner: Any = None
+        self._closing = False
         self.port = 0
         #: HTTP status to answer with instead of serving (a fault), or None
         self.fail_with: int | None = None
@@ -62,7 +63,7 @@ class RestEndpoint:
 
         app = web.Application()
         app.router.add_post("/v3/discovery:{resource}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self._ssl)
         await site.start()
@@ -70,6 +71,8 @@ class RestEndpoint:
         self.port = server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        self._closing = True
+        self._cp._wake_all()  # held long polls answer now
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
@@ -99,7 +102,7 @@ class RestEndpoint:
             return web.Response(body=self.raw_body, content_type="application/json")
         deadline = time.monotonic() + self._hold
         while message.version_info == self._cp._current_version(type_url):
-            if not self._long_poll or time.monotonic() >= deadline:
+            if not self._long_poll or self._closing or time.monotonic() >= deadline:
                 return web.Response(status=304)
             await self._cp._wait_changed(deadline - time.monotonic())
         response = self._cp._rest_response(type_url, self._wanted(message, resource))

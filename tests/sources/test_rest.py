@@ -1,0 +1,198 @@
+"""REST-JSON polling: long and short polls, 304, failures with backoff, wrong answers, TLS,
+headers."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Any
+
+import pytest
+from envoy.service.discovery.v3 import discovery_pb2
+from google.protobuf import json_format
+
+from tests.builders import cluster
+from tests.certs import make_pki
+from tests.sources.conftest import OPTIONS, until
+from xdsclient import (
+    CallbackWatcher,
+    ChannelCredentials,
+    ClientOptions,
+    DataError,
+    Event,
+    ResourceChanged,
+    RestSource,
+    TransportError,
+    XdsClient,
+    load_bootstrap,
+)
+from xdsclient.resources import CLUSTER, LISTENER
+from xdsclient.testing import ControlPlane
+
+
+def client_for(url: str, **kw: Any) -> XdsClient:
+    options = kw.pop("options", OPTIONS)
+    return XdsClient(node_id="n", sources={CLUSTER: RestSource(url=url, **kw)}, options=options)
+
+
+def timeout_of(client: XdsClient, name: str = "c") -> int | None:
+    state = client.resource_state(CLUSTER, name)
+    if state is None or state.value is None:
+        return None
+    seconds: int = state.value.proto.connect_timeout.seconds
+    return seconds
+
+
+def polls(cp: ControlPlane) -> int:
+    return sum(1 for r in cp.requests if r.method.startswith("REST"))
+
+
+@pytest.fixture
+async def cp() -> Any:
+    async with ControlPlane() as control_plane:
+        control_plane.set(cluster("c", timeout_s=1))
+        yield control_plane
+
+
+async def test_a_long_poll_is_held_until_a_change_and_then_answered(cp: ControlPlane) -> None:
+    endpoint = await cp.serve_rest(long_poll=True, hold=10.0)
+    async with client_for(endpoint.url, refresh_delay=0.001, request_timeout=20.0) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: timeout_of(client) == 1)
+        await until(lambda: polls(cp) == 2)  # the ACK poll, now held by the server
+        cp.set(cluster("c", timeout_s=2))
+        await until(lambda: timeout_of(client) == 2)
+        assert polls(cp) <= 4  # held, not hammered
+
+
+async def test_short_polls_ack_and_get_304_until_something_changes(cp: ControlPlane) -> None:
+    endpoint = await cp.serve_rest()
+    async with client_for(endpoint.url, refresh_delay=0.02) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: timeout_of(client) == 1)
+        await until(lambda: polls(cp) >= 5)
+        acks = [r.message for r in cp.requests if r.method.startswith("REST")][1:]
+        assert {m.version_info for m in acks} == {cp.version(CLUSTER.type_url, "c")}
+        assert [r for r in cp.responses if r.stream == 0][-1].names == ("c",)
+        assert len([r for r in cp.responses if r.stream == 0]) == 1  # the rest were 304s
+        cp.set(cluster("c", timeout_s=2))
+        await until(lambda: timeout_of(client) == 2)
+
+
+async def test_server_errors_back_off_reach_watchers_and_recover(cp: ControlPlane) -> None:
+    endpoint = await cp.serve_rest()
+    endpoint.fail_with = 503
+    seen: list[Event] = []
+    async with client_for(endpoint.url, refresh_delay=0.02) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
+        await until(lambda: bool(seen))
+        assert isinstance(seen[0], DataError)
+        assert "HTTP 503" in str(seen[0].error)
+        before = polls(cp)
+        await until(lambda: polls(cp) >= before + 1)
+        endpoint.fail_with = None
+        await until(lambda: timeout_of(client) == 1)
+
+
+async def test_a_poll_that_times_out_is_a_connectivity_error(cp: ControlPlane) -> None:
+    endpoint = await cp.serve_rest(long_poll=True, hold=5.0)
+    seen: list[Event] = []
+    async with client_for(endpoint.url, refresh_delay=0.001, request_timeout=0.2) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
+        await until(lambda: timeout_of(client) == 1)
+        await until(lambda: any(not isinstance(e, ResourceChanged) for e in seen))
+        error = next(e for e in seen if not isinstance(e, ResourceChanged))
+        assert "timed out after 0.2 s" in str(error.error)
+        assert timeout_of(client) == 1  # the last good value stays
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            json_format.MessageToJson(
+                discovery_pb2.DiscoveryResponse(type_url=LISTENER.type_url, version_info="1")
+            ).encode(),
+            f"answered {LISTENER.type_url}, not {CLUSTER.type_url}",
+        ),
+        (b'{"foo": 1}', "not a DiscoveryResponse"),
+        (b"<html>", "not a DiscoveryResponse"),
+    ],
+)
+async def test_a_body_that_is_not_a_response_of_the_type_is_an_error(
+    cp: ControlPlane, body: bytes, message: str
+) -> None:
+    endpoint = await cp.serve_rest()
+    endpoint.raw_body = body
+    seen: list[Event] = []
+    async with client_for(endpoint.url, refresh_delay=0.02) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
+        await until(lambda: bool(seen))
+        assert isinstance(seen[0], DataError)
+        assert isinstance(seen[0].error, TransportError)
+        assert message in str(seen[0].error)
+
+
+async def test_an_oversized_body_is_refused(cp: ControlPlane) -> None:
+    endpoint = await cp.serve_rest()
+    seen: list[Event] = []
+    options = ClientOptions(max_receive_message_length=64)
+    async with client_for(endpoint.url, refresh_delay=0.02, options=options) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
+        await until(lambda: bool(seen))
+        assert "exceeds max_receive_message_length" in str(seen[0].error)  # type: ignore[union-attr]
+
+
+async def test_tls_and_headers_reach_the_server_and_headers_are_never_shown(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    pki = make_pki(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(pki["server"], pki["server_key"])
+    endpoint = await cp.serve_rest(ssl_context=context)
+    assert endpoint.url.startswith("https://")
+    source = RestSource(
+        url=endpoint.url,
+        refresh_delay=0.02,
+        headers={"authorization": "Bearer s3cret"},
+        channel_credentials=ChannelCredentials(type="tls", ca_certificate_file=str(pki["ca"])),
+    )
+    assert "s3cret" not in repr(source)
+    async with XdsClient(node_id="n", sources={CLUSTER: source}, options=OPTIONS) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: timeout_of(client) == 1)
+    assert endpoint.last_headers["Authorization"] == "Bearer s3cret"
+
+
+async def test_the_bootstrap_configures_a_rest_source(cp: ControlPlane) -> None:
+    endpoint = await cp.serve_rest()
+    config = load_bootstrap(
+        {
+            "node": {"id": "n"},
+            "xdsclient_sources": {
+                CLUSTER.type_url: {"rest": {"url": endpoint.url, "refresh_delay": 0.05}}
+            },
+        }
+    )
+    source = config.sources[CLUSTER.type_url]
+    assert isinstance(source, RestSource)
+    assert source.refresh_delay == 0.05
+    async with XdsClient(bootstrap=config, options=OPTIONS) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: timeout_of(client) == 1)
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        ({"nonsense": {"path": "x"}}, "not a type URL or one of"),
+        ({"clusters": {}}, "needs exactly one of path, rest, xds_servers"),
+        ({"clusters": {"rest": {"url": "http://x", "refresh_delay": 0}}}, "positive number"),
+        ({"clusters": {"rest": {"url": "http://x", "headers": {"a": 1}}}}, r"headers\['a'\]"),
+    ],
+)
+def test_bad_sources_in_the_bootstrap_name_the_field(sources: Any, message: str) -> None:
+    from xdsclient import BootstrapError
+
+    with pytest.raises(BootstrapError, match=message):
+        load_bootstrap({"node": {"id": "n"}, "xdsclient_sources": sources})
