@@ -196,3 +196,11 @@ def test_bad_sources_in_the_bootstrap_name_the_field(sources: Any, message: str)
 
     with pytest.raises(BootstrapError, match=message):
         load_bootstrap({"node": {"id": "n"}, "xdsclient_sources": sources})
+
+
+async def test_a_body_larger_than_one_network_read_arrives_whole(cp: ControlPlane) -> None:
+    cp.set_all(cluster(f"c{i:04}") for i in range(2000))  # about 300 kB of JSON
+    endpoint = await cp.serve_rest()
+    async with client_for(endpoint.url, refresh_delay=0.05) as client:
+        client.add_watcher(CLUSTER, "*", CallbackWatcher(lambda event: None))
+        await until(lambda: len(client.resource_states()) == 2001)  # and "c"

@@ -156,7 +156,7 @@ class RestStream:
                         f"REST poll of {self._url} failed: HTTP {reply.status} {text}".rstrip(),
                         code=str(reply.status),
                     )
-                data = await reply.content.read(self._transport.limit + 1)
+                data = await self._body(reply)
         except TimeoutError:
             raise TransportError(
                 f"REST poll of {self._url} timed out after {source.request_timeout:g} s"
@@ -165,12 +165,21 @@ class RestStream:
             raise TransportError(f"REST poll of {self._url} failed: {exc}") from None
         return self._decode(data)
 
+    async def _body(self, reply: Any) -> bytes:
+        """The whole body, refusing one longer than max_receive_message_length."""
+        limit = self._transport.limit
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in reply.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise TransportError(
+                    f"REST poll of {self._url}: body exceeds max_receive_message_length ({limit})"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def _decode(self, data: bytes) -> Any:
-        if len(data) > self._transport.limit:
-            raise TransportError(
-                f"REST poll of {self._url}: body exceeds max_receive_message_length "
-                f"({self._transport.limit})"
-            )
         if not data.strip():
             return None
         try:
