@@ -9,14 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders import cluster, endpoints, listener
 from xdsclient._demo import run
 from xdsclient.testing import ControlPlane
 
 
-async def test_the_embedded_demo_prints_complete_snapshots_as_endpoints_change() -> None:
+@pytest.mark.parametrize("source", ["grpc", "file", "rest"])
+async def test_the_embedded_demo_prints_complete_snapshots_as_endpoints_change(
+    source: str,
+) -> None:
     out = io.StringIO()
-    assert await run(updates=2, out=out) == 0
+    assert await run(updates=2, out=out, source=source) == 0
+    assert f"over {source}" in out.getvalue()
     text = out.getvalue()
     assert text.count("--- snapshot") == 2
     assert "cluster api: aggregate, in order api-primary > api-secondary" in text

@@ -50,8 +50,9 @@ class XdsClient:
     variables (``GRPC_XDS_BOOTSTRAP``, ``GRPC_XDS_BOOTSTRAP_CONFIG``) are read. Use it as an
     async context manager.
 
-    ``sources`` serves some types from elsewhere than the servers, as Envoy's ``ConfigSource``
-    does: ``{LISTENER: FileSource(path="lds.yaml"), ENDPOINT: RestSource(url="http://cp")}``
+    ``sources`` (resource types or type URLs -> sources) serves some types from elsewhere than
+    the servers, as Envoy's ``ConfigSource`` does:
+    ``{LISTENER: FileSource(path="lds.yaml"), ENDPOINT: RestSource(url="http://cp")}``
     (the bootstrap's ``xdsclient_sources`` says the same; with sources for every type watched,
     no server is needed). ``options`` (a `ClientOptions`) holds every setting; ``ads`` and
     ``delta`` are shortcuts for the transport variant. ``resource_types`` adds custom types.
@@ -73,8 +74,7 @@ class XdsClient:
         delta: bool | None = None,
         transport: TransportFactory | None = None,
         clock: Clock | None = None,
-        sources: Mapping[ResourceType[Any] | str, FileSource | RestSource | ServerConfig]
-        | None = None,
+        sources: Mapping[Any, FileSource | RestSource | ServerConfig] | None = None,
     ) -> None:
         self._config = _client_config(
             server, node_id, node, bootstrap, channel_credentials, _source_map(sources)

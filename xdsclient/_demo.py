@@ -3,7 +3,8 @@
 Why it exists: it is the project's main job in one command. With no arguments it starts the
 embedded test control plane serving a small realistic configuration (a listener, routes to three
 clusters, one of them an aggregate with two children, endpoints that change every few seconds)
-and watches it; with ``--bootstrap`` it watches a real control plane instead.
+and watches it, over gRPC or (``--source file|rest``) through files or REST-JSON polling; with
+``--bootstrap`` it watches a real control plane instead.
 """
 
 from __future__ import annotations
@@ -13,19 +14,23 @@ import asyncio
 import contextlib
 import random
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from ._client import XdsClient
 from ._dependencies import XdsConfig
 from ._errors import XdsError
 from ._protocol import AmbientError
-from .resources import ClusterType
+from ._sources import FileSource, RestSource
+from .resources import CLUSTER, ENDPOINT, ROUTE_CONFIGURATION, ClusterType
+from .resources import LISTENER as LISTENER_TYPE
 
 __all__ = ["main", "run", "summarize"]
 
 LISTENER = "demo.example.com"
 _EDS_CLUSTERS = ("web", "api-primary", "api-secondary")
+_TYPES = (LISTENER_TYPE, ROUTE_CONFIGURATION, CLUSTER, ENDPOINT)
 
 
 def summarize(config: XdsConfig | XdsError | AmbientError) -> str:
@@ -64,21 +69,46 @@ def summarize(config: XdsConfig | XdsError | AmbientError) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _embedded() -> AsyncIterator[str]:
-    """The test control plane with the demo configuration, and a task changing its endpoints."""
+async def _embedded(source: str) -> AsyncIterator[XdsClient]:
+    """The test control plane with the demo configuration, a task changing its endpoints, and
+    a client reading it over ``source``: gRPC, files the control plane rewrites, or REST."""
     from .testing import ControlPlane, changing_endpoints, demo_resources
 
-    async with ControlPlane() as control_plane:
+    async with contextlib.AsyncExitStack() as stack:
+        control_plane = await stack.enter_async_context(ControlPlane())
         control_plane.set_all(demo_resources(LISTENER))
-        task = asyncio.create_task(
-            changing_endpoints(control_plane, _EDS_CLUSTERS, random.Random(7))
-        )
+        tasks = [changing_endpoints(control_plane, _EDS_CLUSTERS, random.Random(7))]
+        if source == "grpc":
+            client = XdsClient(control_plane.address, node_id="xdsclient-demo")
+        elif source == "rest":
+            url = (await control_plane.serve_rest()).url
+            rest = RestSource(url=url, refresh_delay=0.2)
+            client = XdsClient(node_id="xdsclient-demo", sources=dict.fromkeys(_TYPES, rest))
+        else:
+            directory = stack.enter_context(tempfile.TemporaryDirectory())
+            files = {
+                t: FileSource(path=f"{directory}/{t.type_url.rsplit('.', 1)[-1]}.yaml")
+                for t in _TYPES
+            }
+            for rtype, file in files.items():
+                control_plane.write_file(file.path, rtype.type_url)
+            tasks.append(_write_files(control_plane, files))
+            client = XdsClient(node_id="xdsclient-demo", sources=dict(files))
+        running = [asyncio.create_task(t) for t in tasks]
         try:
-            yield control_plane.address
+            yield client
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+
+async def _write_files(control_plane: Any, files: dict[Any, FileSource]) -> None:
+    """Keep each type's file equal to the control plane's state, as a GitOps sync would."""
+    while True:
+        await asyncio.sleep(0.2)
+        for rtype, file in files.items():
+            control_plane.write_file(file.path, rtype.type_url)
 
 
 async def run(
@@ -86,14 +116,14 @@ async def run(
     updates: int | None = None,
     bootstrap: str | None = None,
     listener: str = LISTENER,
+    source: str = "grpc",
     out: TextIO = sys.stdout,
 ) -> int:
     """Print snapshots until ``updates`` of them were printed (forever when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if bootstrap is None:
-            address = await stack.enter_async_context(_embedded())
-            client = XdsClient(address, node_id="xdsclient-demo")
-            print(f"embedded control plane on {address}; watching {listener}", file=out)
+            client = await stack.enter_async_context(_embedded(source))
+            print(f"embedded control plane over {source}; watching {listener}", file=out)
         else:
             client = XdsClient(bootstrap=bootstrap)
             print(f"watching {listener} via {client.config.servers[0].uri}", file=out)
@@ -119,10 +149,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument(
         "--listener", default=LISTENER, help=f"the listener to watch (default {LISTENER})"
     )
+    demo.add_argument(
+        "--source",
+        choices=("grpc", "file", "rest"),
+        default="grpc",
+        help="how the embedded control plane's configuration reaches the client",
+    )
     args = parser.parse_args(argv)
     try:
         return asyncio.run(
-            run(updates=args.updates, bootstrap=args.bootstrap, listener=args.listener)
+            run(
+                updates=args.updates,
+                bootstrap=args.bootstrap,
+                listener=args.listener,
+                source=args.source,
+            )
         )
     except KeyboardInterrupt:
         return 130

@@ -204,3 +204,16 @@ async def test_a_body_larger_than_one_network_read_arrives_whole(cp: ControlPlan
     async with client_for(endpoint.url, refresh_delay=0.05) as client:
         client.add_watcher(CLUSTER, "*", CallbackWatcher(lambda event: None))
         await until(lambda: len(client.resource_states()) == 2001)  # and "c"
+
+
+async def test_a_name_first_requested_at_the_current_version_is_still_answered(
+    cp: ControlPlane,
+) -> None:
+    cp.set(cluster("late"))
+    endpoint = await cp.serve_rest()  # answers 304 to the current version, as go-control-plane
+    async with client_for(endpoint.url, refresh_delay=0.02) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: timeout_of(client) == 1)
+        await until(lambda: polls(cp) >= 3)  # ACKed: the version is current
+        client.add_watcher(CLUSTER, "late", CallbackWatcher(lambda event: None))
+        await until(lambda: timeout_of(client, "late") == 5)

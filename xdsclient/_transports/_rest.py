@@ -6,7 +6,8 @@ response; here a "stream" is a sequence of polls, one outstanding at a time:
 - `write` keeps the session's latest request (its names, and the ACK or NACK of the last
   response in ``version_info`` / ``error_detail``); each poll sends the latest one.
 - `read` polls: at once when the request's names changed (a new subscription should not wait a
-  refresh period), otherwise ``refresh_delay`` after the last response. A 200 with a
+  refresh period; that poll carries no version, so a server that only compares versions still
+  answers it), otherwise ``refresh_delay`` after the last response. A 200 with a
   ``DiscoveryResponse`` body is returned; 304 and an empty body mean "nothing new" and the next
   poll follows ``refresh_delay`` later. A server that holds the request until something changes
   (long polling) is simply a slow 200.
@@ -61,6 +62,8 @@ class RestTransport:
         self.source = source
         self.limit = options.max_receive_message_length
         self._session: Any = None
+        #: type URL -> the names of its last poll, across streams (a reconnect is no change)
+        self.polled: dict[str, list[str]] = {}
 
     def http(self) -> Any:
         """The aiohttp session, made on first use (it needs the running loop)."""
@@ -138,7 +141,15 @@ class RestStream:
         from google.protobuf import json_format
 
         request = self._request
-        self._polled_names = list(request.resource_names)
+        names = list(request.resource_names)
+        previous = self._transport.polled.get(self._type_url)
+        if previous is not None and names != previous and request.version_info:
+            # A stateless REST server compares versions only (go-control-plane answers 304 to a
+            # current version): ask for newly named resources as a first request would.
+            request = type(request)()
+            request.CopyFrom(self._request)
+            request.version_info = ""
+        self._polled_names = self._transport.polled[self._type_url] = names
         body = json_format.MessageToJson(request, indent=None)
         source = self._transport.source
         try:
