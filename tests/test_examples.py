@@ -65,3 +65,13 @@ def test_control_plane_test_passes_under_pytest() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 passed" in done.stdout
+
+
+async def test_mixed_sources_walk_one_configuration_from_files_rest_and_grpc() -> None:
+    lines = await load("mixed_sources").main()
+    assert lines == [
+        "api: aggregate of api-primary, api-secondary",
+        "api-primary: 1 localities",
+        "api-secondary: 1 localities",
+        "web: 1 localities",
+    ]

@@ -325,7 +325,8 @@ class ServerPool:
                 if source == server and url in self._types
             ]
         delta = self._options.delta
-        served = [t for url, t in self._types.items() if url not in self._sources]
+        # A server carries every type without a source, and the types whose source it is.
+        served = [t for url, t in self._types.items() if self._sources.get(url, server) == server]
         if self._options.ads:
             return [(StreamSpec(type_url=None, delta=delta), served)] if served else []
         carried = set(self._carried_per_type())
