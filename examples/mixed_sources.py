@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from xdsclient import FileSource, RestSource, ServerConfig, XdsClient, XdsConfig
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
@@ -29,7 +30,7 @@ async def main() -> list[str]:
             control_plane.write_file(lds, LISTENER.type_url)  # what a GitOps sync would write
             control_plane.write_file(rds, ROUTE_CONFIGURATION.type_url)
             rest = await control_plane.serve_rest()
-            sources = {
+            sources: dict[Any, FileSource | RestSource | ServerConfig] = {
                 LISTENER: FileSource(path=str(lds)),
                 ROUTE_CONFIGURATION: FileSource(path=str(rds)),
                 CLUSTER: RestSource(url=rest.url, refresh_delay=0.1),
