@@ -7,22 +7,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.client.conftest import VARIANTS, Variant
-from xdsclient.testing import ControlPlane, FakeClock, FakeTransport
+from tests.shell.conftest import clock, fake
+from xdsclient.testing import ControlPlane
+
+__all__ = ["clock", "control_plane", "fake", "variant"]  # the shell tests' fake clock and transport
 
 
 @pytest.fixture(params=VARIANTS)
 def variant(request: pytest.FixtureRequest) -> Variant:
     return Variant(ads=request.param["ads"], delta=request.param["delta"])
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake() -> FakeTransport:
-    return FakeTransport()
 
 
 @pytest.fixture

@@ -98,3 +98,12 @@ async def repair_source(served: Served) -> None:
     elif served.kind == "rest":
         (await served.cp.serve_rest()).fail_with = None
     served.sync()
+
+
+def timeout_of(client: XdsClient, name: str = "c") -> int | None:
+    """The connect timeout (seconds) of the cached cluster ``name``: which version is held."""
+    state = client.resource_state(CLUSTER, name)
+    if state is None or state.value is None:
+        return None
+    seconds: int = state.value.proto.connect_timeout.seconds
+    return seconds

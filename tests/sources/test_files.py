@@ -11,7 +11,7 @@ import pytest
 from envoy.service.discovery.v3 import discovery_pb2
 
 from tests.builders import cluster
-from tests.sources.conftest import OPTIONS, until
+from tests.sources.conftest import OPTIONS, timeout_of, until
 from xdsclient import (
     AmbientError,
     ClientOptions,
@@ -41,14 +41,6 @@ def write(path: Path, *messages: Any, version: str = "1") -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_bytes(dump_response(response(*messages, version=version), kind))
     os.replace(temporary, path)
-
-
-def timeout_of(client: XdsClient, name: str = "c") -> int | None:
-    state = client.resource_state(CLUSTER, name)
-    if state is None or state.value is None:
-        return None
-    seconds: int = state.value.proto.connect_timeout.seconds
-    return seconds
 
 
 def client_for(path: Path, **kw: Any) -> XdsClient:

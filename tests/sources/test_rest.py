@@ -13,7 +13,7 @@ from google.protobuf import json_format
 
 from tests.builders import cluster
 from tests.certs import make_pki
-from tests.sources.conftest import OPTIONS, until
+from tests.sources.conftest import OPTIONS, timeout_of, until
 from xdsclient import (
     CallbackWatcher,
     ChannelCredentials,
@@ -33,14 +33,6 @@ from xdsclient.testing import ControlPlane
 def client_for(url: str, **kw: Any) -> XdsClient:
     options = kw.pop("options", OPTIONS)
     return XdsClient(node_id="n", sources={CLUSTER: RestSource(url=url, **kw)}, options=options)
-
-
-def timeout_of(client: XdsClient, name: str = "c") -> int | None:
-    state = client.resource_state(CLUSTER, name)
-    if state is None or state.value is None:
-        return None
-    seconds: int = state.value.proto.connect_timeout.seconds
-    return seconds
 
 
 def polls(cp: ControlPlane) -> int:
