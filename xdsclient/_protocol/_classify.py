@@ -11,6 +11,14 @@ time, then `finish` settles duplicates; `TypeState.apply_classified` applies the
 
 Hot path: one `Classifier` per response, one method call per resource, locals and no
 per-resource objects beyond the result tuples.
+
+Unchanged resources: when the type's decoder is pure, a resource whose serialized bytes equal
+the cached bytes of a held value reuses that value instead of being decoded and validated again
+(a SotW resend of N unchanged resources then costs the parse and N dict lookups). It still goes
+through `TypeState.apply_valid` like any valid resource, so it is ACKed, refreshes its TTL,
+clears its does-not-exist timer and a previous error; it is not announced again. A bare SotW
+body names itself only once decoded, so SotW looks its bytes up in an index of the cached
+bytes, built once per response.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ class Classifier:
         "_duplicates",
         "_entries",
         "_max_name",
+        "_reuse",
         "bodiless",
         "errors",
         "every_name_known",
@@ -54,11 +63,17 @@ class Classifier:
     )
 
     def __init__(
-        self, decode: Callable[[bytes], tuple[str, Any]], entries: Table, max_name: int
+        self,
+        decode: Callable[[bytes], tuple[str, Any]],
+        entries: Table,
+        max_name: int,
+        reuse: bool = True,
     ) -> None:
         self._decode = decode
         self._entries = entries
         self._max_name = max_name
+        #: reuse the cached value of a resource whose bytes did not change (a pure decoder)
+        self._reuse = reuse
         self.valid: list[ValidItem] = []
         self.bodiless: list[BodilessItem] = []
         #: name -> why it was rejected (applied to the resource and listed in the NACK)
@@ -110,18 +125,23 @@ class Classifier:
         wrapper, or a wrong type) goes to ``other(index, packed)``. Same rules as `body`."""
         decode, max_name = self._decode, self._max_name
         seen, valid, invalid = self.seen, self.valid, self.invalid
+        known = self._known_bytes()
         for index, packed in enumerate(resources):
             if packed.type_url != type_url:
                 other(index, packed)
                 continue
             raw = packed.value
             reason: str | None = None
-            try:
-                name, value = decode(raw)
-            except ResourceDecodeError as exc:
-                name, value, reason = exc.name or "", None, exc.message
-            except Exception as exc:
-                name, value, reason = "", None, f"decoder failed: {exc!r}"
+            hit = known.get(raw) if known else None
+            if hit is not None:
+                name, value = hit  # unchanged: its cached name and value
+            else:
+                try:
+                    name, value = decode(raw)
+                except ResourceDecodeError as exc:
+                    name, value, reason = exc.name or "", None, exc.message
+                except Exception as exc:
+                    name, value, reason = "", None, f"decoder failed: {exc!r}"
             if not name or len(name) > max_name:
                 self._unnamed_body(index, name, reason)
             elif name in seen:
@@ -150,7 +170,7 @@ class Classifier:
         `Resource` wrapper). ``wanted`` filters valid ones (None: the caller kept only those).
         The per-resource hot path of SotW: hence positional arguments and inlined steps.
         """
-        entry = self._entries.get(name) if name else None
+        entry = self._entries.get(name) if name and self._reuse else None
         reason: str | None = None
         if entry is not None and entry.raw == raw and entry.status.holds_value:
             value = entry.value  # unchanged: no need to decode it again
@@ -177,6 +197,16 @@ class Classifier:
             self.invalid[name] = reason
         elif wanted is None or name in wanted:
             self.valid.append((name, raw, value, version, ttl))
+
+    def _known_bytes(self) -> dict[bytes, tuple[str, Any]]:
+        """The cached bytes of every held value, to their (name, value); empty without reuse."""
+        if not self._reuse:
+            return {}
+        return {
+            entry.raw: (name, entry.value)
+            for name, entry in self._entries.items()
+            if entry.raw is not None and entry.status.holds_value
+        }
 
     def _unnamed_body(self, index: int, decoded: str, reason: str | None) -> None:
         if decoded:

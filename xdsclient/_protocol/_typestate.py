@@ -351,7 +351,10 @@ class TypeState:
 
     def classifier(self) -> Classifier:
         """A classify step for one response of this type."""
-        return Classifier(self.rtype.decode, self.entries, self.options.max_name_length)
+        rtype = self.rtype
+        return Classifier(
+            rtype.decode, self.entries, self.options.max_name_length, rtype.decode_is_pure
+        )
 
     def apply_classified(
         self,

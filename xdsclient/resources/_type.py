@@ -28,6 +28,11 @@ class ResourceType(Generic[T]):
     ``(name, value)``; it raises `ResourceDecodeError` (naming the resource when it can) for
     anything it rejects. Any other exception it raises is caught and treated the same way, so a
     buggy decoder NACKs a resource instead of breaking the client.
+
+    ``decode_is_pure``: ``decode`` is a pure function of the bytes (the default, true of every
+    built-in type), so a resource whose bytes equal the cached ones is neither decoded,
+    validated nor delivered again. Set it to False when decoding also depends on something else
+    (a clock, a file, a registry that can change): every copy is then decoded.
     """
 
     type_url: str
@@ -35,6 +40,7 @@ class ResourceType(Generic[T]):
     #: SotW responses for this type hold every resource the client wants (LDS, CDS): a resource
     #: missing from such a response has been deleted.
     all_resources_required_in_sotw: bool = False
+    decode_is_pure: bool = True
 
     @property
     def short_name(self) -> str:
