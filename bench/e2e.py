@@ -4,10 +4,16 @@ For N = 1,000 / 10,000 / 100,000: one listener, a route configuration with N rou
 clusters and N endpoint assignments, served by `xdsclient.testing.ControlPlane` on loopback
 (ADS, SotW). Each client runs in its own process. Measured at the control plane:
 
-- load: from the first LDS request to the ACK that covers all N endpoint assignments;
-- update: from changing all N assignments to the ACK that covers all N new versions;
-- requests: how many requests the client sent;
-- peak RSS of the client process.
+- full load: from the first LDS request to the ACK that covers all N endpoint assignments;
+- update all N: every assignment changes; from the control plane's first EDS response to the
+  ACK that covers all N new versions;
+- update 1 of N: one assignment changes (the SotW response still carries all N); to its ACK;
+- resend unchanged: every assignment is set again with the same content (new versions);
+- requests: how many requests the client sent; peak RSS of the client process.
+
+The decode floor, printed beside them and as a ratio, is parsing one SotW response of N
+assignments and unpacking every ``Any`` with protobuf alone, in this process. grpcio's client
+runs up to ``--grpcio-max`` (it takes minutes beyond).
 
     python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient grpcio] [--timeout 300]
 """
@@ -26,6 +32,8 @@ import attrs
 sys.path.insert(0, os.path.dirname(__file__))
 
 import xds_config as cfg
+from envoy.config.endpoint.v3 import endpoint_pb2
+from envoy.service.discovery.v3 import discovery_pb2
 
 from xdsclient.resources import ENDPOINT, LISTENER
 from xdsclient.testing import ControlPlane
@@ -33,12 +41,16 @@ from xdsclient.testing import ControlPlane
 WORKER = os.path.join(os.path.dirname(__file__), "e2e_worker.py")
 
 
+#: The cases, in the order one client process goes through them (each after the previous one).
+CASES = ("full load", "update all N", "update 1 of N", "resend unchanged")
+
+
 @attrs.frozen
 class Result:
     client: str
     n: int
-    load: float | None
-    update: float | None
+    #: case -> seconds (None: it did not finish in time)
+    times: dict[str, float | None]
     requests: int
     rss_mib: float | None
     nacks: int
@@ -59,12 +71,16 @@ class Coverage:
         self._responses = 0
         self._requests = 0
         self.time: float | None = None
+        #: when the control plane sent its first endpoint response after ``since``
+        self.pushed: float | None = None
 
     def poll(self) -> bool:
         cp = self._cp
         for response in cp.responses[self._responses :]:
             if response.type_url == ENDPOINT.type_url and response.time >= self._since:
                 self._sent[(response.stream, response.nonce)] = response.names
+                if self.pushed is None:
+                    self.pushed = response.time
         self._responses = len(cp.responses)
         for request in cp.requests[self._requests :]:
             message = request.message
@@ -91,6 +107,21 @@ async def _until(predicate: Any, timeout: float) -> bool:
     return False
 
 
+async def _push(
+    cp: ControlPlane, names: set[str], messages: list[Any], timeout: float
+) -> float | None:
+    """Set endpoint assignments ``messages``; the seconds from the control plane's first
+    endpoint response to the ACK covering ``names`` (None: timeout)."""
+    start = time.monotonic()
+    for message in messages:
+        cp.set(message)
+    coverage = Coverage(cp, names, start)
+    if await _until(coverage.poll, timeout) and coverage.time is not None:
+        assert coverage.pushed is not None
+        return coverage.time - coverage.pushed
+    return None
+
+
 async def measure(client: str, n: int, timeout: float) -> Result:
     async with ControlPlane() as cp:
         cp.set(cfg.listener())
@@ -107,68 +138,90 @@ async def measure(client: str, n: int, timeout: float) -> Result:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
-        load = update = None
+        times: dict[str, float | None] = dict.fromkeys(CASES)
         try:
             loaded = Coverage(cp, names, 0.0)
             if await _until(loaded.poll, timeout) and loaded.time is not None:
                 first_lds = next(r.time for r in cp.requests if r.type_url == LISTENER.type_url)
-                load = loaded.time - first_lds
-                print(
-                    f"  {client} N={n}: loaded in {load:.3f} s, {len(cp.requests)} requests",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                start = time.monotonic()
-                for i in range(n):
-                    cp.set(cfg.endpoints(i, generation=1))
-                updated = Coverage(cp, names, start)
-                if await _until(updated.poll, timeout) and updated.time is not None:
-                    update = updated.time - start
+                times["full load"] = loaded.time - first_lds
+                # Every assignment changes; then only the first (the response still holds all
+                # N); then every assignment is set again with the same content (new versions).
+                now = [cfg.endpoints(i, generation=1) for i in range(n)]
+                times["update all N"] = await _push(cp, names, now, timeout)
+                now[0] = cfg.endpoints(0, generation=2)
+                first = {cfg.cluster_name(0)}
+                times["update 1 of N"] = await _push(cp, first, now[:1], timeout)
+                times["resend unchanged"] = await _push(cp, names, now, timeout)
         finally:
             assert process.stdin is not None
             process.stdin.close()
             out, _ = await process.communicate()
         rss = int(out.split()[-1]) / 1024 if out.split() else None
-        return Result(client, n, load, update, len(cp.requests), rss, len(cp.nacks()))
+        return Result(client, n, times, len(cp.requests), rss, len(cp.nacks()))
 
 
-def _fmt(value: float | None, unit: str = "s") -> str:
-    return (
-        "timeout"
-        if value is None
-        else f"{value:.3f} {unit}"
-        if unit == "s"
-        else f"{value:.0f} {unit}"
-    )
+def decode_floor(n: int, repeat: int = 3) -> float:
+    """Parse one SotW response of N endpoint assignments and unpack every ``Any``, keeping
+    what it unpacks as any client must (best of ``repeat``): the cost no client can avoid."""
+    response = discovery_pb2.DiscoveryResponse(type_url=ENDPOINT.type_url, version_info="1")
+    for i in range(n):
+        response.resources.add().Pack(cfg.endpoints(i))
+    wire = response.SerializeToString()
+    from_string = endpoint_pb2.ClusterLoadAssignment.FromString
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        parsed = discovery_pb2.DiscoveryResponse.FromString(wire)
+        kept = [from_string(packed.value) for packed in parsed.resources]
+        best = min(best, time.perf_counter() - start)
+        del kept, parsed
+    return best
+
+
+def _fmt(value: float | None) -> str:
+    return "timeout" if value is None else f"{value * 1000:.1f} ms"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--clients", nargs="+", default=["xdsclient", "grpcio"])
+    parser.add_argument(
+        "--grpcio-max", type=int, default=10_000, help="largest N grpcio's client is run at"
+    )
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
-    results = []
+    results: list[Result] = []
+    floors: dict[int, float] = {}
     for n in args.sizes:
+        floors[n] = decode_floor(n)
         for client in args.clients:
+            if client == "grpcio" and n > args.grpcio_max:
+                continue
             result = asyncio.run(measure(client, n, args.timeout))
             results.append(result)
-            print(
-                f"  measured {client} N={n}: load {_fmt(result.load)}", file=sys.stderr, flush=True
-            )
-    header = ("N", "client", "load", "update", "requests", "peak RSS", "NACKs")
-    line = "{:>7}  {:<10} {:>10} {:>10} {:>9} {:>9} {:>5}"
-    print(line.format(*header))
+            print(f"  measured {client} N={n}: {result.times}", file=sys.stderr, flush=True)
+    line = "{:>7}  {:<10} {:<17} {:>10} {:>10} {:>9} {:>5}"
+    print(line.format("N", "client", "case", "time", "x floor", "peak RSS", "NACKs"))
+    for r in results:
+        rss = "-" if r.rss_mib is None else f"{r.rss_mib:.0f} MiB"
+        for case, value in r.times.items():
+            ratio = "-" if value is None else f"{value / floors[r.n]:.1f}x"
+            print(line.format(r.n, r.client, case, _fmt(value), ratio, rss, r.nacks))
+    print()
+    for n, floor in floors.items():
+        print(f"N={n}: decode floor (parse the response, unpack every Any) {_fmt(floor)}")
     by_n: dict[int, dict[str, Result]] = {}
     for r in results:
         by_n.setdefault(r.n, {})[r.client] = r
-        rss = "-" if r.rss_mib is None else f"{r.rss_mib:.0f} MiB"
-        print(line.format(r.n, r.client, _fmt(r.load), _fmt(r.update), r.requests, rss, r.nacks))
     for n, pair in by_n.items():
         ours, theirs = pair.get("xdsclient"), pair.get("grpcio")
-        if ours and theirs and ours.load and theirs.load:
-            ratio = theirs.load / ours.load
-            print(f"N={n}: xdsclient loads {ratio:.1f}x faster than grpcio's built-in client")
+        if not (ours and theirs):
+            continue
+        for case in CASES:
+            a, b = ours.times[case], theirs.times[case]
+            if a and b:
+                print(f"N={n} {case}: xdsclient {b / a:.1f}x faster than grpcio's client")
 
 
 if __name__ == "__main__":
