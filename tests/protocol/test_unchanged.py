@@ -157,3 +157,18 @@ def test_the_same_bytes_after_a_deletion_are_decoded_and_announced_again() -> No
     events = s.receive(sotw_response(CDS, [cluster("a")], version="3", nonce="n3"), 3.0)
     assert calls == ["a"]
     assert [(type(e), e.name) for e in events] == [(ResourceChanged, "a")]
+
+
+def test_a_small_response_on_a_big_cache_decodes_its_few_resources_and_stays_quiet() -> None:
+    """Indexing 20 cached resources to skip decoding 1 would cost more than decoding it."""
+    many = [f"e{i}" for i in range(20)]
+    rtype, calls = counting()
+    s, _ = connected(rtype, subscribe={EDS: many})
+    s.receive(sotw_response(EDS, [endpoints(n) for n in many], version="1", nonce="n1"), 1.0)
+    calls.clear()
+    events = s.receive(sotw_response(EDS, [endpoints("e7")], version="2", nonce="n2"), 2.0)
+    assert calls == ["e7"]
+    assert events == []
+    state = s.resource_state(EDS, "e7")
+    assert state is not None
+    assert (state.version, state.last_updated) == ("2", 1.0)
