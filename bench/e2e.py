@@ -7,8 +7,10 @@ clusters and N endpoint assignments, served by `xdsclient.testing.ControlPlane` 
 - full load: from the first LDS request to the ACK that covers all N endpoint assignments;
 - update all N: every assignment changes; from the control plane's first EDS response to the
   ACK that covers all N new versions;
-- update 1 of N: one assignment changes (the SotW response still carries all N); to its ACK;
+- update 1 of N: every assignment is set again, one with new content (new versions for all, so
+  the SotW response carries all N, as from a server that resends the whole state); to the ACK;
 - resend unchanged: every assignment is set again with the same content (new versions);
+  (the test control plane sends only assignments whose version changed, so both carry all N)
 - requests: how many requests the client sent; peak RSS of the client process.
 
 The decode floor, printed beside them and as a ratio, is parsing one SotW response of N
@@ -144,13 +146,13 @@ async def measure(client: str, n: int, timeout: float) -> Result:
             if await _until(loaded.poll, timeout) and loaded.time is not None:
                 first_lds = next(r.time for r in cp.requests if r.type_url == LISTENER.type_url)
                 times["full load"] = loaded.time - first_lds
-                # Every assignment changes; then only the first (the response still holds all
-                # N); then every assignment is set again with the same content (new versions).
+                # Every assignment changes; then all are set again with only the first changed;
+                # then all are set again unchanged. Each response carries all N.
                 now = [cfg.endpoints(i, generation=1) for i in range(n)]
                 times["update all N"] = await _push(cp, names, now, timeout)
                 now[0] = cfg.endpoints(0, generation=2)
                 first = {cfg.cluster_name(0)}
-                times["update 1 of N"] = await _push(cp, first, now[:1], timeout)
+                times["update 1 of N"] = await _push(cp, first, now, timeout)
                 times["resend unchanged"] = await _push(cp, names, now, timeout)
         finally:
             assert process.stdin is not None
