@@ -198,3 +198,13 @@ def test_to_dataclass_names_the_extra_when_it_is_missing(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "envoy_data_plane", None)  # makes the import fail
     with pytest.raises(ImportError, match=r"pip install 'xdsclient\[dataclasses\]'"):
         view.to_dataclass()
+
+
+def test_an_endpoint_without_metadata_has_an_empty_read_only_mapping() -> None:
+    _, view = decode_cluster_load_assignment(
+        cla(("a", 1, 0, [("10.0.0.1", 80)])).SerializeToString()
+    )
+    (endpoint,) = view.priorities[0][0].endpoints
+    assert endpoint.metadata == {}
+    with pytest.raises(TypeError):
+        endpoint.metadata["k"] = 1  # type: ignore[index]

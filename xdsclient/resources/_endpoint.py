@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import attrs
@@ -54,6 +55,10 @@ class HealthStatus(enum.IntEnum):
 
 
 _HEALTH = {status.value: status for status in HealthStatus}
+
+#: The metadata of every decoded endpoint without any: one shared read-only mapping instead of
+#: an empty dict per endpoint (one GC-tracked object fewer per endpoint).
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
 @attrs.frozen(kw_only=True)
@@ -286,7 +291,7 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
                 hostname=endpoint.hostname,
                 health_status=health(lb.health_status, unknown),
                 weight=weight,
-                metadata=metadata_dict(lb.metadata) if lb.HasField("metadata") else {},
+                metadata=metadata_dict(lb.metadata) if lb.HasField("metadata") else _NO_METADATA,
             )
         )
     if total > _UINT32_MAX:
