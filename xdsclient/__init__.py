@@ -18,6 +18,7 @@ from ._config import (
     ServerConfig,
 )
 from ._config_watch import ConfigUpdate, ConfigWatch
+from ._csds import add_csds_service
 from ._dependencies import ClusterConfig, XdsConfig
 from ._errors import (
     ClientClosedError,
@@ -98,6 +99,7 @@ __all__ = [
     "XdsConfig",
     "XdsError",
     "XdstpName",
+    "add_csds_service",
     "load_bootstrap",
 ]
 

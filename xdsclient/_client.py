@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ import attrs
 from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
+from ._csds import client_config
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
 from ._names import OLD_AUTHORITY, authority_of
 from ._options import ClientOptions
@@ -91,6 +93,7 @@ class XdsClient:
         )
         self._tasks = TaskOwner()
         self._pool: ServerPool | None = None
+        self._wall_offset = 0.0
         self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
         self._started = False
         self._closed = False
@@ -121,6 +124,7 @@ class XdsClient:
         if self._started or self._closed:
             raise RuntimeError("an XdsClient starts once")
         self._started = True
+        self._wall_offset = time.time() - self._clock.time()  # client clock -> wall clock
         self._pool = ServerPool(
             config=self._config,
             options=self._options,
@@ -318,6 +322,30 @@ class XdsClient:
         """Every resource in the cache (a CSDS-like dump)."""
         self._check_open()
         return self._cache.states()
+
+    def csds(self, *, scope: str = "", include_resources: bool = True) -> Any:
+        """The cache as CSDS reports it: an ``envoy.service.status.v3.ClientConfig`` shaped as
+        gRPC C-core fills it (node; per resource its type, name, version, the resource itself
+        unless ``include_resources`` is False, wall-clock ``last_updated``, ``client_status``
+        and, for a rejected or failed update, ``error_state``). ``scope`` goes in
+        ``client_scope`` (the channel target, for several clients in one dump).
+        `xdsclient.add_csds_service` serves it over gRPC."""
+        self._check_open()
+        return client_config(
+            self._cache.states(),
+            node=self._config.node.to_proto(),
+            wall_offset=self._wall_offset,
+            scope=scope,
+            include_resources=include_resources,
+        )
+
+    def csds_json(self, *, scope: str = "", include_resources: bool = True) -> str:
+        """`csds` in protobuf's canonical JSON."""
+        from google.protobuf import json_format
+
+        message = self.csds(scope=scope, include_resources=include_resources)
+        text: str = json_format.MessageToJson(message, indent=2)
+        return text
 
 
 class _WalkSource:
