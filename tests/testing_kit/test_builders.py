@@ -41,9 +41,8 @@ def test_api_listener_refuses_both_rds_and_inline_routes() -> None:
 
 
 def test_route_configuration_maps_prefixes_to_clusters_and_weights() -> None:
-    message = builders.route_configuration(
-        "routes", {"/api/": {"a": 10, "b": 90}, "/": "web"}, domains=("svc", "*")
-    )
+    table: dict[str, builders.Target] = {"/api/": {"a": 10, "b": 90}, "/": "web"}
+    message = builders.route_configuration("routes", table, domains=("svc", "*"))
     _, view = ROUTE_CONFIGURATION.decode(message.SerializeToString())
     (vhost,) = view.virtual_hosts
     assert vhost.domains == ("svc", "*")

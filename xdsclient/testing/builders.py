@@ -8,7 +8,7 @@ are ordinary ``envoy.*`` protobufs: change any field before serving them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 from envoy.config.cluster.v3 import cluster_pb2
@@ -24,6 +24,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 __all__ = [
     "EndpointSpec",
     "LocalitySpec",
+    "Target",
     "aggregate_cluster",
     "api_listener",
     "cluster",
@@ -78,9 +79,7 @@ def route_configuration(
 
     A target is a cluster name or ``{cluster: weight}`` for weighted clusters.
     """
-    table: Mapping[str, Target] = (
-        {"/": routes} if isinstance(routes, str) or _is_weights(routes) else routes  # type: ignore[dict-item]
-    )
+    table = _route_table(routes)
     message = route_pb2.RouteConfiguration(name=name)
     vhost = message.virtual_hosts.add(name=f"{name}-vhost", domains=list(domains))
     for prefix, target in table.items():
@@ -94,8 +93,13 @@ def route_configuration(
     return message
 
 
-def _is_weights(routes: Mapping[str, Any]) -> bool:
-    return bool(routes) and all(isinstance(value, int) for value in routes.values())
+def _route_table(routes: Mapping[str, Target] | Target) -> Mapping[str, Target]:
+    """One target (a name or weights) serves every path; otherwise a prefix -> target table."""
+    if isinstance(routes, str):
+        return {"/": routes}
+    if routes and all(isinstance(value, int) for value in routes.values()):
+        return {"/": cast("Mapping[str, int]", routes)}
+    return cast("Mapping[str, Target]", routes)
 
 
 def cluster(
