@@ -31,6 +31,7 @@ from ._errors import (
     ResourceValidationError,
     ServerResourceError,
     TransportError,
+    WaitTimeoutError,
     XdsError,
 )
 from ._options import ClientOptions
@@ -93,6 +94,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "TransportFactory",
+    "WaitTimeoutError",
     "Watch",
     "WatchHandle",
     "XdsClient",

@@ -35,6 +35,7 @@ from ._shell._tasks import TaskOwner
 from ._sources import FileSource, RestSource, Source
 from ._targets import listener_for
 from ._transports import TransportFactory
+from ._wait import wait_for
 from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
 from ._xdstp import InvalidNameError, canonical_name
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
@@ -251,6 +252,21 @@ class XdsClient:
         feeder = watch._watcher()
         watch._attach(self._add_watcher(resource_type, name, feeder, feeder.closed))
         return watch
+
+    async def wait_for(
+        self,
+        resource_type: ResourceType[Any] | str,
+        name: str,
+        predicate: Callable[[Any], bool] | None = None,
+        *,
+        timeout: float,
+    ) -> Any:
+        """The first valid value of ``name`` (cached or new) for which ``predicate`` holds.
+
+        Raises `WaitTimeoutError` after ``timeout`` seconds, `ClientClosedError` if the client
+        closes first. Errors and does-not-exist events do not end the wait: a later value may.
+        """
+        return await wait_for(self, resource_type, name, predicate, timeout)
 
     def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.

@@ -20,6 +20,7 @@ __all__ = [
     "ResourceValidationError",
     "ServerResourceError",
     "TransportError",
+    "WaitTimeoutError",
     "XdsError",
 ]
 
@@ -30,6 +31,10 @@ class XdsError(Exception):
 
 class ClientClosedError(XdsError, RuntimeError):
     """Local: the `XdsClient` was closed; it watches and answers nothing any more."""
+
+
+class WaitTimeoutError(XdsError, TimeoutError):
+    """Local: `XdsClient.wait_for` saw no value satisfying its predicate in time."""
 
 
 class ProtocolError(XdsError):
