@@ -71,7 +71,7 @@ def api_listener(
 
 def route_configuration(
     name: str,
-    routes: Mapping[str, Target] | Target,
+    routes: str | Mapping[str, Any],
     *,
     domains: Sequence[str] = ("*",),
 ) -> Any:
@@ -93,7 +93,7 @@ def route_configuration(
     return message
 
 
-def _route_table(routes: Mapping[str, Target] | Target) -> Mapping[str, Target]:
+def _route_table(routes: str | Mapping[str, Any]) -> Mapping[str, Target]:
     """One target (a name or weights) serves every path; otherwise a prefix -> target table."""
     if isinstance(routes, str):
         return {"/": routes}
