@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from xdsclient import ClientOptions, XdsClient, XdsConfig
-from xdsclient.testing import ControlPlane, assignment, demo_resources
+from xdsclient.resources import ENDPOINT
+from xdsclient.testing import ControlPlane, assignment, builders, demo_resources
 
 LISTENER = "shop.example.com"
 
@@ -87,3 +88,16 @@ async def test_an_endpoint_change_reaches_the_client(
         assert [(e.address, e.port) for loc in web.localities for e in loc.endpoints] == [
             ("10.9.9.9", 9090)
         ]
+
+
+async def test_a_new_endpoint_set_is_delivered_within_a_second(
+    client: XdsClient, server: ControlPlane | str
+) -> None:
+    if not isinstance(server, ControlPlane):
+        pytest.skip("needs a control plane this test can change")
+    await client.wait_for(ENDPOINT, "web", timeout=10)
+    server.set(builders.cluster_load_assignment("web", [("10.8.8.8", 80), ("10.8.8.9", 80)]))
+    view = await client.wait_for(
+        ENDPOINT, "web", lambda v: len(v.priorities[0][0].endpoints) == 2, timeout=1
+    )
+    assert [e.address for e in view.priorities[0][0].endpoints] == ["10.8.8.8", "10.8.8.9"]
