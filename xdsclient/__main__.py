@@ -1,9 +1,9 @@
-"""``python -m xdsclient demo``."""
+"""``python -m xdsclient``: see `xdsclient._cli`."""
 
 from __future__ import annotations
 
 import sys
 
-from ._demo import main
+from ._cli import main
 
 sys.exit(main())

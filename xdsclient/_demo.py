@@ -9,13 +9,12 @@ and watches it, over gRPC or (``--source file|rest``) through files or REST-JSON
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import random
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any, TextIO
 
 from ._client import XdsClient
@@ -26,7 +25,7 @@ from ._sources import FileSource, RestSource
 from .resources import CLUSTER, ENDPOINT, ROUTE_CONFIGURATION, ClusterType
 from .resources import LISTENER as LISTENER_TYPE
 
-__all__ = ["main", "run", "summarize"]
+__all__ = ["run", "summarize"]
 
 LISTENER = "demo.example.com"
 _EDS_CLUSTERS = ("web", "api-primary", "api-secondary")
@@ -136,34 +135,3 @@ async def run(
                 if updates is not None and count >= updates:
                     break
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xdsclient", description="xdsclient tools")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser(
-        "demo", help="watch a listener's configuration and print each snapshot"
-    )
-    demo.add_argument("--updates", type=int, default=None, help="stop after this many snapshots")
-    demo.add_argument("--bootstrap", help="a gRPC xDS bootstrap file: watch a real control plane")
-    demo.add_argument(
-        "--listener", default=LISTENER, help=f"the listener to watch (default {LISTENER})"
-    )
-    demo.add_argument(
-        "--source",
-        choices=("grpc", "file", "rest"),
-        default="grpc",
-        help="how the embedded control plane's configuration reaches the client",
-    )
-    args = parser.parse_args(argv)
-    try:
-        return asyncio.run(
-            run(
-                updates=args.updates,
-                bootstrap=args.bootstrap,
-                listener=args.listener,
-                source=args.source,
-            )
-        )
-    except KeyboardInterrupt:
-        return 130

@@ -1,0 +1,113 @@
+"""``python -m xdsclient watch`` and ``dump`` end to end, in a subprocess, against the test
+control plane over gRPC, a file and REST: output, exit statuses, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from envoy.service.status.v3 import csds_pb2
+from google.protobuf import json_format
+
+from tests.builders import cluster, endpoints, listener, routes
+from xdsclient.resources import CLUSTER
+from xdsclient.testing import ControlPlane
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "xdsclient",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "GRPC_VERBOSITY": "NONE"},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+async def cp() -> AsyncIterator[ControlPlane]:
+    async with ControlPlane() as control_plane:
+        control_plane.set_all([listener("l"), routes("c"), cluster("c"), endpoints("c")])
+        yield control_plane
+
+
+async def test_watch_streams_changes_from_a_server_as_lines_or_json(cp: ControlPlane) -> None:
+    status, out, _ = await cli("watch", "cluster", "c", "--server", cp.address, "--count", "1")
+    assert status == 0
+    assert out.startswith("changed  Cluster c: version")
+    status, out, _ = await cli(
+        "watch", "cluster", "c", "--server", cp.address, "--count", "1", "--json"
+    )
+    assert json.loads(out)["event"] == "changed"
+
+
+async def test_watch_reads_a_file_whose_type_it_learns_from_the_file(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    path = tmp_path / "cds.yaml"
+    cp.write_file(path, CLUSTER.type_url)
+    status, out, _ = await cli("watch", "cluster", "c", "--file", str(path), "--count", "1")
+    assert status == 0
+    assert "changed  Cluster c" in out
+
+
+async def test_dump_over_rest_prints_the_csds_dump_of_a_complete_listener(
+    cp: ControlPlane,
+) -> None:
+    url = (await cp.serve_rest()).url
+    status, out, _ = await cli("dump", "--listener", "l", "--rest", url, "--json")
+    assert status == 0
+    dump = json_format.Parse(out, csds_pb2.ClientConfig())
+    assert {x.name for x in dump.generic_xds_configs} == {"l", "routes", "c"}
+
+
+async def test_dump_exits_nonzero_when_something_was_rejected_or_did_not_arrive(
+    cp: ControlPlane,
+) -> None:
+    broken = cluster("c")
+    broken.eds_cluster_config.eds_config.path_config_source.path = "/x"  # gRPC rejects it
+    cp.set(broken)
+    status, out, _ = await cli("dump", "--listener", "l", "--server", cp.address)
+    assert status == 5
+    assert "NACKED" in out
+    assert "eds_config" in out
+    status, out, _ = await cli("dump", "--resource", "cluster:nope", "--server", cp.address,
+                               "--timeout", "0.5")  # fmt: skip
+    assert status == 4
+    assert "REQUESTED" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["watch", "--listener", "l", "--bootstrap", "/nonexistent"], 3, "cannot read bootstrap"),
+        (["watch", "--server", "127.0.0.1:1"], 2, "watch needs TYPE NAME"),
+        (["watch", "thing", "x", "--server", "127.0.0.1:1"], 2, "unknown type 'thing'"),
+        (["dump", "--listener", "l", "--file", "/nonexistent.yaml"], 3, "No such file"),
+    ],
+)
+async def test_mistakes_are_one_line_errors_with_distinct_statuses(
+    args: list[str], status: int, message: str
+) -> None:
+    code, _, err = await cli(*args)
+    assert code == status
+    errors = [line for line in err.splitlines() if line.startswith("xdsclient:")]
+    assert len(errors) == 1
+    assert message in errors[0]
+    assert "Traceback" not in err
+
+
+async def test_version_is_printed() -> None:
+    code, out, _ = await cli("--version")
+    assert code == 0
+    assert out.startswith("xdsclient ")
