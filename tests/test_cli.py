@@ -111,3 +111,12 @@ async def test_version_is_printed() -> None:
     code, out, _ = await cli("--version")
     assert code == 0
     assert out.startswith("xdsclient ")
+
+
+def test_the_xdsclient_console_script_is_installed() -> None:
+    import subprocess
+
+    script = Path(sys.executable).parent / "xdsclient"
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    assert done.stdout.startswith("xdsclient ")

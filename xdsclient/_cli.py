@@ -18,7 +18,7 @@ from typing import Any
 
 from ._errors import XdsError
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "main", "run"]
 
 OK, USAGE, CONFIG, UNAVAILABLE, INCOMPLETE, INTERRUPTED = 0, 2, 3, 4, 5, 130
 _TYPES = {"listener": "LISTENER", "route": "ROUTE_CONFIGURATION", "cluster": "CLUSTER",
@@ -278,3 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return CONFIG
     except KeyboardInterrupt:
         return INTERRUPTED
+
+
+def run() -> None:
+    """The ``xdsclient`` console script."""
+    sys.exit(main())
