@@ -14,8 +14,6 @@ from tests.differential.harness import run
 #: Variant descriptions where we and C-core differ today, each listed in docs/validation.md.
 DISAGREEMENTS = frozenset(
     {
-        "RBAC filter on client listener",
-        "negative max_stream_duration",
         "domain with two wildcards",
         "safe_regex with backreference (not RE2)",
         "safe_regex with lookahead (not RE2)",

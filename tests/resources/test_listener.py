@@ -206,3 +206,38 @@ def test_server_listener_validation() -> None:
 def test_listener_views_compare_by_content() -> None:
     assert view(api_listener(hcm())) == view(api_listener(hcm()))
     assert view(api_listener(hcm())) != view(api_listener(hcm(rds="other")))
+
+
+def _client_listener(configure: Callable[[Any], None]) -> Any:
+    manager = hcm_pb2.HttpConnectionManager()
+    manager.rds.route_config_name = "routes"
+    manager.rds.config_source.ads.SetInParent()
+    configure(manager)
+    manager.http_filters.add(name="router").typed_config.Pack(router_pb2.Router())
+    message = listener_pb2.Listener(name="l")
+    message.api_listener.api_listener.Pack(manager)
+    return message
+
+
+def test_an_rbac_filter_on_a_client_listener_is_unknown_unless_optional() -> None:
+    from envoy.extensions.filters.http.rbac.v3 import rbac_pb2
+
+    def rbac(optional: bool) -> Callable[[Any], None]:
+        def configure(manager: Any) -> None:
+            entry = manager.http_filters.add(name="rbac", is_optional=optional)
+            entry.typed_config.Pack(rbac_pb2.RBAC())
+
+        return configure
+
+    with pytest.raises(ResourceDecodeError, match="http_filters"):
+        ListenerView.from_proto(_client_listener(rbac(False)))
+    view = ListenerView.from_proto(_client_listener(rbac(True)))
+    assert view.api_listener is not None
+
+
+def test_a_negative_max_stream_duration_is_rejected() -> None:
+    def configure(manager: Any) -> None:
+        manager.common_http_protocol_options.max_stream_duration.seconds = -1
+
+    with pytest.raises(ResourceDecodeError, match="max_stream_duration: must not be negative"):
+        ListenerView.from_proto(_client_listener(configure))

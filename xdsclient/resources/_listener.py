@@ -56,6 +56,12 @@ KNOWN_HTTP_FILTERS: frozenset[str] = frozenset(
     )
 )
 
+#: Filters gRPC runs on servers only (gRFC A41): on a client (API) listener they are unknown, so
+#: NACKed unless marked optional, as C-core does.
+SERVER_ONLY_HTTP_FILTERS: frozenset[str] = frozenset(
+    {"type.googleapis.com/" + rbac_pb2.RBAC.DESCRIPTOR.full_name}
+)
+
 
 @attrs.frozen(kw_only=True)
 class HttpFilter:
@@ -124,7 +130,8 @@ class ListenerView(View):
         fields: dict[str, Any] = {}
         if message.HasField("api_listener"):
             packed = message.api_listener.api_listener
-            fields["api_listener"] = _hcm(name, "api_listener.api_listener", packed, known_filters)
+            client_filters = [f for f in known_filters if f not in SERVER_ONLY_HTTP_FILTERS]
+            fields["api_listener"] = _hcm(name, "api_listener.api_listener", packed, client_filters)
         elif message.HasField("address"):
             socket = message.address.socket_address
             if not message.address.HasField("socket_address") or not socket.address:
@@ -182,6 +189,9 @@ def _hcm(
     options = hcm.common_http_protocol_options
     if options.HasField("max_stream_duration"):
         duration = options.max_stream_duration
+        if duration.seconds < 0 or duration.nanos < 0:
+            where = f"{path}.common_http_protocol_options.max_stream_duration"
+            raise invalid(name, where, "must not be negative")
         fields["max_stream_duration"] = duration.seconds + duration.nanos / 1e9
     return HttpConnectionManager(**fields)
 
