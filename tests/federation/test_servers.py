@@ -194,3 +194,21 @@ async def test_a_route_to_a_cluster_of_an_unconfigured_authority_is_that_cluster
         error = update.clusters[stray].error
         assert error is not None
         assert "does not configure the authority 'nowhere.example'" in str(error)
+
+
+async def test_a_route_to_a_malformed_xdstp_name_is_that_cluster_s_error(
+    control_plane: ControlPlane, variant: Variant
+) -> None:
+    malformed = "xdstp://a.example/envoy.config.cluster.v3.Cluster"  # no id
+    xdstp_chain(control_plane, cluster_name=malformed)
+    config = bootstrap([control_plane], authorities={"a.example": []})
+    async with (
+        XdsClient(bootstrap=config, options=OPTIONS, **variant) as client,
+        client.watch_config(LDS_A) as watch,
+    ):
+        async with asyncio.timeout(5):
+            update = await anext(watch)
+        assert isinstance(update, XdsConfig)
+        error = update.clusters[malformed].error
+        assert error is not None
+        assert "no resource id" in str(error)

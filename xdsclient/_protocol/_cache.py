@@ -105,12 +105,3 @@ class ResourceCache:
             for name, entry in table.items()
             if authority_of(name) == authority
         ]
-
-    def authority_states(self, authority: str, type_url: str) -> list[ResourceState]:
-        """Snapshots of one authority's resources of one type."""
-        table = self._tables.get((authority, type_url)) or {}
-        return [
-            entry.snapshot(type_url, name)
-            for name, entry in table.items()
-            if authority_of(name) == authority
-        ]

@@ -99,10 +99,6 @@ class Session:
         assigns in the `ResourceCache`."""
         return self._state(type_url).entries
 
-    def wants(self, type_url: str, name: str) -> bool:
-        """Whether ``name`` is subscribed, explicitly or through the wildcard."""
-        return self._state(type_url).wants(name)
-
     def adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
         """Take another session's entry for a wanted ``name`` (a change of server, gRFC A71):
         its status, value and errors, with its TTL re-armed and no does-not-exist timer when it

@@ -148,11 +148,6 @@ class ServerPool:
             channel = self._channels[authority.servers[index]]
             channel.drivers[type_url].unsubscribe(type_url, name)
 
-    def active_server(self, authority: str) -> ServerConfig | None:
-        """The server whose data the client uses for ``authority`` now."""
-        state = self._authorities.get(authority)
-        return None if state is None else state.servers[state.active]
-
     async def close(self) -> None:
         """Stop every channel, the released ones included, and wait for them."""
         channels = [*self._channels.values(), *self._closing]
