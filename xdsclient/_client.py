@@ -26,6 +26,7 @@ from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
 from ._names import OLD_AUTHORITY, authority_of
+from ._observe import Observer, Observers
 from ._options import ClientOptions
 from ._protocol import DataError, ResourceCache, ResourceState, ResourceStatus
 from ._services import PER_TYPE_SERVICES
@@ -93,6 +94,7 @@ class XdsClient:
             on_last_watcher=self._unsubscribe,
         )
         self._tasks = TaskOwner()
+        self._observers = Observers()
         self._pool: ServerPool | None = None
         self._wall_offset = 0.0
         self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
@@ -135,6 +137,7 @@ class XdsClient:
             publish=self._dispatcher.publish,
             tasks=self._tasks,
             transport=self._transport_factory,
+            observers=self._observers,
         )
         self._tasks.start(self._dispatcher.run(), name="xdsclient-dispatcher")
 
@@ -333,6 +336,15 @@ class XdsClient:
         name = self._name(type_url, name)
         self._check_open()
         return self._cache.state(type_url, name)
+
+    def add_observer(self, observer: Observer) -> Callable[[], None]:
+        """Tell ``observer`` of every protocol event from now on: each request sent (ACK, NACK,
+        subscription change), response received, verdict on a resource, and change of a
+        server's connectivity (`RequestSent`, `ResponseReceived`, `ResourceUpdate`,
+        `ConnectivityChanged`). It runs synchronously on the event loop and must not block; one
+        that raises is logged and changes nothing else. Returns the function that removes it.
+        Without observers the client builds none of these events."""
+        return self._observers.add(observer)
 
     def resource_states(self) -> list[ResourceState]:
         """Every resource in the cache (a CSDS-like dump)."""

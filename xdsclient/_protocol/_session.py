@@ -81,6 +81,8 @@ class Session:
         self._connected = False
         self._node_sent = False
         self._response_received = False
+        #: the type state the last response was applied to (for `verdicts`)
+        self._last_applied: SotwTypeState | DeltaTypeState | None = None
 
     # ----------------------------------------------------------------- properties
 
@@ -208,8 +210,11 @@ class Session:
         self._response_received = True
         state = self._types.get(response.type_url)
         events: list[Event] = []
+        self._last_applied = None
         if state is None or not state.sent_on_stream:
             return events
+        state.last_classified = None
+        self._last_applied = state
         count = len(response.resources)
         limit = self._options.max_resources_per_response
         if count > limit:
@@ -219,6 +224,20 @@ class Session:
         else:
             state.receive(response, now, events)
         return events
+
+    def verdicts(self) -> list[tuple[str, str | None]]:
+        """The verdict on each resource of the last response received: ``(name, None)`` when
+        valid (changed or not), ``(name, reason)`` when rejected; ``("", reason)`` for one that
+        could not be named. Empty when the response was ignored or rejected whole. Only
+        resources that were asked for (or came through the wildcard) are listed."""
+        state = self._last_applied
+        classified = state.last_classified if state is not None else None
+        if state is None or classified is None:
+            return []
+        result: list[tuple[str, str | None]] = [(item[0], None) for item in classified.valid]
+        result.extend(("", reason) for reason in classified.errors[: state.last_unnamed])
+        result.extend(classified.invalid.items())
+        return result
 
     # ----------------------------------------------------------------- time
 

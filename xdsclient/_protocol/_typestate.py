@@ -84,6 +84,10 @@ class TypeState:
         self._unsettled = False
         #: names whose entry came from another server (`adopt`) and not since from this one
         self.adopted: set[str] = set()
+        #: the classify step of the last response applied, and how many of its errors were
+        #: for resources it could not name (read by `Session.verdicts`, for observers)
+        self.last_classified: Classifier | None = None
+        self.last_unnamed = 0
         for name, entry in entries.items():
             if entry.expires_at is not None and entry.status.holds_value:
                 deadlines.arm((TTL, self.type_url, name), entry.expires_at)
@@ -365,6 +369,8 @@ class TypeState:
     ) -> None:
         """Apply what the classify step found; ``keys(name)`` are the cache entries a named
         resource of the response updates (none when nobody wants it)."""
+        self.last_classified = classified
+        self.last_unnamed = len(classified.errors)
         self.apply_valid(classified.valid, now, events)
         for name, version, ttl in classified.bodiless:
             for key in keys(name):

@@ -26,6 +26,14 @@ from typing import Any, NoReturn
 
 from .._config import Backoff
 from .._errors import TransportError
+from .._names import authority_of
+from .._observe import (
+    ConnectivityChanged,
+    Observers,
+    RequestSent,
+    ResourceUpdate,
+    ResponseReceived,
+)
 from .._protocol import Event, Session
 from .._transports import Stream, StreamSpec, Transport
 from ._clock import Clock
@@ -54,10 +62,12 @@ class StreamDriver:
         uniform: Callable[[], float] = random.random,
         on_failure: Callable[[TransportError], None] = lambda error: None,
         on_response: Callable[[], None] = lambda: None,
+        observers: Observers | None = None,
     ) -> None:
         """``on_failure``: a stream failed before any response (a connectivity failure, gRFC
         A57); ``on_response``: a response arrived. Both run before the session sees it, so the
-        client can change which server serves an authority (gRFC A71) first."""
+        client can change which server serves an authority (gRFC A71) first. ``observers``
+        hear of every request, response, verdict and connectivity change (`xdsclient._observe`)."""
         self._session = session
         self._transport = transport
         self._spec = spec
@@ -70,6 +80,9 @@ class StreamDriver:
         self._on_response = on_response
         self._wake = asyncio.Event()
         self._last_error = ""
+        self._observers = observers if observers is not None else Observers()
+        #: what observers were last told of this server: None before anything
+        self._reachable: bool | None = None
 
     # ------------------------------------------------------------------ commands
 
@@ -94,6 +107,7 @@ class StreamDriver:
             had_response = self._session.response_received
             if error is not None and not had_response:
                 self._on_failure(error)
+                self._report_connectivity(False, error)
             self._publish(self._session.disconnect(self._clock.time(), error))
             if error is not None:
                 self._log(error, first=attempt == 0)
@@ -176,7 +190,11 @@ class StreamDriver:
                 if read is not None and read.done():
                     response, read = read.result(), None
                     self._on_response()
+                    if self._observers:
+                        self._report_response(response, now)
                     events.extend(session.receive(response, now))
+                    if self._observers:
+                        self._report_verdicts(response.type_url, now)
                 delivery = self._publish(events) or delivery
                 await self._flush(stream)
         finally:
@@ -186,6 +204,76 @@ class StreamDriver:
     async def _flush(self, stream: Stream) -> None:
         for request in self._session.requests_to_send(self._clock.time()):
             await stream.write(request)
+            if self._observers:
+                self._report_request(request)
+
+    # ------------------------------------------------------------------ observers
+
+    def _report_request(self, request: Any) -> None:
+        delta = self._session.delta
+        detail = request.error_detail.message if request.HasField("error_detail") else None
+        self._observers.emit(
+            RequestSent(
+                server=self._server,
+                time=self._clock.time(),
+                type_url=request.type_url,
+                delta=delta,
+                version_info="" if delta else request.version_info,
+                nonce=request.response_nonce,
+                resource_names=tuple(
+                    request.resource_names_subscribe if delta else request.resource_names
+                ),
+                unsubscribed=tuple(request.resource_names_unsubscribe) if delta else (),
+                error_detail=detail,
+            )
+        )
+
+    def _report_response(self, response: Any, now: float) -> None:
+        if not self._reachable:
+            self._report_connectivity(True, None)
+        delta = self._session.delta
+        self._observers.emit(
+            ResponseReceived(
+                server=self._server,
+                time=now,
+                type_url=response.type_url,
+                delta=delta,
+                version_info=response.system_version_info if delta else response.version_info,
+                nonce=response.nonce,
+                resource_count=len(response.resources),
+                size_bytes=response.ByteSize(),
+                removed=tuple(response.removed_resources) if delta else (),
+            )
+        )
+
+    def _report_verdicts(self, type_url: str, now: float) -> None:
+        emit = self._observers.emit
+        for name, error in self._session.verdicts():
+            emit(
+                ResourceUpdate(
+                    server=self._server,
+                    time=now,
+                    type_url=type_url,
+                    name=name,
+                    authority=authority_of(name) if name else "",
+                    valid=error is None,
+                    error=error,
+                )
+            )
+
+    def _report_connectivity(self, connected: bool, error: TransportError | None) -> None:
+        if self._reachable is connected:
+            return
+        self._reachable = connected
+        if self._observers:
+            self._observers.emit(
+                ConnectivityChanged(
+                    server=self._server,
+                    time=self._clock.time(),
+                    connected=connected,
+                    error=None if error is None else str(error),
+                )
+            )
 
     async def _wait(self, futures: Iterable[Awaitable[Any]], until: float | None) -> None:
         """Until one of ``futures`` is done, interest changes, or the clock reaches ``until``."""

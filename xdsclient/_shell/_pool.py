@@ -29,6 +29,7 @@ from typing import Any
 from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
 from .._names import WILDCARD, authority_of
+from .._observe import Observers
 from .._options import ClientOptions
 from .._protocol import Event, ResourceCache, ResourceStatus, Session
 from .._services import PER_TYPE_SERVICES
@@ -88,8 +89,10 @@ class ServerPool:
         publish: Publish,
         tasks: TaskOwner,
         transport: TransportFactory | None,
+        observers: Observers | None = None,
     ) -> None:
         self._config = config
+        self._observers = observers if observers is not None else Observers()
         self._options = options
         self._types = types
         self._cache = cache
@@ -284,6 +287,7 @@ class ServerPool:
                 backoff=_FILE_BACKOFF if isinstance(server, FileSource) else self._options.backoff,
                 on_failure=self._failure_handler(channel),
                 on_response=self._response_handler(channel),
+                observers=self._observers,
             )
             for rtype in types:
                 channel.sessions[rtype.type_url] = session

@@ -1,0 +1,163 @@
+"""Protocol observers over the in-memory transport with a fake clock: what they are told of
+requests, responses, verdicts and connectivity, and that a bad observer breaks nothing."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.builders import EDS, endpoints, raw_any, sotw_response
+from tests.shell.conftest import settle
+from xdsclient import (
+    CallbackWatcher,
+    ConnectivityChanged,
+    Event,
+    ProtocolEvent,
+    RequestSent,
+    ResourceChanged,
+    ResourceUpdate,
+    ResponseReceived,
+    TransportError,
+    XdsClient,
+)
+from xdsclient.resources import ENDPOINT
+from xdsclient.testing import FakeClock, FakeTransport
+
+
+def _invalid_endpoints(name: str) -> object:
+    message = endpoints(name)
+    message.endpoints[0].lb_endpoints[0].load_balancing_weight.value = 0  # must be above 0
+    return message
+
+
+async def test_observers_hear_the_request_the_response_the_verdicts_and_the_ack(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, delta: bool
+) -> None:
+    told: list[ProtocolEvent] = []
+    client.add_observer(told.append)
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    stream = await fake.stream()
+    await stream.request()
+    clock.advance(2.0)
+    nonce = stream.send([endpoints("a")], version="7")
+    await settle()
+    subscribe, connected, response, verdict, ack = told
+    assert isinstance(subscribe, RequestSent)
+    assert subscribe.resource_names == ("a",)
+    assert subscribe.nonce == ""
+    assert (subscribe.server, subscribe.delta, subscribe.is_nack) == ("fake:1", delta, False)
+    assert connected == ConnectivityChanged(server="fake:1", time=2.0, connected=True)
+    assert isinstance(response, ResponseReceived)
+    assert (response.type_url, response.nonce, response.resource_count) == (EDS, nonce, 1)
+    assert response.version_info == ("" if delta else "7")
+    assert response.size_bytes > 0
+    assert verdict == ResourceUpdate(
+        server="fake:1", time=2.0, type_url=EDS, name="a", authority="#old", valid=True
+    )
+    assert isinstance(ack, RequestSent)
+    assert (ack.nonce, ack.is_nack, ack.version_info) == (nonce, False, "" if delta else "7")
+
+
+async def test_a_rejected_resource_is_an_invalid_verdict_and_a_nack_with_its_reason(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    told: list[ProtocolEvent] = []
+    client.add_observer(told.append)
+    for name in ("a", "b"):
+        client.add_watcher(ENDPOINT, name, CallbackWatcher(lambda event: None))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a"), _invalid_endpoints("b")])
+    await settle()
+    verdicts = [e for e in told if isinstance(e, ResourceUpdate)]
+    assert [(v.name, v.valid) for v in verdicts] == [("a", True), ("b", False)]
+    assert verdicts[1].error is not None
+    assert "weight" in verdicts[1].error
+    nacks = [e for e in told if isinstance(e, RequestSent) and e.is_nack]
+    assert len(nacks) == 1
+    assert nacks[0].error_detail is not None
+    assert "b" in nacks[0].error_detail
+
+
+async def test_a_resource_that_cannot_be_named_is_an_invalid_verdict_without_a_name(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    async with XdsClient("fake:1", node_id="n", transport=fake, clock=clock) as client:
+        told: list[ProtocolEvent] = []
+        client.add_observer(told.append)
+        client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+        stream = await fake.stream()
+        await stream.request()
+        garbage = raw_any(EDS, b"\xff\xff")
+        stream.respond(sotw_response(EDS, [endpoints("a"), garbage], version="1", nonce="n1"))
+        await settle()
+    verdicts = [(e.name, e.valid) for e in told if isinstance(e, ResourceUpdate)]
+    assert verdicts == [("a", True), ("", False)]
+
+
+async def test_a_server_that_stays_down_is_one_failure_not_one_per_retry(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    told: list[ProtocolEvent] = []
+    client.add_observer(told.append)
+    fake.refuse(TransportError("xDS server down"))
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    for _ in range(4):
+        await settle()
+        clock.advance(60)
+    await settle()
+    assert fake.open_attempts >= 4
+    changes = [e for e in told if isinstance(e, ConnectivityChanged)]
+    assert [(c.connected, c.error) for c in changes] == [(False, "xDS server down")]
+    fake.accept()
+    clock.advance(60)
+    stream = await fake.stream()
+    stream.send([endpoints("a")])
+    await settle()
+    stream.fail()  # after a response: not a connectivity failure (gRFC A57)
+    await fake.stream()
+    await settle()
+    changes = [e for e in told if isinstance(e, ConnectivityChanged)]
+    assert [c.connected for c in changes] == [False, True]
+
+
+async def test_a_raising_observer_is_logged_and_breaks_neither_watchers_nor_observers(
+    fake: FakeTransport, client: XdsClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(event: ProtocolEvent) -> None:
+        raise RuntimeError("observer bug")
+
+    told: list[ProtocolEvent] = []
+    seen: list[Event] = []
+    client.add_observer(broken)
+    client.add_observer(told.append)
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
+    stream = await fake.stream()
+    await stream.request()
+    with caplog.at_level(logging.ERROR, logger="xdsclient.observe"):
+        stream.send([endpoints("a")])
+        await settle()
+    assert [type(e) for e in seen] == [ResourceChanged]
+    assert any(isinstance(e, ResourceUpdate) for e in told)
+    assert "observer raised" in caplog.text
+    assert "observer bug" in caplog.text
+    assert len(stream.requests) == 2  # the subscription and the ACK: the stream goes on
+
+
+async def test_a_removed_observer_hears_nothing_more_and_removing_twice_is_harmless(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    told: list[ProtocolEvent] = []
+    remove = client.add_observer(told.append)
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    stream = await fake.stream()
+    await stream.request()
+    await settle()
+    assert told
+    remove()
+    remove()
+    count = len(told)
+    stream.send([endpoints("a")])
+    await settle()
+    assert len(told) == count
