@@ -75,3 +75,15 @@ async def test_mixed_sources_walk_one_configuration_from_files_rest_and_grpc() -
         "api-secondary: 1 localities",
         "web: 1 localities",
     ]
+
+
+async def test_metrics_example_reads_a78_metrics_and_envoy_stats() -> None:
+    lines = await load("metrics").main()
+    assert lines == [
+        "cds.update_success=1 version=1",
+        "grpc.xds_client.connected{} 1",
+        "grpc.xds_client.resource_updates_valid{grpc.xds.resource_type="
+        "envoy.config.cluster.v3.Cluster} 1",
+        "grpc.xds_client.resources{grpc.xds.authority=#old,grpc.xds.cache_state=acked,"
+        "grpc.xds.resource_type=envoy.config.cluster.v3.Cluster} 1",
+    ]

@@ -22,6 +22,7 @@ from ._csds import add_csds_service
 from ._dependencies import ClusterConfig, XdsConfig
 from ._errors import (
     ClientClosedError,
+    MissingExtraError,
     ProtocolError,
     ResourceDecodeError,
     ResourceDoesNotExistError,
@@ -55,6 +56,7 @@ from ._protocol import (
 )
 from ._shell._clock import Clock
 from ._sources import FileSource, RestSource
+from ._stats import ClientStats, ServerStats, TypeStats
 from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from ._xdstp import InvalidNameError, XdstpName
@@ -70,6 +72,7 @@ __all__ = [
     "ClientClosedError",
     "ClientConfig",
     "ClientOptions",
+    "ClientStats",
     "Clock",
     "ClusterConfig",
     "ConfigUpdate",
@@ -80,6 +83,7 @@ __all__ = [
     "FileSource",
     "InvalidNameError",
     "Locality",
+    "MissingExtraError",
     "NodeConfig",
     "Observer",
     "ProtocolError",
@@ -102,12 +106,14 @@ __all__ = [
     "RestSource",
     "ServerConfig",
     "ServerResourceError",
+    "ServerStats",
     "Session",
     "Stream",
     "StreamSpec",
     "Transport",
     "TransportError",
     "TransportFactory",
+    "TypeStats",
     "WaitTimeoutError",
     "Watch",
     "WatchHandle",

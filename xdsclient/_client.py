@@ -25,6 +25,7 @@ from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
+from ._metrics import enable_metrics
 from ._names import OLD_AUTHORITY, authority_of
 from ._observe import Observer, Observers
 from ._options import ClientOptions
@@ -34,6 +35,7 @@ from ._shell._clock import Clock, LoopClock
 from ._shell._pool import ServerPool
 from ._shell._tasks import TaskOwner
 from ._sources import FileSource, RestSource, Source
+from ._stats import ClientStats, StatsRecorder
 from ._targets import listener_for
 from ._transports import TransportFactory
 from ._wait import wait_for
@@ -95,6 +97,8 @@ class XdsClient:
         )
         self._tasks = TaskOwner()
         self._observers = Observers()
+        self._stats = StatsRecorder()
+        self._observers.add(self._stats, verdicts=False)
         self._pool: ServerPool | None = None
         self._wall_offset = 0.0
         self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
@@ -337,14 +341,43 @@ class XdsClient:
         self._check_open()
         return self._cache.state(type_url, name)
 
-    def add_observer(self, observer: Observer) -> Callable[[], None]:
+    def add_observer(self, observer: Observer, *, verdicts: bool = True) -> Callable[[], None]:
         """Tell ``observer`` of every protocol event from now on: each request sent (ACK, NACK,
         subscription change), response received, verdict on a resource, and change of a
         server's connectivity (`RequestSent`, `ResponseReceived`, `ResourceUpdate`,
         `ConnectivityChanged`). It runs synchronously on the event loop and must not block; one
         that raises is logged and changes nothing else. Returns the function that removes it.
-        Without observers the client builds none of these events."""
-        return self._observers.add(observer)
+        Without observers the client builds none of these events; with ``verdicts=False`` the
+        observer is not told of `ResourceUpdate` (one per resource of every response), and
+        while no observer wants them none is built."""
+        return self._observers.add(observer, verdicts=verdicts)
+
+    def stats(self) -> ClientStats:
+        """Envoy-style counters per server and resource type, counted since the client
+        started: ``update_attempt``, ``update_success``, ``update_rejected``,
+        ``update_failure``, ``update_empty``, ``version``, and each server's
+        ``connected_state`` (docs/observability.md says how each is counted)."""
+        return self._stats.snapshot()
+
+    def enable_metrics(
+        self, meter_provider: Any = None, *, target: str = "#xdsclient"
+    ) -> Callable[[], None]:
+        """Export gRFC A78's XdsClient metrics through OpenTelemetry, on ``meter_provider``
+        (default: the global one): ``grpc.xds_client.connected``, ``.server_failure``,
+        ``.resource_updates_valid``, ``.resource_updates_invalid`` and ``.resources``, labelled
+        with ``grpc.target`` (``target``: the channel target or service this client serves),
+        ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
+        ``grpc.xds.cache_state``. Needs the ``metrics`` extra (`MissingExtraError` otherwise).
+        Returns the function that stops reporting."""
+        self._check_open()
+        connected = {name: server.connected_state for name, server in self.stats().servers.items()}
+        return enable_metrics(
+            self.add_observer,
+            self._cache.states,
+            meter_provider=meter_provider,
+            target=target,
+            connected=connected,
+        )
 
     def resource_states(self) -> list[ResourceState]:
         """Every resource in the cache (a CSDS-like dump)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "ClientClosedError",
+    "MissingExtraError",
     "ProtocolError",
     "ResourceDecodeError",
     "ResourceDoesNotExistError",
@@ -35,6 +36,10 @@ class ClientClosedError(XdsError, RuntimeError):
 
 class WaitTimeoutError(XdsError, TimeoutError):
     """Local: `XdsClient.wait_for` saw no value satisfying its predicate in time."""
+
+
+class MissingExtraError(XdsError, ImportError):
+    """Local: a feature needs an optional extra that is not installed (the message names it)."""
 
 
 class ProtocolError(XdsError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -66,7 +66,7 @@ class ResponseReceived:
 
     ``version_info``: SotW, the response's version; Delta, its ``system_version_info``.
     ``resource_count``: how many resources it carries; ``removed``: Delta's removed names;
-    ``size_bytes``: its serialized size.
+    ``message``: the response itself (read it, never change it).
     """
 
     server: str
@@ -76,8 +76,13 @@ class ResponseReceived:
     version_info: str
     nonce: str
     resource_count: int
-    size_bytes: int
     removed: tuple[str, ...] = ()
+    message: Any = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def size_bytes(self) -> int:
+        """The response's serialized size (computed on demand: about 1 ms per MB)."""
+        return int(self.message.ByteSize()) if self.message is not None else 0
 
 
 @attrs.frozen(kw_only=True)
@@ -101,9 +106,10 @@ class ResourceUpdate:
 
 @attrs.frozen(kw_only=True)
 class ConnectivityChanged:
-    """A server became usable (a response arrived) or failed (gRFC A57: no response on a stream,
-    or it could not be reached). Reported on changes only: the first failure of a server
-    that never answered, then once per change of state, not once per retry."""
+    """A server's connectivity changed, as gRFC A78's ``grpc.xds_client.connected`` gauge
+    follows it: connected when the first stream to it is created; failed on a connectivity
+    failure or a stream that ends without a response (gRFC A57); connected again on the first
+    response after that. Reported on changes only, never once per retry."""
 
     server: str
     time: float
@@ -118,32 +124,53 @@ Observer: TypeAlias = Callable[[ProtocolEvent], None]
 
 
 class Observers:
-    """The client's observers; falsy while there are none, so the shell builds no event."""
+    """The client's observers; falsy while there are none, so the shell builds no event.
 
-    __slots__ = ("_callbacks",)
+    `ResourceUpdate` events (one per resource of every response) are built only while an
+    observer that wants them (``verdicts=True``) is registered: counters of responses need
+    none of them.
+    """
+
+    __slots__ = ("_all", "_verdicts", "verdicts")
 
     def __init__(self) -> None:
-        self._callbacks: tuple[Observer, ...] = ()
+        self._all: tuple[Observer, ...] = ()
+        self._verdicts: tuple[Observer, ...] = ()
+        #: whether any observer wants `ResourceUpdate` events
+        self.verdicts = False
 
     def __bool__(self) -> bool:
-        return bool(self._callbacks)
+        return bool(self._all)
 
-    def add(self, callback: Observer) -> Callable[[], None]:
-        """Register ``callback``; returns the function that removes it (idempotent)."""
-        self._callbacks = (*self._callbacks, callback)
+    def add(self, callback: Observer, *, verdicts: bool = True) -> Callable[[], None]:
+        """Register ``callback`` (told of `ResourceUpdate` events too when ``verdicts``);
+        returns the function that removes it (idempotent)."""
+        entry = (callback,)
+        self._all += entry
+        if verdicts:
+            self._verdicts += entry
+        self.verdicts = bool(self._verdicts)
 
         def remove() -> None:
-            callbacks = list(self._callbacks)
-            if callback in callbacks:
-                callbacks.remove(callback)
-                self._callbacks = tuple(callbacks)
+            self._all = _without(self._all, callback)
+            self._verdicts = _without(self._verdicts, callback)
+            self.verdicts = bool(self._verdicts)
 
         return remove
 
     def emit(self, event: ProtocolEvent) -> None:
         """Tell every observer; one that raises is logged and the others still hear of it."""
-        for callback in self._callbacks:
+        callbacks = self._verdicts if type(event) is ResourceUpdate else self._all
+        for callback in callbacks:
             try:
                 callback(event)
             except Exception:
                 logger.exception("an xDS protocol observer raised on %s", type(event).__name__)
+
+
+def _without(callbacks: tuple[Observer, ...], callback: Observer) -> tuple[Observer, ...]:
+    """``callbacks`` less the first registration of ``callback`` (by identity)."""
+    for index, registered in enumerate(callbacks):
+        if registered is callback:
+            return callbacks[:index] + callbacks[index + 1 :]
+    return callbacks

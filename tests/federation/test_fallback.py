@@ -7,10 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from tests.builders import cluster, endpoints
 from tests.client.conftest import Variant
 from tests.shell.conftest import OPTIONS, settle
+from tests.shell.test_metrics import _points
 from xdsclient import (
     CallbackWatcher,
     DataError,
@@ -303,3 +306,33 @@ async def test_server_features_apply_to_their_own_server_alone(
         assert gone.status is ResourceStatus.DOES_NOT_EXIST
         assert still is not None
         assert still.status is ResourceStatus.DOES_NOT_EXIST_BUT_CACHED
+
+
+async def test_a_fallback_shows_as_a_failure_of_the_primary_and_updates_of_the_secondary(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    reader = InMemoryMetricReader()
+    client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
+    fake.refuse(server=PRIMARY)
+    _watch(client)
+    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    points = _points(reader)
+    connected = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.connected"]}
+    assert connected == {PRIMARY: 0, SECONDARY: 1}
+    failures = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.server_failure"]}
+    assert failures == {PRIMARY: 1}
+    valid = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.resource_updates_valid"]}
+    assert valid == {SECONDARY: 1}
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    await settle()
+    points = _points(reader)
+    connected = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.connected"]}
+    assert connected[PRIMARY] == 1
+    valid = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.resource_updates_valid"]}
+    assert valid == {PRIMARY: 1, SECONDARY: 1}
+    stats = client.stats()
+    assert stats.servers[PRIMARY].failures == 1
+    assert stats.type_stats(ENDPOINT.type_url, SECONDARY).update_success == 1
+    assert stats.type_stats(ENDPOINT.type_url).update_success == 2

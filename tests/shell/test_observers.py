@@ -42,12 +42,12 @@ async def test_observers_hear_the_request_the_response_the_verdicts_and_the_ack(
     clock.advance(2.0)
     nonce = stream.send([endpoints("a")], version="7")
     await settle()
-    subscribe, connected, response, verdict, ack = told
+    connected, subscribe, response, verdict, ack = told
     assert isinstance(subscribe, RequestSent)
     assert subscribe.resource_names == ("a",)
     assert subscribe.nonce == ""
     assert (subscribe.server, subscribe.delta, subscribe.is_nack) == ("fake:1", delta, False)
-    assert connected == ConnectivityChanged(server="fake:1", time=2.0, connected=True)
+    assert connected == ConnectivityChanged(server="fake:1", time=0.0, connected=True)
     assert isinstance(response, ResponseReceived)
     assert (response.type_url, response.nonce, response.resource_count) == (EDS, nonce, 1)
     assert response.version_info == ("" if delta else "7")
@@ -109,7 +109,7 @@ async def test_a_server_that_stays_down_is_one_failure_not_one_per_retry(
     await settle()
     assert fake.open_attempts >= 4
     changes = [e for e in told if isinstance(e, ConnectivityChanged)]
-    assert [(c.connected, c.error) for c in changes] == [(False, "xDS server down")]
+    assert [(c.connected, c.error) for c in changes] == [(True, None), (False, "xDS server down")]
     fake.accept()
     clock.advance(60)
     stream = await fake.stream()
@@ -119,7 +119,7 @@ async def test_a_server_that_stays_down_is_one_failure_not_one_per_retry(
     await fake.stream()
     await settle()
     changes = [e for e in told if isinstance(e, ConnectivityChanged)]
-    assert [c.connected for c in changes] == [False, True]
+    assert [c.connected for c in changes] == [True, False, True]
 
 
 async def test_a_raising_observer_is_logged_and_breaks_neither_watchers_nor_observers(
@@ -161,3 +161,18 @@ async def test_a_removed_observer_hears_nothing_more_and_removing_twice_is_harml
     stream.send([endpoints("a")])
     await settle()
     assert len(told) == count
+
+
+async def test_an_observer_without_verdicts_hears_requests_and_responses_only(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    told: list[ProtocolEvent] = []
+    client.add_observer(told.append, verdicts=False)
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")])
+    await settle()
+    kinds = [type(e) for e in told]
+    assert ResponseReceived in kinds
+    assert ResourceUpdate not in kinds

@@ -81,7 +81,7 @@ class StreamDriver:
         self._wake = asyncio.Event()
         self._last_error = ""
         self._observers = observers if observers is not None else Observers()
-        #: what observers were last told of this server: None before anything
+        #: what observers were last told of this server: None before the first stream
         self._reachable: bool | None = None
 
     # ------------------------------------------------------------------ commands
@@ -103,6 +103,8 @@ class StreamDriver:
         attempt = 0
         while True:
             await self._idle(until=None)
+            if self._reachable is None:
+                self._report_connectivity(True, None)  # gRFC A78: 1 once a stream is created
             error = await self._attempt()
             had_response = self._session.response_received
             if error is not None and not had_response:
@@ -190,10 +192,12 @@ class StreamDriver:
                 if read is not None and read.done():
                     response, read = read.result(), None
                     self._on_response()
+                    if not self._reachable:
+                        self._report_connectivity(True, None)
                     if self._observers:
                         self._report_response(response, now)
                     events.extend(session.receive(response, now))
-                    if self._observers:
+                    if self._observers.verdicts:
                         self._report_verdicts(response.type_url, now)
                 delivery = self._publish(events) or delivery
                 await self._flush(stream)
@@ -229,8 +233,6 @@ class StreamDriver:
         )
 
     def _report_response(self, response: Any, now: float) -> None:
-        if not self._reachable:
-            self._report_connectivity(True, None)
         delta = self._session.delta
         self._observers.emit(
             ResponseReceived(
@@ -241,8 +243,8 @@ class StreamDriver:
                 version_info=response.system_version_info if delta else response.version_info,
                 nonce=response.nonce,
                 resource_count=len(response.resources),
-                size_bytes=response.ByteSize(),
                 removed=tuple(response.removed_resources) if delta else (),
+                message=response,
             )
         )
 
