@@ -25,6 +25,7 @@ from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
+from ._logs import ProtocolLogger
 from ._metrics import enable_metrics
 from ._names import OLD_AUTHORITY, authority_of
 from ._observe import Observer, Observers
@@ -99,6 +100,7 @@ class XdsClient:
         self._observers = Observers()
         self._stats = StatsRecorder()
         self._observers.add(self._stats, verdicts=False)
+        self._observers.add(ProtocolLogger(), verdicts=False)
         self._pool: ServerPool | None = None
         self._wall_offset = 0.0
         self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()

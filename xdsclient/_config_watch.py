@@ -40,7 +40,7 @@ from .resources import ResourceType
 
 __all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
 
-logger = logging.getLogger("xdsclient")
+logger = logging.getLogger("xdsclient.watchers")
 
 #: What a configuration watch yields: a complete snapshot, why there is none, or a warning
 #: that leaves the last snapshot in use.

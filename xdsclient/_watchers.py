@@ -46,7 +46,7 @@ __all__ = [
     "warn_never_cancelled",
 ]
 
-logger = logging.getLogger("xdsclient")
+logger = logging.getLogger("xdsclient.watchers")
 
 
 class ResourceWatcher(Protocol):

@@ -3,6 +3,7 @@ headers."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,22 @@ async def test_a_name_first_requested_at_the_current_version_is_still_answered(
         await until(lambda: polls(cp) >= 3)  # ACKed: the version is current
         client.add_watcher(CLUSTER, "late", CallbackWatcher(lambda event: None))
         await until(lambda: timeout_of(client, "late") == 5)
+
+
+async def test_no_log_line_shows_the_headers_even_at_debug_through_failures(
+    cp: ControlPlane, caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoint = await cp.serve_rest()
+    endpoint.fail_with = 401
+    seen: list[Event] = []
+    with caplog.at_level(logging.DEBUG, logger="xdsclient"):
+        async with client_for(
+            endpoint.url, refresh_delay=0.02, headers={"authorization": "Bearer s3cret"}
+        ) as client:
+            client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
+            await until(lambda: bool(seen))
+            endpoint.fail_with = None
+            await until(lambda: timeout_of(client) == 1)
+    assert "HTTP 401" in caplog.text  # the failure was logged...
+    assert "s3cret" not in caplog.text  # ...without the credential
+    assert "authorization" not in caplog.text.lower()

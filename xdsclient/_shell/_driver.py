@@ -40,7 +40,7 @@ from ._clock import Clock
 
 __all__ = ["Publish", "StreamDriver"]
 
-logger = logging.getLogger("xdsclient")
+logger = logging.getLogger("xdsclient.transport")
 
 #: Hands a batch of events to the watchers now; returns what completes once they saw it.
 Publish = Callable[[list[Event]], "asyncio.Future[None] | None"]
@@ -121,10 +121,13 @@ class StreamDriver:
             await self._idle(until=self._clock.time() + delay)
 
     def _log(self, error: TransportError, *, first: bool) -> None:
-        """Warn on a new failure; a server that stays down is not a new warning every retry."""
+        """Every stream failure at DEBUG (the WARNING for a lost server is one per change of
+        connectivity, written by the client's `ProtocolLogger`); INFO for a new kind of failure
+        of a stream that had answered (a server closing streams now and then)."""
         text = str(error)
-        level = logging.WARNING if first or text != self._last_error else logging.DEBUG
+        new = first or text != self._last_error
         self._last_error = text
+        level = logging.INFO if new and self._reachable else logging.DEBUG
         logger.log(level, "%s", text)
 
     async def _idle(self, *, until: float | None) -> None:

@@ -42,7 +42,7 @@ from ._tasks import TaskOwner
 
 __all__ = ["ServerPool"]
 
-logger = logging.getLogger("xdsclient")
+logger = logging.getLogger("xdsclient.fallback")
 
 #: A file source reopens only once the file changed: no backoff is needed between attempts.
 _FILE_BACKOFF = Backoff(initial=0.01, multiplier=1.0, jitter=0.0, maximum=0.01)

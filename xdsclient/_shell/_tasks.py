@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = ["TaskOwner"]
 
-logger = logging.getLogger("xdsclient")
+logger = logging.getLogger("xdsclient.tasks")
 
 
 class TaskOwner:

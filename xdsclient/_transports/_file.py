@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FileStream", "FileTransport"]
 
-logger = logging.getLogger("xdsclient.file")
+logger = logging.getLogger("xdsclient.transport.file")
 
 _Stat = tuple[int, int, int] | None  # (inode, size, mtime_ns); None: no file
 

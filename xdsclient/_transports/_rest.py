@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RestStream", "RestTransport", "rest_path"]
 
-logger = logging.getLogger("xdsclient.rest")
+logger = logging.getLogger("xdsclient.transport.rest")
 
 
 def rest_path(type_url: str) -> str:

@@ -1,0 +1,99 @@
+"""The client's own log lines about the wire, written by an observer of the protocol events.
+
+Why an observer: the lines an operator needs (a NACK, a server lost or back) are the facts the
+drivers already report as events, so logging them is one more observer and the protocol code
+holds no log calls. Rules (docs/observability.md lists every line):
+
+- ``xdsclient.protocol`` WARNING, one per NACK: server, type, the rejected version and nonce,
+  and the NACK's text (each rejected resource with its reason, as sent to the server).
+- ``xdsclient.connectivity`` WARNING when a server is lost (gRFC A57's connectivity failure),
+  INFO when it answers again; on changes only, never once per retry.
+- ``xdsclient.protocol`` DEBUG: a one-line summary of each request and response.
+- Never a credential: lines carry server URIs, type URLs, versions, nonces, names and the
+  NACK's text; no node metadata, headers or call credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ._observe import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
+
+__all__ = ["ProtocolLogger"]
+
+protocol_logger = logging.getLogger("xdsclient.protocol")
+connectivity_logger = logging.getLogger("xdsclient.connectivity")
+
+_PREFIX = "type.googleapis.com/"
+_NAMES_SHOWN = 5
+
+
+class ProtocolLogger:
+    """The observer writing the client's protocol log lines (register with verdicts=False)."""
+
+    def __init__(self) -> None:
+        #: (server, type URL) -> version of the last response read (what a NACK rejects)
+        self._versions: dict[tuple[str, str], str] = {}
+        self._lost: set[str] = set()
+
+    def __call__(self, event: ProtocolEvent) -> None:
+        if type(event) is ResponseReceived:
+            self._versions[event.server, event.type_url] = event.version_info
+            if protocol_logger.isEnabledFor(logging.DEBUG):
+                protocol_logger.debug(
+                    "<- %s %s version=%r nonce=%r resources=%d%s",
+                    event.server,
+                    _short(event.type_url),
+                    event.version_info,
+                    event.nonce,
+                    event.resource_count,
+                    f" removed={_names(event.removed)}" if event.removed else "",
+                )
+        elif type(event) is RequestSent:
+            self._request(event)
+        elif type(event) is ConnectivityChanged:
+            self._connectivity(event)
+
+    def _request(self, event: RequestSent) -> None:
+        if event.is_nack:
+            protocol_logger.warning(
+                "NACK to %s: %s version %r (nonce %r) rejected: %s",
+                event.server,
+                _short(event.type_url),
+                self._versions.get((event.server, event.type_url), ""),
+                event.nonce,
+                event.error_detail,
+            )
+        elif protocol_logger.isEnabledFor(logging.DEBUG):
+            kind = "ACK" if event.nonce else "request"
+            protocol_logger.debug(
+                "-> %s %s %s version=%r nonce=%r names=%s%s",
+                event.server,
+                _short(event.type_url),
+                kind,
+                event.version_info,
+                event.nonce,
+                _names(event.resource_names),
+                f" unsubscribe={_names(event.unsubscribed)}" if event.unsubscribed else "",
+            )
+
+    def _connectivity(self, event: ConnectivityChanged) -> None:
+        if not event.connected:
+            self._lost.add(event.server)
+            connectivity_logger.warning("xDS server %s lost: %s", event.server, event.error)
+        elif event.server in self._lost:
+            self._lost.discard(event.server)
+            connectivity_logger.info("xDS server %s answers again", event.server)
+
+
+def _short(type_url: str) -> str:
+    return type_url[len(_PREFIX) :] if type_url.startswith(_PREFIX) else type_url
+
+
+def _names(names: tuple[str, ...]) -> str:
+    """At most a few names, then how many more (a request may carry thousands)."""
+    if not names:
+        return "[]"
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    more = len(names) - _NAMES_SHOWN
+    return f"[{shown}{f', ... {more} more' if more > 0 else ''}]"
