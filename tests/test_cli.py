@@ -4,13 +4,17 @@ control plane over gRPC, a file and REST: output, exit statuses, one-line errors
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
+import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import yaml
 from envoy.service.status.v3 import csds_pb2
 from google.protobuf import json_format
 
@@ -120,3 +124,95 @@ def test_the_xdsclient_console_script_is_installed() -> None:
     done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0
     assert done.stdout.startswith("xdsclient ")
+
+
+async def test_a_malformed_bootstrap_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "bootstrap.json"
+    path.write_text('{"node": {"id": "n"}, "xds_servers": 5}')
+    code, _, err = await cli("dump", "--listener", "l", "--bootstrap", str(path))
+    assert code == 3
+    assert "xds_servers" in err
+    assert "Traceback" not in err
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_an_unreachable_server_makes_dump_exit_4_with_the_requested_resources() -> None:
+    address = f"127.0.0.1:{_closed_port()}"
+    code, out, err = await cli("dump", "--listener", "l", "--server", address, "--timeout", "1")
+    assert code == 4
+    assert "REQUESTED" in out
+    assert "incomplete after 1 s" in err
+    assert "Traceback" not in err
+
+
+async def _started(*args: str) -> tuple[asyncio.subprocess.Process, str]:
+    """A CLI process and its first line of output."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "xdsclient", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "GRPC_VERBOSITY": "NONE"},
+    )  # fmt: skip
+    assert process.stdout is not None
+    first = await asyncio.wait_for(process.stdout.readline(), 30)
+    return process, first.decode()
+
+
+async def _interrupted(process: asyncio.subprocess.Process) -> tuple[int, str]:
+    process.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, err.decode()
+
+
+async def test_ctrl_c_ends_a_watch_with_status_130_and_no_traceback(cp: ControlPlane) -> None:
+    process, first = await _started("watch", "cluster", "c", "--server", cp.address)
+    assert first.startswith("changed  Cluster c")
+    code, err = await _interrupted(process)
+    assert code == 130
+    assert "Traceback" not in err
+
+
+async def test_serve_runs_the_demo_for_dump_and_watch_until_ctrl_c() -> None:
+    from xdsclient._demo import LISTENER
+
+    process, first = await _started("serve", "--port", "0")
+    address = first.split(" on ")[1].split()[0]
+    try:
+        code, out, _ = await cli("dump", "--listener", LISTENER, "--server", address,
+                                 "--format", "yaml")  # fmt: skip
+        assert code == 0
+        dump = yaml.safe_load(out)
+        assert {"ACKED"} == {x["clientStatus"] for x in dump["genericXdsConfigs"]}
+        code, out, _ = await cli("watch", "--listener", LISTENER, "--server", address,
+                                 "--json", "--count", "1")  # fmt: skip
+        assert code == 0
+        update = json.loads(out)
+        assert update["listener"] == LISTENER
+        assert update["clusters"]["web"]["endpoints"]
+    finally:
+        code, err = await _interrupted(process)
+    assert code == 130
+    assert "Traceback" not in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from xdsclient._cli._common import Style
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert Style(_Terminal())("ACKED", "good") == "\x1b[32mACKED\x1b[0m"
+    assert Style(io.StringIO())("ACKED", "good") == "ACKED"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert Style(_Terminal())("ACKED", "good") == "ACKED"

@@ -28,7 +28,7 @@ from .resources import LISTENER as LISTENER_TYPE
 __all__ = ["run", "summarize"]
 
 LISTENER = "demo.example.com"
-_EDS_CLUSTERS = ("web", "api-primary", "api-secondary")
+EDS_CLUSTERS = ("web", "api-primary", "api-secondary")
 _TYPES = (LISTENER_TYPE, ROUTE_CONFIGURATION, CLUSTER, ENDPOINT)
 
 
@@ -76,7 +76,7 @@ async def _embedded(source: str) -> AsyncIterator[XdsClient]:
     async with contextlib.AsyncExitStack() as stack:
         control_plane = await stack.enter_async_context(ControlPlane())
         control_plane.set_all(demo_resources(LISTENER))
-        tasks = [changing_endpoints(control_plane, _EDS_CLUSTERS, random.Random(7))]
+        tasks = [changing_endpoints(control_plane, EDS_CLUSTERS, random.Random(7))]
         if source == "grpc":
             client = XdsClient(control_plane.address, node_id="xdsclient-demo")
         elif source == "rest":
