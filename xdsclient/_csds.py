@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._errors import ResourceError
 from ._protocol import ResourceState, ResourceStatus
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ _CLIENT_STATUS = {
 }
 _ERROR_STATUSES = frozenset(
     {
+        ResourceStatus.DOES_NOT_EXIST,
         ResourceStatus.NACKED,
         ResourceStatus.NACKED_BUT_CACHED,
         ResourceStatus.RECEIVED_ERROR,
@@ -76,10 +78,12 @@ def client_config(
             if raw is not None:
                 entry.xds_config.type_url = state.type_url
                 entry.xds_config.value = raw
-        if state.last_updated is not None:
+        if state.last_updated is not None and state.status is not ResourceStatus.DOES_NOT_EXIST:
             entry.last_updated.FromNanoseconds(int((state.last_updated + offset) * 1e9))
         if state.status in _ERROR_STATUSES and state.error is not None:
             entry.error_state.details = str(state.error)
+            if isinstance(state.error, ResourceError):
+                entry.error_state.version_info = state.error.version
             if state.error_time is not None:
                 when = int((state.error_time + offset) * 1e9)
                 entry.error_state.last_update_attempt.FromNanoseconds(when)

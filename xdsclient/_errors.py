@@ -60,17 +60,27 @@ class ResourceDecodeError(XdsError):
 
 
 class ResourceError(XdsError):
-    """An error about one resource, identified by its type URL and name."""
+    """An error about one resource, identified by its type URL and name.
 
-    def __init__(self, type_url: str, name: str, message: str) -> None:
+    ``version``: the version of the update that caused it, when one did (a rejected resource's
+    version, the version of the response that deleted it), as CSDS reports it in
+    ``error_state.version_info``; empty otherwise.
+    """
+
+    def __init__(self, type_url: str, name: str, message: str, *, version: str = "") -> None:
         super().__init__(f'{_short_type(type_url)} "{name}": {message}')
         self.type_url = type_url
         self.name = name
         self.message = message
+        self.version = version
 
 
 class ResourceValidationError(ResourceError):
-    """Local: the server sent this resource but it failed decoding or validation (it was NACKed)."""
+    """Local: the server sent this resource but it failed decoding or validation (it was NACKed).
+
+    ``version``: the rejected version (SotW: the response's ``version_info``; Delta: the
+    resource's).
+    """
 
 
 class ResourceDoesNotExistError(ResourceError):

@@ -63,6 +63,8 @@ class Classifier:
         "invalid",
         "seen",
         "valid",
+        "version",
+        "versions",
     )
 
     def __init__(
@@ -87,6 +89,9 @@ class Classifier:
         self._duplicates: list[str] = []
         #: every resource could be named (a SotW full state may then delete what is absent)
         self.every_name_known = True
+        #: the version a rejected resource had: ``versions[name]``, else ``version`` (SotW)
+        self.version = ""
+        self.versions: dict[str, str] = {}
 
     def unnamed(self, index: int, reason: str) -> None:
         """Resource ``index`` cannot be attributed to a name: it only makes the NACK."""

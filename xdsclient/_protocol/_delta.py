@@ -161,6 +161,11 @@ class DeltaTypeState(TypeState):
             else:
                 body(index, packed.value, resource.version, ttl, name)
         classified.finish()
+        if classified.invalid:
+            invalid = classified.invalid
+            classified.versions = {
+                r.name: r.version for r in response.resources if r.name in invalid
+            }
         if aliased:
             classified.valid = self._expand_aliases(classified.valid, aliased)
 

@@ -103,6 +103,7 @@ class SotwTypeState(TypeState):
 
         classified.sotw_bodies(response.resources, type_url, version, wanted, unwrap)
         classified.finish()
+        classified.version = version
         self.apply_classified(classified, self._keys, now, events)
         covered = self.apply_server_errors(response.resource_errors, now, events)
         self._delete_absent(classified, covered, now, events)
@@ -129,7 +130,7 @@ class SotwTypeState(TypeState):
         for name in self.entries.keys() - classified.seen - covered:
             status = self.entries[name].status
             if status.holds_value or status is _NACKED or (complete and status is _REQUESTED):
-                self.apply_deletion(name, now, events)
+                self.apply_deletion(name, now, events, classified.version)
 
     def _unwrap(
         self,

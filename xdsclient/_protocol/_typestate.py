@@ -324,8 +324,9 @@ class TypeState:
             # Received only through the wildcard and now gone: keep nothing unrequested.
             self._forget(name)
 
-    def apply_deletion(self, name: str, now: float, events: list[Event]) -> None:
-        """The server said ``name`` does not exist (or deleted it)."""
+    def apply_deletion(self, name: str, now: float, events: list[Event], version: str = "") -> None:
+        """The server said ``name`` does not exist (or deleted it), in the response at
+        ``version`` when there is one."""
         entry = self.entries.get(name)
         if self.options.ignore_resource_deletion and entry is not None and entry.status.holds_value:
             cause, message = (
@@ -334,7 +335,7 @@ class TypeState:
             )
         else:
             cause, message = Input.DELETED, "the server says it does not exist"
-        error = ResourceDoesNotExistError(self.type_url, name, message)
+        error = ResourceDoesNotExistError(self.type_url, name, message, version=version)
         self.apply_error(name, cause, error, now, events)
 
     def refresh_ttl(self, name: str, version: str, ttl: float | None, now: float) -> bool:
@@ -378,7 +379,8 @@ class TypeState:
                     self.remove(key, now, events)
         errors = classified.errors
         for name, reason in classified.invalid.items():
-            error = ResourceValidationError(self.type_url, name, reason)
+            version = classified.versions.get(name, classified.version)
+            error = ResourceValidationError(self.type_url, name, reason, version=version)
             errors.append(str(error))
             for key in keys(name):
                 self.apply_error(key, Input.INVALID, error, now, events)
