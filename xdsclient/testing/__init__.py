@@ -7,12 +7,14 @@ from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
 from ._demo_config import assignment, changing_endpoints, demo_resources
 from ._fake_clock import FakeClock
 from ._fake_transport import FakeStream, FakeTransport
+from ._recorder import ProtocolRecorder
 
 __all__ = [
     "ControlPlane",
     "FakeClock",
     "FakeStream",
     "FakeTransport",
+    "ProtocolRecorder",
     "ReceivedRequest",
     "SentResponse",
     "assignment",
@@ -21,5 +23,13 @@ __all__ = [
     "demo_resources",
 ]
 
-for _cls in (ControlPlane, FakeClock, FakeStream, FakeTransport, ReceivedRequest, SentResponse):
+for _cls in (
+    ControlPlane,
+    FakeClock,
+    FakeStream,
+    FakeTransport,
+    ProtocolRecorder,
+    ReceivedRequest,
+    SentResponse,
+):
     _cls.__module__ = __name__
