@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.differential.corpus import VARIANTS
+from tests.differential.corpus_more import ALL as VARIANTS
 from tests.differential.harness import run, table
 
 

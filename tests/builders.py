@@ -35,6 +35,7 @@ def endpoints(name: str, *, port: int = 8080) -> Any:
     message = endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
     group = message.endpoints.add()
     group.load_balancing_weight.value = 1  # gRPC skips localities without a weight
+    group.locality.region = "r"  # and requires a locality
     lb = group.lb_endpoints.add()
     lb.endpoint.address.socket_address.address = "10.0.0.1"
     lb.endpoint.address.socket_address.port_value = port

@@ -75,7 +75,7 @@ def _manager(chain: Chain) -> Any:
     return manager
 
 
-def _hcm(edit: Callable[[Any], None]) -> Callable[[Chain], None]:
+def _hcm(edit: Callable[[Any], object]) -> Callable[[Chain], None]:
     def change(chain: Chain) -> None:
         manager = _manager(chain)
         edit(manager)

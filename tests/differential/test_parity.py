@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.differential.corpus import VARIANTS
+from tests.differential.corpus_more import ALL as VARIANTS
 from tests.differential.harness import run
 
 #: Variant descriptions where we and C-core differ today, each listed in docs/validation.md.
 DISAGREEMENTS = frozenset(
     {
-        "domain with two wildcards",
-        "safe_regex with backreference (not RE2)",
-        "safe_regex with lookahead (not RE2)",
-        "retry policy with zero base interval",
         "lb_policy LEAST_REQUEST",
-        "locality field absent",
-        "hostname endpoint address",
+        "load_balancing_policy least_request",
+        "upstream TLS with a certificate provider instance",
     }
 )
 

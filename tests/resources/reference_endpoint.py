@@ -14,7 +14,7 @@ import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
 from xdsclient._config import Locality
-from xdsclient.resources._view import View, invalid, metadata_dict, parse
+from xdsclient.resources._view import View, invalid, is_ip_address, metadata_dict, parse
 
 __all__ = [
     "ClusterLoadAssignmentView",
@@ -116,6 +116,8 @@ class ClusterLoadAssignmentView(View):
             )
             if weight == 0:
                 continue  # gRPC skips localities without a weight
+            if not group.HasField("locality"):
+                raise invalid(name, f"{path}.locality", "required")
             locality = Locality(
                 region=group.locality.region,
                 zone=group.locality.zone,
@@ -133,8 +135,6 @@ class ClusterLoadAssignmentView(View):
                 _endpoint(name, f"{path}.lb_endpoints[{j}]", lb, seen_addresses)
                 for j, lb in enumerate(group.lb_endpoints)
             )
-            if sum(e.weight for e in endpoints) > _UINT32_MAX:
-                raise invalid(name, f"{path}.lb_endpoints", "endpoint weights sum above 4294967295")
             by_priority.setdefault(priority, []).append(
                 LocalityEndpoints(
                     locality=locality, weight=weight, priority=priority, endpoints=endpoints
@@ -157,6 +157,8 @@ class ClusterLoadAssignmentView(View):
         drops = []
         policy = message.policy
         for i, drop in enumerate(policy.drop_overloads):
+            if not drop.category:
+                raise invalid(name, f"policy.drop_overloads[{i}].category", "must not be empty")
             percent = drop.drop_percentage
             if percent.denominator not in _PPM_PER_UNIT:
                 raise invalid(
@@ -212,8 +214,12 @@ def _socket_address(
     socket = address.socket_address
     if not socket.address:
         raise invalid(name, f"{path}.socket_address.address", "must not be empty")
-    if socket.WhichOneof("port_specifier") != "port_value":
-        raise invalid(name, f"{path}.socket_address.port_value", "required")
+    if not is_ip_address(socket.address):
+        raise invalid(
+            name, f"{path}.socket_address.address", f"{socket.address!r} is not an IP address"
+        )
+    if socket.port_value > 65535:
+        raise invalid(name, f"{path}.socket_address.port_value", "must be at most 65535")
     key = (socket.address, socket.port_value)
     if key in seen:
         raise invalid(name, path, f"duplicate address {socket.address}:{socket.port_value}")

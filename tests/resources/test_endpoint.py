@@ -107,8 +107,20 @@ def empty_address(m: Any) -> None:
     _first(m).endpoint.address.socket_address.address = ""
 
 
-def named_port(m: Any) -> None:
-    _first(m).endpoint.address.socket_address.named_port = "http"
+def hostname_address(m: Any) -> None:
+    _first(m).endpoint.address.socket_address.address = "backend.example.com"
+
+
+def port_out_of_range(m: Any) -> None:
+    _first(m).endpoint.address.socket_address.port_value = 65536
+
+
+def no_locality(m: Any) -> None:
+    m.endpoints[0].ClearField("locality")
+
+
+def drop_without_category(m: Any) -> None:
+    m.policy.drop_overloads.add().drop_percentage.numerator = 5
 
 
 def duplicate_address(m: Any) -> None:
@@ -143,7 +155,17 @@ ENDPOINT = "endpoints[0].lb_endpoints[0]"
         (zero_weight, f"{ENDPOINT}.load_balancing_weight: must be greater than 0"),
         (pipe_address, f"{ENDPOINT}.endpoint.address: must be a socket_address"),
         (empty_address, f"{ENDPOINT}.endpoint.address.socket_address.address: must not be empty"),
-        (named_port, f"{ENDPOINT}.endpoint.address.socket_address.port_value: required"),
+        (
+            hostname_address,
+            f"{ENDPOINT}.endpoint.address.socket_address.address: "
+            "'backend.example.com' is not an IP address",
+        ),
+        (
+            port_out_of_range,
+            f"{ENDPOINT}.endpoint.address.socket_address.port_value: must be at most 65535",
+        ),
+        (no_locality, "endpoints[0].locality: required"),
+        (drop_without_category, "policy.drop_overloads[0].category: must not be empty"),
         (
             duplicate_address,
             "endpoints[1].lb_endpoints[0].endpoint.address: duplicate address 10.0.0.1:80",

@@ -124,8 +124,8 @@ DURATION_URL = "type.googleapis.com/google.protobuf.Duration"
     [
         (_rds_from_file, f"{HCM}.rds.config_source: must be ads or self"),
         (
-            lambda m: setattr(m.rds, "route_config_name", ""),
-            f"{HCM}.rds.route_config_name: must not be empty",
+            lambda m: setattr(m, "xff_num_trusted_hops", 1),
+            f"{HCM}.xff_num_trusted_hops: must be 0 (gRFC A41)",
         ),
         (_scoped, f"{HCM}: unsupported route specifier scoped_routes"),
         (_filters(("", router_pb2.Router())), f"{HCM}.http_filters[0].name: required"),
@@ -239,5 +239,5 @@ def test_a_negative_max_stream_duration_is_rejected() -> None:
     def configure(manager: Any) -> None:
         manager.common_http_protocol_options.max_stream_duration.seconds = -1
 
-    with pytest.raises(ResourceDecodeError, match="max_stream_duration: must not be negative"):
+    with pytest.raises(ResourceDecodeError, match="max_stream_duration: must be a non-negative"):
         ListenerView.from_proto(_client_listener(configure))

@@ -368,9 +368,9 @@ def _outlier_detection(name: str, config: Any) -> OutlierDetection:
             else default
         )
 
-    def percent(field: str, default: int) -> int:
+    def percent(field: str, default: int, *, checked: bool = True) -> int:
         value: int = getattr(config, field).value if config.HasField(field) else default
-        if value > 100:
+        if checked and value > 100:
             raise invalid(name, f"{path}.{field}", "must be at most 100")
         return value
 
@@ -381,7 +381,7 @@ def _outlier_detection(name: str, config: Any) -> OutlierDetection:
     base = seconds("base_ejection_time", 30.0)
     success_enforcement = percent("enforcing_success_rate", 100)
     failure_enforcement = percent("enforcing_failure_percentage", 0)
-    threshold = percent("failure_percentage_threshold", 85)
+    threshold = percent("failure_percentage_threshold", 85, checked=False)  # as C-core
     return OutlierDetection(
         interval=seconds("interval", 10.0),
         base_ejection_time=base,

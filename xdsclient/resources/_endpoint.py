@@ -24,7 +24,7 @@ import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
 from .._config import Locality
-from ._view import View, invalid, metadata_dict, parse
+from ._view import View, invalid, is_ip_address, metadata_dict, parse
 
 __all__ = [
     "ClusterLoadAssignmentView",
@@ -145,6 +145,8 @@ class ClusterLoadAssignmentView(View):
             )
             if weight == 0:
                 continue  # gRPC skips localities without a weight
+            if not group.HasField("locality"):
+                raise invalid(name, f"{path}.locality", "required")
             locality = Locality(
                 region=group.locality.region,
                 zone=group.locality.zone,
@@ -162,8 +164,6 @@ class ClusterLoadAssignmentView(View):
                 _endpoint(name, f"{path}.lb_endpoints[{j}]", lb, seen_addresses)
                 for j, lb in enumerate(group.lb_endpoints)
             )
-            if sum(e.weight for e in endpoints) > _UINT32_MAX:
-                raise invalid(name, f"{path}.lb_endpoints", "endpoint weights sum above 4294967295")
             by_priority.setdefault(priority, []).append(
                 LocalityEndpoints(
                     locality=locality, weight=weight, priority=priority, endpoints=endpoints
@@ -186,6 +186,8 @@ class ClusterLoadAssignmentView(View):
         drops = []
         policy = message.policy
         for i, drop in enumerate(policy.drop_overloads):
+            if not drop.category:
+                raise invalid(name, f"policy.drop_overloads[{i}].category", "must not be empty")
             percent = drop.drop_percentage
             if percent.denominator not in _PPM_PER_UNIT:
                 raise invalid(
@@ -223,6 +225,8 @@ def _lean(message: Any) -> _LeanFields | None:
         weight = group.load_balancing_weight.value
         if weight == 0:
             continue
+        if not group.HasField("locality"):
+            return None
         where = group.locality
         locality = Locality(region=where.region, zone=where.zone, sub_zone=where.sub_zone)
         priority = group.priority
@@ -245,6 +249,8 @@ def _lean(message: Any) -> _LeanFields | None:
     policy = message.policy
     drops: list[DropOverload] = []
     for drop in policy.drop_overloads:
+        if not drop.category:
+            return None
         percent = drop.drop_percentage
         unit = _PPM_PER_UNIT.get(percent.denominator)
         if unit is None:
@@ -261,7 +267,6 @@ def _lean(message: Any) -> _LeanFields | None:
 def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...] | None:
     """One locality's endpoints, or None at the first thing wrong."""
     endpoints: list[Endpoint] = []
-    total = 0
     health = _HEALTH.get
     unknown = HealthStatus.UNKNOWN
     for lb in lbs:
@@ -282,7 +287,6 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
             if None in keys:
                 return None
             additional = tuple(keys)  # type: ignore[arg-type]  # no None, checked above
-        total += weight
         endpoints.append(
             Endpoint(
                 address=key[0],
@@ -294,8 +298,6 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
                 metadata=metadata_dict(lb.metadata) if lb.HasField("metadata") else _NO_METADATA,
             )
         )
-    if total > _UINT32_MAX:
-        return None
     return tuple(endpoints)
 
 
@@ -304,9 +306,10 @@ def _lean_address(address: Any, seen: set[tuple[str, int]]) -> tuple[str, int] |
         return None
     socket = address.socket_address
     host = socket.address
-    if not host or socket.WhichOneof("port_specifier") != "port_value":
+    port = socket.port_value
+    if port > 65535 or not is_ip_address(host):
         return None
-    key = (host, socket.port_value)
+    key = (host, port)
     if key in seen:
         return None
     seen.add(key)
@@ -345,8 +348,12 @@ def _socket_address(
     socket = address.socket_address
     if not socket.address:
         raise invalid(name, f"{path}.socket_address.address", "must not be empty")
-    if socket.WhichOneof("port_specifier") != "port_value":
-        raise invalid(name, f"{path}.socket_address.port_value", "required")
+    if not is_ip_address(socket.address):
+        raise invalid(
+            name, f"{path}.socket_address.address", f"{socket.address!r} is not an IP address"
+        )
+    if socket.port_value > 65535:
+        raise invalid(name, f"{path}.socket_address.port_value", "must be at most 65535")
     key = (socket.address, socket.port_value)
     if key in seen:
         raise invalid(name, path, f"duplicate address {socket.address}:{socket.port_value}")

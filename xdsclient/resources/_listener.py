@@ -19,15 +19,17 @@ from typing import Any, ClassVar
 
 import attrs
 from envoy.config.listener.v3 import listener_pb2
-from envoy.extensions.filters.http.fault.v3 import fault_pb2
-from envoy.extensions.filters.http.gcp_authn.v3 import gcp_authn_pb2
-from envoy.extensions.filters.http.rbac.v3 import rbac_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
-from envoy.extensions.filters.http.stateful_session.v3 import stateful_session_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
 
+from ._filters import (
+    KNOWN_HTTP_FILTERS,
+    SERVER_ONLY_HTTP_FILTERS,
+    check_duration,
+    validate_filter_config,
+)
 from ._route import RouteConfigurationView, route_fields
 from ._view import View, invalid, parse, unpack
 
@@ -43,24 +45,6 @@ __all__ = [
 
 _ROUTER = router_pb2.Router.DESCRIPTOR.full_name
 _HCM = hcm_pb2.HttpConnectionManager.DESCRIPTOR.full_name
-
-#: The HTTP filter config types gRPC implements; any other type must be marked optional.
-KNOWN_HTTP_FILTERS: frozenset[str] = frozenset(
-    "type.googleapis.com/" + m.DESCRIPTOR.full_name
-    for m in (
-        router_pb2.Router,
-        fault_pb2.HTTPFault,
-        rbac_pb2.RBAC,
-        stateful_session_pb2.StatefulSession,
-        gcp_authn_pb2.GcpAuthnFilterConfig,
-    )
-)
-
-#: Filters gRPC runs on servers only (gRFC A41): on a client (API) listener they are unknown, so
-#: NACKed unless marked optional, as C-core does.
-SERVER_ONLY_HTTP_FILTERS: frozenset[str] = frozenset(
-    {"type.googleapis.com/" + rbac_pb2.RBAC.DESCRIPTOR.full_name}
-)
 
 
 @attrs.frozen(kw_only=True)
@@ -171,8 +155,6 @@ def _hcm(
     if kind == "rds":
         if hcm.rds.config_source.WhichOneof("config_source_specifier") not in ("ads", "self"):
             raise invalid(name, f"{path}.rds.config_source", "must be ads or self")
-        if not hcm.rds.route_config_name:
-            raise invalid(name, f"{path}.rds.route_config_name", "must not be empty")
         fields["route_config_name"] = hcm.rds.route_config_name
     elif kind == "route_config":
         inline = hcm.route_config
@@ -186,13 +168,14 @@ def _hcm(
     fields["http_filters"] = _http_filters(
         name, f"{path}.http_filters", hcm.http_filters, known_filters
     )
+    if hcm.xff_num_trusted_hops:
+        raise invalid(name, f"{path}.xff_num_trusted_hops", "must be 0 (gRFC A41)")
+    if hcm.original_ip_detection_extensions:
+        raise invalid(name, f"{path}.original_ip_detection_extensions", "must be empty (gRFC A41)")
     options = hcm.common_http_protocol_options
     if options.HasField("max_stream_duration"):
-        duration = options.max_stream_duration
-        if duration.seconds < 0 or duration.nanos < 0:
-            where = f"{path}.common_http_protocol_options.max_stream_duration"
-            raise invalid(name, where, "must not be negative")
-        fields["max_stream_duration"] = duration.seconds + duration.nanos / 1e9
+        where = f"{path}.common_http_protocol_options.max_stream_duration"
+        fields["max_stream_duration"] = check_duration(name, where, options.max_stream_duration)
     return HttpConnectionManager(**fields)
 
 
@@ -219,6 +202,7 @@ def _http_filters(
             if item.is_optional:
                 continue
             raise invalid(name, f"{where}.typed_config", f"unsupported filter type {type_url}")
+        validate_filter_config(name, f"{where}.typed_config", item.typed_config)
         is_router = type_url.rsplit("/", 1)[-1] == _ROUTER
         if is_router and i != len(filters) - 1:
             raise invalid(name, where, "the router must be the last filter")

@@ -4,26 +4,28 @@ Also the two pure functions a data plane needs: `select_virtual_host` (exact, th
 wildcard, then prefix wildcard, then ``*``; longest pattern wins within a kind) and
 `match_route` (first route whose path, headers and runtime fraction match).
 
-Rules: a path matcher is prefix, path, safe_regex (must compile) or path_separated_prefix;
-routes with query-parameter matchers are skipped, as gRPC does; header matchers must have a
-name and a well-formed range or regex; weighted clusters need names and a positive total that
-fits in 32 bits; a cluster specifier plugin must be defined in the route configuration (or the
-route is skipped when the plugin is optional); retry policies need num_retries >= 1 and
-sensible backoff; virtual hosts need at least one domain, each with at most one wildcard at
-either end.
+Rules (checked against grpcio's C-core by tests/differential): a path matcher is prefix, path
+or safe_regex (RE2); routes with query-parameter matchers are skipped, as gRPC does; header
+ranges must not be inverted and regexes must be RE2; weighted clusters need names and a
+positive total that fits in 32 bits; a cluster specifier plugin must be defined in the route
+configuration (or the route is skipped when the plugin is optional); retry policies need
+num_retries >= 1 and valid durations; durations are non-negative and in range; per-route filter
+configs must be of a type gRPC can override (`_filters`); virtual hosts need at least one
+domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
 """
 
 from __future__ import annotations
 
 import enum
 import random
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
+from ._filters import check_duration, validate_override
+from ._regex import Regex, RegexError, compile_regex
 from ._view import View, invalid, parse, unpack
 
 __all__ = [
@@ -55,7 +57,6 @@ class PathMatch(enum.Enum):
     PREFIX = "prefix"
     PATH = "path"
     SAFE_REGEX = "safe_regex"
-    PATH_SEPARATED_PREFIX = "path_separated_prefix"
 
 
 @attrs.frozen(kw_only=True)
@@ -70,7 +71,7 @@ class HeaderMatcher:
     present: bool = True
     invert: bool = False
     ignore_case: bool = False
-    regex: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
+    regex: Regex | None = attrs.field(default=None, eq=False, repr=False)
 
     def matches(self, headers: Mapping[str, str]) -> bool:
         value = headers.get(self.name)
@@ -115,7 +116,7 @@ class RouteMatch:
     headers: tuple[HeaderMatcher, ...] = ()
     #: Share of requests that match, parts per million (None: all of them).
     runtime_fraction_ppm: int | None = None
-    regex: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
+    regex: Regex | None = attrs.field(default=None, eq=False, repr=False)
 
     def matches(self, path: str, headers: Mapping[str, str], roll_ppm: int | None = None) -> bool:
         """Whether a request for ``path`` with ``headers`` matches (``roll_ppm`` in [0, 1e6)
@@ -138,9 +139,7 @@ class RouteMatch:
         )
         if self.path_match is PathMatch.PREFIX:
             return subject.startswith(pattern)
-        if self.path_match is PathMatch.PATH:
-            return subject == pattern
-        return subject == pattern or subject.startswith(pattern + "/")  # path_separated_prefix
+        return subject == pattern  # PATH
 
 
 @attrs.frozen(kw_only=True)
@@ -166,7 +165,7 @@ class HashPolicy:
 
     kind: str  # "header" or "channel_id"
     header_name: str = ""
-    regex: re.Pattern[str] | None = attrs.field(default=None, eq=False)
+    regex: Regex | None = attrs.field(default=None, eq=False)
     substitution: str = ""
     terminal: bool = False
 
@@ -304,12 +303,9 @@ def _virtual_host(
 
 
 def _valid_domain(domain: str) -> bool:
-    if domain == "*":
-        return True
-    stars = domain.count("*")
-    return stars == 0 or (
-        stars == 1 and (domain.startswith("*") or domain.endswith("*")) and len(domain) > 1
-    )
+    """As C-core classifies a domain: ``*``, a suffix (``*...``: whatever follows, even another
+    ``*``), a prefix (``...*``), or exact without ``*``; empty or ``*`` inside is invalid."""
+    return bool(domain) and (domain[0] == "*" or domain[-1] == "*" or "*" not in domain)
 
 
 def _route(
@@ -356,12 +352,6 @@ def _route_match(name: str, path: str, match: Any) -> RouteMatch:
     elif kind == "safe_regex":
         path_match, value = PathMatch.SAFE_REGEX, match.safe_regex.regex
         regex = _compile(name, f"{path}.safe_regex.regex", value)
-    elif kind == "path_separated_prefix":
-        path_match, value = PathMatch.PATH_SEPARATED_PREFIX, match.path_separated_prefix
-        if not value.startswith("/") or value.endswith("/") or "?" in value or "#" in value:
-            raise invalid(
-                name, f"{path}.path_separated_prefix", "must start with '/' and not end with one"
-            )
     else:
         raise invalid(name, path, f"unsupported path specifier {kind or '(none)'}")
     headers = tuple(
@@ -377,7 +367,7 @@ def _route_match(name: str, path: str, match: Any) -> RouteMatch:
         fraction = min(default.numerator * _PPM_PER_UNIT[default.denominator], 1_000_000)
     case_sensitive = match.case_sensitive.value if match.HasField("case_sensitive") else True
     if regex is not None and not case_sensitive:
-        regex = re.compile(regex.pattern, re.IGNORECASE)
+        regex = compile_regex(regex.pattern, ignore_case=True)
     return RouteMatch(
         path_match=path_match,
         path=value,
@@ -389,8 +379,6 @@ def _route_match(name: str, path: str, match: Any) -> RouteMatch:
 
 
 def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
-    if not header.name:
-        raise invalid(name, f"{path}.name", "required")
     kind = header.WhichOneof("header_match_specifier")
     common = {"name": header.name.lower(), "invert": header.invert_match}
     if kind == "exact_match":
@@ -404,8 +392,8 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
         return HeaderMatcher(kind="safe_regex", value=regex.pattern, regex=regex, **common)
     if kind == "range_match":
         start, end = header.range_match.start, header.range_match.end
-        if start >= end:
-            raise invalid(name, f"{path}.range_match", "start must be below end")
+        if start > end:
+            raise invalid(name, f"{path}.range_match", "start must not be above end")
         return HeaderMatcher(kind="range", range=(start, end), **common)
     if kind == "present_match":
         return HeaderMatcher(kind="present", present=header.present_match, **common)
@@ -449,10 +437,15 @@ def _route_action(
         raise invalid(name, f"{path}", f"unsupported cluster specifier {kind or '(none)'}")
     if action.HasField("max_stream_duration"):
         durations = action.max_stream_duration
+        where = f"{path}.max_stream_duration"
         if durations.HasField("grpc_timeout_header_max"):
-            fields["max_stream_duration"] = _seconds(durations.grpc_timeout_header_max)
+            fields["max_stream_duration"] = check_duration(
+                name, f"{where}.grpc_timeout_header_max", durations.grpc_timeout_header_max
+            )
         elif durations.HasField("max_stream_duration"):
-            fields["max_stream_duration"] = _seconds(durations.max_stream_duration)
+            fields["max_stream_duration"] = check_duration(
+                name, f"{where}.max_stream_duration", durations.max_stream_duration
+            )
     if action.HasField("retry_policy"):
         fields["retry_policy"] = _retry_policy(name, f"{path}.retry_policy", action.retry_policy)
     hashes = []
@@ -516,14 +509,12 @@ def _retry_policy(name: str, path: str, policy: Any) -> RetryPolicy:
         backoff = policy.retry_back_off
         if not backoff.HasField("base_interval"):
             raise invalid(name, f"{path}.retry_back_off.base_interval", "required")
-        base = _seconds(backoff.base_interval)
-        if base <= 0:
-            raise invalid(name, f"{path}.retry_back_off.base_interval", "must be greater than 0")
-        maximum = _seconds(backoff.max_interval) if backoff.HasField("max_interval") else 10 * base
-        if maximum < base:
-            raise invalid(
-                name, f"{path}.retry_back_off.max_interval", "must not be below base_interval"
-            )
+        base = check_duration(name, f"{path}.retry_back_off.base_interval", backoff.base_interval)
+        maximum = (
+            check_duration(name, f"{path}.retry_back_off.max_interval", backoff.max_interval)
+            if backoff.HasField("max_interval")
+            else 10 * base
+        )
     return RetryPolicy(
         retry_on=codes, num_retries=retries, base_interval=base, max_interval=maximum
     )
@@ -546,14 +537,15 @@ def _filter_configs(name: str, path: str, configs: Any) -> dict[str, tuple[str, 
             packed = wrapper.config
         if not packed.type_url:
             raise invalid(name, f"{path}[{filter_name!r}]", "needs a typed config")
-        result[filter_name] = (packed.type_url, packed.value, optional)
+        if validate_override(name, f"{path}[{filter_name!r}]", packed, optional):
+            result[filter_name] = (packed.type_url, packed.value, optional)
     return result
 
 
-def _compile(name: str, path: str, pattern: str) -> re.Pattern[str]:
+def _compile(name: str, path: str, pattern: str, *, ignore_case: bool = False) -> Regex:
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return compile_regex(pattern, ignore_case=ignore_case)
+    except RegexError as exc:
         raise invalid(name, path, f"invalid regex {pattern!r}: {exc}") from None
 
 

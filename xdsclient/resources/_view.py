@@ -7,6 +7,9 @@ cache never holds two copies; two views are equal exactly when their resources a
 
 from __future__ import annotations
 
+from socket import AF_INET as _AF_INET
+from socket import AF_INET6 as _AF_INET6
+from socket import inet_pton as _inet_pton
 from typing import Any, ClassVar
 
 from .._errors import ResourceDecodeError
@@ -98,3 +101,20 @@ def _value(value: Any) -> Any:
 def invalid(name: str, path: str, reason: str) -> ResourceDecodeError:
     """The error for field ``path`` of resource ``name``: ``"path: reason"``."""
     return ResourceDecodeError(f"{path}: {reason}" if path else reason, name=name)
+
+
+def is_ip_address(host: str) -> bool:
+    """Whether ``host`` is an IPv4 or IPv6 literal, as gRPC's C-core parses endpoint addresses:
+    no names, no leading zeros or spaces; IPv6 may be bracketed and carry a zone (``%eth0``)."""
+    try:
+        _inet_pton(_AF_INET, host)
+        return True
+    except OSError:
+        pass
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # C-core takes a bracketed IPv6 literal too
+    try:
+        _inet_pton(_AF_INET6, host.split("%", 1)[0])
+        return True
+    except OSError:
+        return False

@@ -52,6 +52,7 @@ def _assignment(name: str, serial: int) -> Any:
     message = endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
     group = message.endpoints.add()
     group.load_balancing_weight.value = 1
+    group.locality.region = "chaos"
     lb = group.lb_endpoints.add()
     lb.endpoint.address.socket_address.address = (
         f"10.{serial // 65536 % 256}.{serial // 256 % 256}.{serial % 256}"

@@ -111,7 +111,8 @@ def cluster(
 ) -> Any:
     """An EDS cluster fetching its endpoints over ADS.
 
-    ``lb_policy`` is ``"round_robin"``, ``"ring_hash"`` or ``"least_request"``.
+    ``lb_policy`` is ``"round_robin"``, ``"ring_hash"`` or ``"least_request"`` (grpc-go and
+    grpc-java take least request; grpcio's C-core NACKs it: docs/validation.md).
     """
     if lb_policy not in _LB_POLICIES:
         raise ValueError(f"lb_policy must be one of {sorted(_LB_POLICIES)}, not {lb_policy!r}")
