@@ -14,6 +14,7 @@ change).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -84,3 +85,8 @@ async def test_a_new_endpoint_set_is_delivered_within_a_second(
     latency = xds_recorder.first_update(ENDPOINT.type_url, "web", after=pushed) - pushed
     assert 0 <= latency < 1.0
     xds_recorder.assert_no_nacks()
+
+
+async def test_the_server_passes_the_conformance_rules(xds_check: Any) -> None:
+    report = await xds_check(variants=["ads-sotw", "ads-delta"], quiet=0.3, timeout=2)
+    assert report.ok, report.table()  # no MUST rule failed

@@ -64,7 +64,7 @@ def test_control_plane_test_passes_under_pytest() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 passed" in done.stdout
+    assert "4 passed" in done.stdout
 
 
 async def test_mixed_sources_walk_one_configuration_from_files_rest_and_grpc() -> None:

@@ -1,12 +1,13 @@
-"""``python -m xdsclient`` and the ``xdsclient`` console script: ``demo``, ``serve``, ``watch``
-and ``dump``.
+"""``python -m xdsclient`` and the ``xdsclient`` console script: ``demo``, ``serve``, ``watch``,
+``dump`` and ``check``.
 
 Why a CLI: an operator or a control-plane author should be able to point the client at a
 server, a bootstrap, a file or a REST endpoint and see what it gets, without writing code.
 Errors are one line on stderr with a distinct exit status, never a traceback:
 0 ok, 2 bad arguments, 3 bad configuration (bootstrap, file, names, a missing extra),
 4 nothing usable arrived (unreachable, timed out), 5 ``dump`` found NACKed or missing
-resources, 130 Ctrl-C. A subcommand is a module with a `Command`, and one line in `COMMANDS`.
+resources, 1 ``check`` found a MUST rule failing, 130 Ctrl-C. A subcommand is a module with
+a `Command`, and one line in `COMMANDS`.
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ import sys
 from collections.abc import Sequence
 
 from .._errors import XdsError
-from . import _demo, _dump, _watch
+from . import _check, _demo, _dump, _watch
 from ._common import CONFIG, INTERRUPTED, CliError, Command
 
 __all__ = ["COMMANDS", "Command", "main", "run"]
 
 #: every subcommand, by name
 COMMANDS: dict[str, Command] = {
-    command.name: command for command in (_demo.DEMO, _demo.SERVE, _watch.COMMAND, _dump.COMMAND)
+    command.name: command
+    for command in (_demo.DEMO, _demo.SERVE, _watch.COMMAND, _dump.COMMAND, _check.COMMAND)
 }
 
 

@@ -8,6 +8,7 @@ from ._demo_config import assignment, changing_endpoints, demo_resources
 from ._fake_clock import FakeClock
 from ._fake_transport import FakeStream, FakeTransport
 from ._recorder import ProtocolRecorder
+from ._seeded import SeededBug
 
 __all__ = [
     "ControlPlane",
@@ -16,6 +17,7 @@ __all__ = [
     "FakeTransport",
     "ProtocolRecorder",
     "ReceivedRequest",
+    "SeededBug",
     "SentResponse",
     "assignment",
     "bootstrap",

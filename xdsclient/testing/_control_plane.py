@@ -42,12 +42,25 @@ from .._protocol._messages import (
 )
 from .._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
 from .._transports._formats import dump_response, format_of
-from ..resources import CLUSTER, ENDPOINT, LISTENER
+from ..resources import BUILTIN_TYPES, CLUSTER, ENDPOINT, LISTENER
 from ._rest_endpoint import RestEndpoint, wait_event
+from ._seeded import SeededBug
 
 __all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
 
 _FULL_STATE = frozenset({LISTENER.type_url, CLUSTER.type_url})
+_KNOWN_TYPES = frozenset(rtype.type_url for rtype in BUILTIN_TYPES)
+
+
+def _v2(type_url: str) -> str:
+    """The v2 spelling of a v3 type URL (a control plane stuck on the v2 API)."""
+    for v3, v2 in (("envoy.config.listener.v3.Listener", "envoy.api.v2.Listener"),
+                   ("envoy.config.route.v3.RouteConfiguration", "envoy.api.v2.RouteConfiguration"),
+                   ("envoy.config.cluster.v3.Cluster", "envoy.api.v2.Cluster"),
+                   ("envoy.config.endpoint.v3.ClusterLoadAssignment",
+                    "envoy.api.v2.ClusterLoadAssignment")):  # fmt: skip
+        type_url = type_url.replace(v3, v2)
+    return type_url
 
 
 @attrs.frozen(kw_only=True)
@@ -98,6 +111,7 @@ class _Subscription:
     requested: bool = False  # a request for this type arrived on this stream
     reply_owed: bool = False  # LDS/CDS: the last request must be answered even if nothing changed
     sent: dict[str, str] = attrs.Factory(dict)  # name -> version the client has (or was sent)
+    absent: set[str] = attrs.Factory(set)  # Delta: names told not to exist (body-less Resource)
     nonce: str = ""  # last nonce sent for this type
 
     def wants(self, name: str) -> bool:
@@ -136,7 +150,10 @@ class ControlPlane:
         host: str = "127.0.0.1",
         port: int = 0,
         server_credentials: grpc.ServerCredentials | None = None,
+        bugs: Collection[SeededBug] = (),
     ) -> None:
+        """``bugs``: protocol mistakes to make on purpose (`SeededBug`), none by default."""
+        self.bugs = frozenset(bugs)
         self._host = host
         self._port = port
         self._credentials = server_credentials
@@ -407,6 +424,8 @@ class ControlPlane:
     async def _write(
         self, context: grpc.aio.ServicerContext[Any, Any], stream: _Stream, response: Any
     ) -> None:
+        if self.bugs:
+            self._mangle(response, stream.delta)
         if stream.delta:
             names = tuple(r.name for r in response.resources)
             removed = tuple(response.removed_resources)
@@ -432,7 +451,9 @@ class ControlPlane:
                     time=time.monotonic(), stream=stream.id, method=stream.method, message=request
                 )
             )
-            if (
+            if self.bugs and self._refuse(stream, request):
+                pass
+            elif (
                 stream.type_url is not None
                 and request.type_url
                 and request.type_url != stream.type_url
@@ -451,10 +472,40 @@ class ControlPlane:
             async with self._changed:
                 self._changed.notify_all()
 
+    def _refuse(self, stream: _Stream, request: Any) -> bool:
+        """Seeded bugs that drop a request or end the stream over it; whether one did."""
+        bugs = self.bugs
+        first = not any(r.stream == stream.id for r in self.requests[:-1])
+        if SeededBug.NODE_REQUIRED in bugs and not first and not request.HasField("node"):
+            return True
+        known = request.type_url in _KNOWN_TYPES or not request.type_url
+        if SeededBug.UNKNOWN_TYPE_ABORTS in bugs and not known:
+            stream.abort = (grpc.StatusCode.INVALID_ARGUMENT, f"unknown type {request.type_url}")
+            return True
+        if SeededBug.PHANTOM_UNSUBSCRIBE_ABORTS in bugs and stream.delta:
+            sub = stream.sub(request.type_url or stream.type_url or "")
+            phantom = set(request.resource_names_unsubscribe) - sub.names - {WILDCARD}
+            if phantom:
+                stream.abort = (grpc.StatusCode.INVALID_ARGUMENT, f"not subscribed: {phantom}")
+                return True
+        return False
+
     def _on_sotw_request(self, stream: _Stream, type_url: str, request: Any) -> None:
         sub = stream.sub(type_url)
-        if sub.requested and request.response_nonce != sub.nonce:
+        bugs = self.bugs
+        stale = sub.requested and request.response_nonce != sub.nonce
+        if stale and SeededBug.ANSWER_STALE not in bugs:
             return  # stale: a newer response is on its way
+        if (
+            bugs
+            and request.response_nonce
+            and (
+                SeededBug.ECHO_ON_ACK in bugs
+                or (SeededBug.RESEND_AFTER_NACK in bugs and request.HasField("error_detail"))
+            )
+        ):
+            sub.sent.clear()
+            sub.reply_owed = True
         names = set(request.resource_names)
         previous = (set(sub.names), sub.wildcard)
         if not sub.requested:
@@ -463,10 +514,12 @@ class ControlPlane:
             sub.legacy_wildcard = False
         sub.wildcard = sub.legacy_wildcard or WILDCARD in names
         names.discard(WILDCARD)
+        forget = SeededBug.NO_RESEND_ON_SUBSCRIBE not in bugs
         for added in names - sub.names:
-            sub.sent.pop(added, None)  # newly requested: send it again even if sent before
+            if forget:
+                sub.sent.pop(added, None)  # newly requested: send it again even if sent before
         for dropped in sub.names - names:
-            if not sub.wildcard:
+            if not sub.wildcard and forget:
                 sub.sent.pop(dropped, None)
         sub.names = names
         if not sub.requested or (names, sub.wildcard) != previous:
@@ -477,16 +530,28 @@ class ControlPlane:
 
     def _on_delta_request(self, stream: _Stream, type_url: str, request: Any) -> None:
         sub = stream.sub(type_url)
+        bugs = self.bugs
         subscribe = set(request.resource_names_subscribe)
+        if (
+            bugs
+            and request.response_nonce
+            and (
+                SeededBug.ECHO_ON_ACK in bugs
+                or (SeededBug.RESEND_AFTER_NACK in bugs and request.HasField("error_detail"))
+            )
+        ):
+            sub.sent.clear()
         if not sub.requested:
             sub.requested = True
-            if not self.ignore_initial_resource_versions:
+            ignore = self.ignore_initial_resource_versions
+            if not ignore and SeededBug.IGNORE_INITIAL_VERSIONS not in bugs:
                 sub.sent.update(request.initial_resource_versions)
             if not subscribe:
                 sub.wildcard = True
-        else:
+        elif SeededBug.NO_RESEND_ON_SUBSCRIBE not in bugs:
             for name in subscribe - {WILDCARD}:
                 sub.sent.pop(name, None)
+        sub.absent -= subscribe
         if WILDCARD in subscribe:
             sub.wildcard = True
         sub.names |= subscribe - {WILDCARD}
@@ -495,6 +560,7 @@ class ControlPlane:
                 sub.wildcard = False
             else:
                 sub.names.discard(name)
+                sub.absent.discard(name)
             if not sub.wants(name):
                 sub.sent.pop(name, None)
 
@@ -516,8 +582,9 @@ class ControlPlane:
     def _sotw_response(
         self, stream: _Stream, type_url: str, sub: _Subscription, store: dict[str, _Stored]
     ) -> Any:
-        wanted = {name: stored for name, stored in store.items() if sub.wants(name)}
-        if type_url in _FULL_STATE:
+        everything = SeededBug.UNREQUESTED_RESOURCES in self.bugs
+        wanted = {name: s for name, s in store.items() if everything or sub.wants(name)}
+        if type_url in _FULL_STATE and SeededBug.PARTIAL_STATE not in self.bugs:
             current = {name: stored.version for name, stored in wanted.items()}
             if current == sub.sent and not sub.reply_owed:
                 return None
@@ -529,7 +596,7 @@ class ControlPlane:
                 return None
             sub.sent.update({name: s.version for name, s in to_send.items()})
         sub.reply_owed = False
-        sub.nonce = stream.next_nonce()
+        sub.nonce = self._nonce(stream)
         response = DiscoveryResponse(
             type_url=type_url, version_info=self._type_versions.get(type_url, "0"), nonce=sub.nonce
         )
@@ -545,15 +612,22 @@ class ControlPlane:
     def _delta_response(
         self, stream: _Stream, type_url: str, sub: _Subscription, store: dict[str, _Stored]
     ) -> Any:
+        everything = SeededBug.UNREQUESTED_RESOURCES in self.bugs
         changed = [
             (name, stored)
             for name, stored in store.items()
-            if sub.wants(name) and sub.sent.get(name) != stored.version
+            if (everything or sub.wants(name)) and sub.sent.get(name) != stored.version
         ]
         removed = [name for name in sub.sent if name not in store]
-        if not changed and not removed:
+        # A subscribed name that does not exist is sent as a Resource without a body (spec:
+        # "Knowing When a Requested Resource Does Not Exist", incremental variants).
+        absent = sorted(n for n in sub.names if n not in store and n not in sub.sent)
+        absent = [n for n in absent if n not in sub.absent]
+        if SeededBug.NO_DELTA_ABSENT in self.bugs:
+            absent = []
+        if not changed and not removed and not absent:
             return None
-        sub.nonce = stream.next_nonce()
+        sub.nonce = self._nonce(stream)
         response = DeltaDiscoveryResponse(
             type_url=type_url,
             nonce=sub.nonce,
@@ -568,7 +642,34 @@ class ControlPlane:
             sub.sent[name] = stored.version
         for name in removed:
             del sub.sent[name]
+        for name in absent:
+            response.resources.add(name=name)
+            sub.absent.add(name)
         return response
+
+    def _nonce(self, stream: _Stream) -> str:
+        if SeededBug.NO_NONCE in self.bugs:
+            return ""
+        if SeededBug.REUSED_NONCE in self.bugs:
+            return f"{stream.id}-1"
+        return stream.next_nonce()
+
+    def _mangle(self, response: Any, delta: bool) -> None:
+        """Apply the seeded bugs that change a response as it goes out."""
+        bugs = self.bugs
+        if SeededBug.WRONG_TYPE_URL in bugs:
+            response.type_url = _v2(response.type_url)
+        if SeededBug.V2_ANY_TYPES in bugs:
+            for item in response.resources:
+                packed = item.resource if delta else item
+                packed.type_url = _v2(packed.type_url)
+        if SeededBug.EMPTY_VERSION in bugs and not delta:
+            response.version_info = ""
+        if SeededBug.DELTA_NO_VERSION in bugs and delta:
+            for item in response.resources:
+                item.version = ""
+        if SeededBug.DUPLICATE_RESOURCE in bugs and response.resources:
+            response.resources.append(response.resources[0])
 
     def _wake_all(self) -> None:
         for stream in self._streams.values():

@@ -15,12 +15,14 @@ Fixtures:
 - ``xds_recorder``: a `ProtocolRecorder` of everything ``xds_client`` sends and receives:
   ``xds_recorder.assert_no_nacks()``, ``xds_recorder.first_update(...)`` for latencies.
 - ``xds_settings``: the resolved settings (`XdsTestSettings`).
+- ``xds_check``: runs the conformance rules (`xdsclient.conformance.check`) against the server
+  under test: ``report = await xds_check(variants=["ads-delta"]); assert report.ok``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -151,3 +153,23 @@ async def xds_client(
     async with client:
         yield client
     xds_recorder.detach()
+
+
+@pytest.fixture
+def xds_check(
+    xds_settings: XdsTestSettings, xds_control_plane: Any
+) -> Callable[..., Awaitable[Any]]:
+    """``await xds_check(**options)``: the conformance `Report` for the server under test
+    (options as `xdsclient.conformance.check` takes them)."""
+
+    async def run(**options: Any) -> Any:
+        from ..conformance import check
+
+        server = xds_settings.server
+        if server is None and xds_settings.bootstrap is not None:
+            from .._bootstrap import load_bootstrap
+
+            server = load_bootstrap(xds_settings.bootstrap).servers[0].uri
+        return await check(server or xds_control_plane.address, **options)
+
+    return run

@@ -1,0 +1,131 @@
+"""`xdsclient check` against our control plane: the clean one passes every rule in every
+variant, each seeded protocol bug fails at least one rule, invalid resources are findings with
+the field path, and the reports print as a table, JSON and JUnit XML."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from tests.builders import cluster
+from xdsclient.conformance import RULES, Level, check
+from xdsclient.conformance._mutations import run_seeded
+from xdsclient.testing import ControlPlane, SeededBug, demo_resources
+
+FAST: dict[str, Any] = {"quiet": 0.3, "timeout": 1.5}
+
+
+def test_there_are_at_least_30_rules_each_with_a_level_and_a_source() -> None:
+    assert len(RULES) >= 30
+    assert {rule.level for rule in RULES.values()} == {Level.MUST, Level.SHOULD}
+    assert all(rule.source and rule.text for rule in RULES.values())
+
+
+@pytest.mark.timeout(120)
+async def test_the_clean_control_plane_passes_and_every_seeded_bug_fails_a_rule() -> None:
+    reports = await run_seeded(**FAST)
+    clean = reports.pop(None)
+    assert clean.failures == [], clean.table()
+    assert {r.variant for r in clean.results} == {"ads-sotw", "ads-delta", "xds-sotw", "xds-delta"}
+    passed = {r.rule.id for r in clean.results if r.status == "PASS"}
+    assert len(passed) >= 29  # all but the TTL rule (the demo serves no TTLs)
+    uncaught = [str(bug) for bug, report in reports.items() if not report.failures]
+    assert uncaught == []
+    assert len(reports) == len(SeededBug) >= 12
+
+
+async def test_an_invalid_resource_is_a_finding_naming_the_field() -> None:
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        broken = cluster("web")
+        broken.eds_cluster_config.eds_config.path_config_source.path = "/x"
+        control_plane.set(broken)
+        report = await check(control_plane.address, variants=["ads-sotw"], **FAST)
+    (failure,) = [f for f in report.failures if f.rule.id == "resources-valid"]
+    assert "eds_cluster_config.eds_config" in failure.detail
+    assert "envoy.config.cluster.v3.Cluster" in failure.evidence
+    assert not report.ok  # resources-valid is a MUST
+
+
+async def test_reports_print_as_a_table_json_and_junit() -> None:
+    async with ControlPlane(bugs={SeededBug.EMPTY_VERSION}) as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        report = await check(control_plane.address, variants=["xds-sotw"], **FAST)
+    assert report.ok  # a SHOULD rule failed, no MUST
+    assert "FAIL sotw-version-present (SHOULD" in report.table()
+    data = json.loads(report.to_json())
+    assert data["ok"] is True
+    assert {
+        "rule": "sotw-version-present",
+        "variant": "xds-sotw",
+        "status": "FAIL",
+    }.items() <= next(r for r in data["results"] if r["rule"] == "sotw-version-present").items()
+    suite = ElementTree.fromstring(report.to_junit())
+    assert suite.get("failures") == "1"
+    failed = [c for c in suite if c.find("failure") is not None]
+    assert [c.get("name") for c in failed] == ["sotw-version-present [SHOULD]"]
+
+
+async def _cli(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "xdsclient",
+        "check",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "GRPC_VERBOSITY": "NONE"},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_the_cli_exits_nonzero_on_a_must_failure_and_writes_junit(tmp_path: Path) -> None:
+    async with ControlPlane(bugs={SeededBug.NO_NONCE}) as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        junit = tmp_path / "check.xml"
+        code, out, err = await _cli(
+            "--server",
+            control_plane.address,
+            "--variants",
+            "ads-sotw",
+            "--quiet-window",
+            "0.3",
+            "--timeout",
+            "1.5",
+            "--junit",
+            str(junit),
+        )
+    assert code == 1, err
+    assert "FAIL nonce-present (MUST" in out
+    assert "a MUST rule failed" in err
+    assert ElementTree.parse(junit).getroot().get("failures") != "0"
+
+
+async def test_the_cli_passes_a_clean_server_with_json_output() -> None:
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        code, out, err = await _cli(
+            "--server",
+            control_plane.address,
+            "--variants",
+            "ads-delta",
+            "--json",
+            "--listener",
+            "shop.example.com",
+            "--quiet-window",
+            "0.3",
+            "--timeout",
+            "1.5",
+        )
+    assert code == 0, out + err
+    assert json.loads(out)["ok"] is True

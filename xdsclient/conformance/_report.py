@@ -1,0 +1,131 @@
+"""What a check found, per variant and rule, and three ways to print it: a table for people,
+JSON for tools, JUnit XML for CI systems."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+from xml.etree import ElementTree
+
+import attrs
+
+from ._checks import Finding
+from ._rules import RULES, Level, Rule
+
+__all__ = ["Report", "RuleResult", "summarize"]
+
+PASS, FAIL, NOT_APPLICABLE = "PASS", "FAIL", "N/A"
+
+
+@attrs.frozen
+class RuleResult:
+    """One rule in one variant: PASS, FAIL or N/A, with the first failure's detail and
+    evidence (the messages that show it)."""
+
+    rule: Rule
+    variant: str
+    status: str
+    detail: str = ""
+    evidence: str = ""
+
+
+@attrs.frozen
+class Report:
+    """Every rule in every variant checked; ``skipped``: variants the server does not serve."""
+
+    results: tuple[RuleResult, ...]
+    skipped: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def failures(self) -> list[RuleResult]:
+        return [r for r in self.results if r.status == FAIL]
+
+    @property
+    def ok(self) -> bool:
+        """No MUST rule failed."""
+        return not any(r.rule.level is Level.MUST for r in self.failures)
+
+    def status(self, rule: str, variant: str) -> str:
+        return next(r.status for r in self.results if r.rule.id == rule and r.variant == variant)
+
+    def table(self) -> str:
+        variants = sorted({r.variant for r in self.results})
+        width = max(len(rule) for rule in RULES)
+        lines = [f"{'rule':<{width}}  {'level':<6}  " + "  ".join(f"{v:<9}" for v in variants)]
+        for rule in RULES.values():
+            cells = [self.status(rule.id, v) for v in variants]
+            lines.append(
+                f"{rule.id:<{width}}  {rule.level.value:<6}  " + "  ".join(f"{c:<9}" for c in cells)
+            )
+        for name, why in self.skipped.items():
+            lines.append(f"skipped {name}: {why}")
+        for failure in self.failures:
+            lines.append(
+                f"\nFAIL {failure.rule.id} ({failure.rule.level.value}, "
+                f"{failure.rule.source}) in {failure.variant}: {failure.rule.text}"
+            )
+            lines.append(f"  {failure.detail}")
+            lines.extend(f"    {line}" for line in failure.evidence.splitlines())
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {
+            "ok": self.ok,
+            "skipped": self.skipped,
+            "results": [
+                {
+                    "rule": r.rule.id,
+                    "level": r.rule.level.value,
+                    "source": r.rule.source,
+                    "variant": r.variant,
+                    "status": r.status,
+                    "detail": r.detail,
+                    "evidence": r.evidence,
+                }
+                for r in self.results
+            ],
+        }
+        return json.dumps(data, indent=2)
+
+    def to_junit(self) -> str:
+        suite = ElementTree.Element(
+            "testsuite",
+            name="xdsclient check",
+            tests=str(len(self.results)),
+            failures=str(len(self.failures)),
+            skipped=str(sum(r.status == NOT_APPLICABLE for r in self.results)),
+        )
+        for r in self.results:
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                classname=f"xds.{r.variant}",
+                name=f"{r.rule.id} [{r.rule.level.value}]",
+            )
+            if r.status == FAIL:
+                failure = ElementTree.SubElement(case, "failure", message=r.detail)
+                failure.text = f"{r.rule.text} ({r.rule.source})\n{r.evidence}"
+            elif r.status == NOT_APPLICABLE:
+                ElementTree.SubElement(case, "skipped", message=r.detail or "not applicable")
+        return ElementTree.tostring(suite, encoding="unicode")
+
+
+def summarize(findings: Iterable[Finding], variants: Iterable[str]) -> list[RuleResult]:
+    """Per variant and rule: FAIL if any finding failed, PASS if one passed, else N/A."""
+    by_key: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        by_key.setdefault((finding.variant, finding.rule), []).append(finding)
+    results = []
+    for variant in variants:
+        for rule in RULES.values():
+            found = by_key.get((variant, rule.id), [])
+            failed = next((f for f in found if f.passed is False), None)
+            if failed is not None:
+                results.append(RuleResult(rule, variant, FAIL, failed.detail, failed.evidence))
+            elif any(f.passed for f in found):
+                results.append(RuleResult(rule, variant, PASS))
+            else:
+                detail = next((f.detail for f in found if f.detail), "")
+                results.append(RuleResult(rule, variant, NOT_APPLICABLE, detail))
+    return results
