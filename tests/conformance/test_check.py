@@ -17,7 +17,8 @@ import pytest
 from tests.builders import cluster
 from xdsclient.conformance import RULES, Level, check
 from xdsclient.conformance._mutations import run_seeded
-from xdsclient.testing import ControlPlane, SeededBug, demo_resources
+from xdsclient.resources import ENDPOINT
+from xdsclient.testing import ControlPlane, SeededBug, builders, demo_resources
 
 FAST: dict[str, Any] = {"quiet": 0.3, "timeout": 1.5}
 
@@ -129,3 +130,25 @@ async def test_the_cli_passes_a_clean_server_with_json_output() -> None:
         )
     assert code == 0, out + err
     assert json.loads(out)["ok"] is True
+
+
+async def _heartbeats(control_plane: ControlPlane, name: str, period: float) -> None:
+    while True:
+        await asyncio.sleep(period)
+        control_plane.heartbeat(ENDPOINT.type_url, name)
+
+
+@pytest.mark.parametrize("heartbeat", [True, False], ids=["refreshed", "left-to-expire"])
+async def test_a_ttl_must_be_refreshed_before_it_expires(heartbeat: bool) -> None:
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        control_plane.set(builders.cluster_load_assignment("web", [("10.0.0.1", 80)]), ttl=1.0)
+        beating = asyncio.ensure_future(_heartbeats(control_plane, "web", 0.3))
+        if not heartbeat:
+            beating.cancel()
+        try:
+            report = await check(control_plane.address, variants=["ads-delta", "ads-sotw"], **FAST)
+        finally:
+            beating.cancel()
+    statuses = {r.variant: r.status for r in report.results if r.rule.id == "ttl-refreshed"}
+    assert statuses == dict.fromkeys(("ads-delta", "ads-sotw"), "PASS" if heartbeat else "FAIL")

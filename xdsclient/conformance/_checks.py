@@ -62,6 +62,8 @@ class Context:
     findings: list[Finding] = attrs.Factory(list)
     #: type URL -> name -> (version, serialized resource), as discovered
     served: dict[str, dict[str, tuple[str, bytes]]] = attrs.Factory(dict)
+    #: (type URL, name) -> the TTL (seconds) a resource was served with
+    ttls: dict[tuple[str, str], float] = attrs.Factory(dict)
 
     def note(self, rule: str, passed: bool | None, detail: str = "", evidence: str = "") -> None:
         self.findings.append(Finding(rule, self.variant, passed, detail, evidence))
@@ -154,6 +156,8 @@ class Context:
             if packed_type == type_url:
                 name = self._validate(type_url, name, body, evidence) or name
             names.append(name)
+        for name, ttl in _ttls(response, self.delta):
+            self.ttls[type_url, name] = ttl
         if self.delta:
             for resource in response.resources:
                 if resource.HasField("resource"):
@@ -193,6 +197,21 @@ def _entries(response: Any, delta: bool) -> list[tuple[str, str, bytes | None]]:
         else:
             entries.append(("", item.type_url, item.value))
     return entries
+
+
+def _ttls(response: Any, delta: bool) -> list[tuple[str, float]]:
+    """(name, TTL seconds) of the resources a response serves with a TTL."""
+    found = []
+    for item in response.resources:
+        if delta:
+            resource = item
+        elif item.type_url == _WRAPPER:
+            resource = Resource.FromString(item.value)
+        else:
+            continue
+        if resource.HasField("ttl") and resource.name:
+            found.append((resource.name, resource.ttl.ToNanoseconds() / 1e9))
+    return found
 
 
 def resources_of(response: Any) -> dict[str, tuple[str, bytes]]:
@@ -628,6 +647,46 @@ async def _explicit_wildcard(ctx: Context) -> None:
             )
 
 
+#: the longest TTL the checker waits out (seconds)
+_MAX_TTL_WAIT = 30.0
+
+
+async def check_ttl(ctx: Context) -> None:
+    """A resource served with a TTL is refreshed (a heartbeat or an update) before it expires."""
+    if not ctx.ttls:
+        ctx.note("ttl-refreshed", None, "no resource was served with a TTL")
+        return
+    (type_url, name), ttl = min(ctx.ttls.items(), key=lambda item: item[1])
+    if ttl > _MAX_TTL_WAIT:
+        ctx.note("ttl-refreshed", None, f"the shortest TTL ({ttl:g} s) is too long to wait out")
+        return
+    async with ctx.probe(type_url) as probe:
+        try:
+            await ctx.subscribe(probe, type_url, [name])
+            first = await _answer(ctx, probe, type_url, [name])
+            if first is None:
+                return
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + ttl
+            refreshed = False
+            while not refreshed and (left := deadline - loop.time()) > 0:
+                response = await ctx.receive(probe, type_url, left)
+                if response is None:
+                    break
+                await probe.ack(response, **({} if ctx.delta else {"resource_names": [name]}))
+                refreshed = any(n == name for n, _ in _ttls(response, ctx.delta)) or (
+                    name in resources_of(response)
+                )
+            ctx.note(
+                "ttl-refreshed",
+                refreshed,
+                f"{name} (TTL {ttl:g} s) was not refreshed in time",
+                probe.evidence(),
+            )
+        except StreamEnded as exc:
+            ctx.note("ttl-refreshed", False, f"stream ended: {exc}", probe.evidence())
+
+
 async def _guarded(scenario: Any, ctx: Context) -> None:
     """A scenario whose stream ended where the script did not expect it counts against the
     rule that keeps streams alive; anything else is the checker's own bug and propagates."""
@@ -658,6 +717,5 @@ async def run_variant(ctx: Context) -> list[Finding]:
     except StreamEnded as exc:
         ctx.note("initial-request-answered", False, f"stream ended: {exc}")
     await asyncio.gather(*(_guarded(scenario, ctx) for scenario in SCENARIOS))
-    if not any(f.rule == "ttl-refreshed" for f in ctx.findings):
-        ctx.note("ttl-refreshed", None, "no resource was served with a TTL")
+    await _guarded(check_ttl, ctx)
     return ctx.findings
