@@ -42,6 +42,14 @@ def endpoints(name: str, *, port: int = 8080) -> Any:
     return message
 
 
+def invalid_endpoints(name: str) -> Any:
+    """An assignment gRPC rejects (an endpoint without an address): NACKed, reason names the
+    field ``...socket_address.address``."""
+    message = endpoints(name)
+    message.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address = ""
+    return message
+
+
 def listener(name: str, *, route: str = "routes") -> Any:
     """A gRPC-valid API listener taking its routes from RDS."""
     from envoy.extensions.filters.http.router.v3 import router_pb2

@@ -3,7 +3,7 @@ matches what the server logged, request for request."""
 
 from __future__ import annotations
 
-from tests.builders import endpoints
+from tests.builders import endpoints, invalid_endpoints
 from tests.client.conftest import eventually
 from xdsclient import ProtocolEvent, RequestSent, ResourceUpdate, ResponseReceived, XdsClient
 from xdsclient.resources import ENDPOINT
@@ -16,9 +16,7 @@ async def test_observed_requests_and_nacks_match_the_servers_log(
     told: list[ProtocolEvent] = []
     client.add_observer(told.append)
     control_plane.set(endpoints("a"))
-    bad = endpoints("b")
-    bad.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address = ""
-    control_plane.set(bad)
+    control_plane.set(invalid_endpoints("b"))
     async with client.watch(ENDPOINT, "a"), client.watch(ENDPOINT, "b"):
         await eventually(lambda: len(control_plane.nacks(ENDPOINT.type_url)) >= 1)
         await eventually(lambda: sum(isinstance(e, RequestSent) and e.is_nack for e in told) >= 1)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -15,6 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.builders import cluster
+from tests.test_cli import cli
 from xdsclient.conformance import RULES, Level, check
 from xdsclient.conformance._mutations import run_seeded
 from xdsclient.resources import ENDPOINT
@@ -74,27 +73,12 @@ async def test_reports_print_as_a_table_json_and_junit() -> None:
     assert [c.get("name") for c in failed] == ["sotw-version-present [SHOULD]"]
 
 
-async def _cli(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "xdsclient",
-        "check",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "GRPC_VERBOSITY": "NONE"},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 async def test_the_cli_exits_nonzero_on_a_must_failure_and_writes_junit(tmp_path: Path) -> None:
     async with ControlPlane(bugs={SeededBug.NO_NONCE}) as control_plane:
         control_plane.set_all(demo_resources("shop.example.com"))
         junit = tmp_path / "check.xml"
-        code, out, err = await _cli(
+        code, out, err = await cli(
+            "check",
             "--server",
             control_plane.address,
             "--variants",
@@ -115,7 +99,8 @@ async def test_the_cli_exits_nonzero_on_a_must_failure_and_writes_junit(tmp_path
 async def test_the_cli_passes_a_clean_server_with_json_output() -> None:
     async with ControlPlane() as control_plane:
         control_plane.set_all(demo_resources("shop.example.com"))
-        code, out, err = await _cli(
+        code, out, err = await cli(
+            "check",
             "--server",
             control_plane.address,
             "--variants",

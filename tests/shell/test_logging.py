@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tests.builders import endpoints
+from tests.builders import endpoints, invalid_endpoints
 from tests.shell.conftest import settle
 from xdsclient import CallbackWatcher, TransportError, XdsClient
 from xdsclient.resources import ENDPOINT
@@ -21,8 +21,7 @@ def _lines(caplog: pytest.LogCaptureFixture, logger: str, level: int) -> list[st
 async def test_a_nack_is_one_warning_naming_type_resource_version_and_reason(
     fake: FakeTransport, client: XdsClient, caplog: pytest.LogCaptureFixture, delta: bool
 ) -> None:
-    bad = endpoints("b")
-    bad.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address = ""
+    bad = invalid_endpoints("b")
     client.add_watcher(ENDPOINT, "b", CallbackWatcher(lambda event: None))
     stream = await fake.stream()
     await stream.request()

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
-from tests.builders import endpoints
+from tests.builders import endpoints, invalid_endpoints
 from tests.shell.conftest import settle
 from xdsclient import CallbackWatcher, MissingExtraError, TransportError, XdsClient
 from xdsclient.resources import ENDPOINT
@@ -36,12 +36,6 @@ def _points(reader: InMemoryMetricReader) -> dict[str, list[tuple[Any, dict[str,
     return found
 
 
-def _invalid(name: str) -> Any:
-    message = endpoints(name)
-    message.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address = ""
-    return message
-
-
 @pytest.fixture
 def reader() -> InMemoryMetricReader:
     return InMemoryMetricReader()
@@ -55,7 +49,7 @@ async def test_a78_metrics_follow_a_connect_a_nack_and_a_failure(
         client.add_watcher(ENDPOINT, name, CallbackWatcher(lambda event: None))
     stream = await fake.stream()
     await stream.request()
-    stream.send([endpoints("a"), _invalid("b")])
+    stream.send([endpoints("a"), invalid_endpoints("b")])
     await settle()
     stream.send([endpoints("a"), endpoints("b")], version="2")
     await settle()

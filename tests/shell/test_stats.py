@@ -3,17 +3,11 @@ in-memory transport with a fake clock."""
 
 from __future__ import annotations
 
-from tests.builders import EDS, endpoints
+from tests.builders import EDS, endpoints, invalid_endpoints
 from tests.shell.conftest import settle
 from xdsclient import CallbackWatcher, TransportError, TypeStats, XdsClient
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeTransport
-
-
-def _invalid(name: str) -> object:
-    message = endpoints(name)
-    message.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address = ""
-    return message
 
 
 async def test_accepted_rejected_and_empty_responses_are_counted_with_the_version(
@@ -24,7 +18,7 @@ async def test_accepted_rejected_and_empty_responses_are_counted_with_the_versio
     await stream.request()
     stream.send([endpoints("a")], version="1")
     await settle()
-    stream.send([_invalid("a")], version="2")
+    stream.send([invalid_endpoints("a")], version="2")
     await settle()
     stream.send([], type_url=EDS, version="3")
     await settle()

@@ -490,20 +490,22 @@ class ControlPlane:
                 return True
         return False
 
+    def _resends_everything(self, request: Any) -> bool:
+        """Seeded bugs that answer an ACK (or a NACK) with everything again."""
+        if not request.response_nonce:
+            return False
+        nack = request.HasField("error_detail")
+        return SeededBug.ECHO_ON_ACK in self.bugs or (
+            nack and SeededBug.RESEND_AFTER_NACK in self.bugs
+        )
+
     def _on_sotw_request(self, stream: _Stream, type_url: str, request: Any) -> None:
         sub = stream.sub(type_url)
         bugs = self.bugs
         stale = sub.requested and request.response_nonce != sub.nonce
         if stale and SeededBug.ANSWER_STALE not in bugs:
             return  # stale: a newer response is on its way
-        if (
-            bugs
-            and request.response_nonce
-            and (
-                SeededBug.ECHO_ON_ACK in bugs
-                or (SeededBug.RESEND_AFTER_NACK in bugs and request.HasField("error_detail"))
-            )
-        ):
+        if bugs and self._resends_everything(request):
             sub.sent.clear()
             sub.reply_owed = True
         names = set(request.resource_names)
@@ -532,14 +534,7 @@ class ControlPlane:
         sub = stream.sub(type_url)
         bugs = self.bugs
         subscribe = set(request.resource_names_subscribe)
-        if (
-            bugs
-            and request.response_nonce
-            and (
-                SeededBug.ECHO_ON_ACK in bugs
-                or (SeededBug.RESEND_AFTER_NACK in bugs and request.HasField("error_detail"))
-            )
-        ):
+        if bugs and self._resends_everything(request):
             sub.sent.clear()
         if not sub.requested:
             sub.requested = True
