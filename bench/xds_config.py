@@ -40,6 +40,10 @@ def listener() -> Any:
     return message
 
 
+#: Endpoints per assignment, as in the issue's measurements (one locality each).
+ENDPOINTS_PER_ASSIGNMENT = 3
+
+
 def cluster_name(i: int) -> str:
     return f"cluster-{i}"
 
@@ -66,7 +70,8 @@ def endpoints(i: int, *, generation: int = 0) -> Any:
     group = message.endpoints.add()
     group.locality.region = "local"
     group.load_balancing_weight.value = 1
-    lb = group.lb_endpoints.add()
-    lb.endpoint.address.socket_address.address = "127.0.0.1"
-    lb.endpoint.address.socket_address.port_value = 10000 + (i + generation) % 50000
+    for k in range(ENDPOINTS_PER_ASSIGNMENT):
+        lb = group.lb_endpoints.add()
+        lb.endpoint.address.socket_address.address = f"10.{k}.{i // 250 % 250}.{i % 250 + 1}"
+        lb.endpoint.address.socket_address.port_value = 10000 + (i + generation) % 50000
     return message

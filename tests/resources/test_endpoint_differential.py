@@ -40,11 +40,14 @@ def _verdict(view_class: Any, message: Any) -> tuple[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """A value of either decoder's classes as plain data: attrs instances by class name and
-    every field (metadata too), tuples and lists element by element."""
+    """A value of either decoder's classes as plain data: attrs instances and named tuples by
+    class name and every field (metadata too), tuples and lists element by element."""
     if attrs.has(type(value)):
         fields = attrs.fields(type(value))
         return (type(value).__name__, *(_plain(getattr(value, f.name)) for f in fields))
+    names = getattr(type(value), "_fields", None)  # our records are named tuples
+    if names is not None:
+        return (type(value).__name__, *(_plain(getattr(value, name)) for name in names))
     if isinstance(value, (tuple, list)):
         return tuple(_plain(item) for item in value)
     return value

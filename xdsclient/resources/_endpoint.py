@@ -11,6 +11,10 @@ per level) and gives up with None at the first thing wrong; `_checked` then walk
 again in the order of the rules and raises the error naming the field at fault. A message the
 lean path accepts yields the same view `_checked` would build (the differential fuzz test in
 tests/resources/test_endpoint_differential.py holds them to it).
+
+Records are named tuples, built with ``tuple.__new__`` on the hot path (an attrs frozen class
+costs a ``object.__setattr__`` per field), and localities are interned: an update of N
+assignments is dominated by reading the upb message, not by building the view (issue 14).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
@@ -61,9 +65,12 @@ _HEALTH = {status.value: status for status in HealthStatus}
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
-@attrs.frozen(kw_only=True)
-class Endpoint:
-    """One backend: where it is, how healthy, how heavy."""
+class Endpoint(NamedTuple):
+    """One backend: where it is, how healthy, how heavy.
+
+    A named tuple: built at C speed on the hot path, immutable, fields by name. Equality and
+    hashing leave ``metadata`` out (it may hold dicts), as they compare what a balancer uses.
+    """
 
     address: str
     port: int
@@ -72,16 +79,28 @@ class Endpoint:
     hostname: str = ""
     health_status: HealthStatus = HealthStatus.UNKNOWN
     weight: int = 1
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+    metadata: Mapping[str, Any] = _NO_METADATA
 
     @property
     def healthy(self) -> bool:
         """Usable for load balancing: gRPC takes UNKNOWN and HEALTHY."""
         return self.health_status in (HealthStatus.UNKNOWN, HealthStatus.HEALTHY)
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Endpoint:
+            return NotImplemented
+        return self[:6] == other[:6]
 
-@attrs.frozen(kw_only=True)
-class LocalityEndpoints:
+    def __ne__(self, other: object) -> bool:
+        if type(other) is not Endpoint:
+            return NotImplemented
+        return self[:6] != other[:6]
+
+    def __hash__(self) -> int:
+        return hash(self[:6])
+
+
+class LocalityEndpoints(NamedTuple):
     """The endpoints of one locality at one priority."""
 
     locality: Locality
@@ -90,12 +109,27 @@ class LocalityEndpoints:
     endpoints: tuple[Endpoint, ...]
 
 
-@attrs.frozen(kw_only=True)
-class DropOverload:
+class DropOverload(NamedTuple):
     """Drop this category of requests with this probability (parts per million)."""
 
     category: str
     parts_per_million: int
+
+
+#: Interned localities: one `Locality` per distinct (region, zone, sub_zone), shared by every
+#: assignment naming it (fewer objects per view, no attrs hashing on the hot path). Bounded:
+#: cleared when a server names implausibly many distinct localities.
+_LOCALITIES: dict[tuple[str, str, str], Locality] = {}
+_MAX_INTERNED_LOCALITIES = 10_000
+
+
+def _locality(key: tuple[str, str, str]) -> Locality:
+    locality = _LOCALITIES.get(key)
+    if locality is None:
+        if len(_LOCALITIES) >= _MAX_INTERNED_LOCALITIES:
+            _LOCALITIES.clear()
+        locality = _LOCALITIES[key] = Locality(region=key[0], zone=key[1], sub_zone=key[2])
+    return locality
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -147,11 +181,8 @@ class ClusterLoadAssignmentView(View):
                 continue  # gRPC skips localities without a weight
             if not group.HasField("locality"):
                 raise invalid(name, f"{path}.locality", "required")
-            locality = Locality(
-                region=group.locality.region,
-                zone=group.locality.zone,
-                sub_zone=group.locality.sub_zone,
-            )
+            where = group.locality
+            locality = _locality((where.region, where.zone, where.sub_zone))
             priority = group.priority
             if (priority, locality) in seen_localities:
                 raise invalid(
@@ -211,13 +242,16 @@ class ClusterLoadAssignmentView(View):
         )
 
 
+#: ``tuple.__new__``: builds a named tuple record without its Python-level ``__new__``.
+_new = tuple.__new__
+
 _LeanFields = tuple[tuple[tuple[LocalityEndpoints, ...], ...], tuple[DropOverload, ...], int]
 
 
 def _lean(message: Any) -> _LeanFields | None:
     """The view's fields when ``message`` is valid, None at the first thing wrong."""
     by_priority: dict[int, list[LocalityEndpoints]] = {}
-    seen_localities: set[tuple[int, Locality]] = set()
+    seen_localities: set[tuple[int, str, str, str]] = set()
     seen: set[tuple[str, int]] = set()
     for group in message.endpoints:
         if not group.HasField("load_balancing_weight"):
@@ -228,27 +262,43 @@ def _lean(message: Any) -> _LeanFields | None:
         if not group.HasField("locality"):
             return None
         where = group.locality
-        locality = Locality(region=where.region, zone=where.zone, sub_zone=where.sub_zone)
+        region, zone, sub_zone = where.region, where.zone, where.sub_zone
         priority = group.priority
-        key = (priority, locality)
+        key = (priority, region, zone, sub_zone)
         if key in seen_localities:
             return None
         seen_localities.add(key)
         endpoints = _lean_endpoints(group.lb_endpoints, seen)
         if endpoints is None:
             return None
-        by_priority.setdefault(priority, []).append(
-            LocalityEndpoints(
-                locality=locality, weight=weight, priority=priority, endpoints=endpoints
-            )
-        )
+        locality = _locality((region, zone, sub_zone))
+        record = _new(LocalityEndpoints, (locality, weight, priority, endpoints))
+        group_list = by_priority.get(priority)
+        if group_list is None:
+            by_priority[priority] = [record]
+        else:
+            group_list.append(record)
     count = len(by_priority)
     for p, groups in by_priority.items():
-        if p >= count or sum(g.weight for g in groups) > _UINT32_MAX:
+        if p >= count or (len(groups) > 1 and sum(g[1] for g in groups) > _UINT32_MAX):
             return None
     policy = message.policy
+    drops: tuple[DropOverload, ...] = ()
+    if policy.drop_overloads:
+        found = _lean_drops(policy.drop_overloads)
+        if found is None:
+            return None
+        drops = found
+    factor = (
+        policy.overprovisioning_factor.value if policy.HasField("overprovisioning_factor") else 140
+    )
+    priorities = tuple(tuple(by_priority[p]) for p in range(count))
+    return priorities, drops, factor
+
+
+def _lean_drops(overloads: Any) -> tuple[DropOverload, ...] | None:
     drops: list[DropOverload] = []
-    for drop in policy.drop_overloads:
+    for drop in overloads:
         if not drop.category:
             return None
         percent = drop.drop_percentage
@@ -256,19 +306,19 @@ def _lean(message: Any) -> _LeanFields | None:
         if unit is None:
             return None
         ppm = min(percent.numerator * unit, 1_000_000)
-        drops.append(DropOverload(category=drop.category, parts_per_million=ppm))
-    factor = (
-        policy.overprovisioning_factor.value if policy.HasField("overprovisioning_factor") else 140
-    )
-    priorities = tuple(tuple(by_priority[p]) for p in range(count))
-    return priorities, tuple(drops), factor
+        drops.append(DropOverload(drop.category, ppm))
+    return tuple(drops)
 
 
 def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...] | None:
-    """One locality's endpoints, or None at the first thing wrong."""
+    """One locality's endpoints, or None at the first thing wrong. The hot loop of EDS: one
+    upb access per field it needs, records built with ``tuple.__new__``."""
     endpoints: list[Endpoint] = []
+    append = endpoints.append
     health = _HEALTH.get
     unknown = HealthStatus.UNKNOWN
+    no_metadata = _NO_METADATA
+    is_ip = is_ip_address
     for lb in lbs:
         if lb.HasField("load_balancing_weight"):
             weight = lb.load_balancing_weight.value
@@ -277,9 +327,18 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
         else:
             weight = 1
         endpoint = lb.endpoint
-        key = _lean_address(endpoint.address, seen)
-        if key is None:
+        address = endpoint.address
+        if not address.HasField("socket_address"):
             return None
+        socket = address.socket_address
+        host = socket.address
+        port = socket.port_value
+        if port > 65535 or not is_ip(host):
+            return None
+        key = (host, port)
+        if key in seen:
+            return None
+        seen.add(key)
         extras = endpoint.additional_addresses
         additional: tuple[tuple[str, int], ...] = ()
         if extras:
@@ -287,15 +346,18 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
             if None in keys:
                 return None
             additional = tuple(keys)  # type: ignore[arg-type]  # no None, checked above
-        endpoints.append(
-            Endpoint(
-                address=key[0],
-                port=key[1],
-                additional_addresses=additional,
-                hostname=endpoint.hostname,
-                health_status=health(lb.health_status, unknown),
-                weight=weight,
-                metadata=metadata_dict(lb.metadata) if lb.HasField("metadata") else _NO_METADATA,
+        append(
+            _new(
+                Endpoint,
+                (
+                    host,
+                    port,
+                    additional,
+                    endpoint.hostname,
+                    health(lb.health_status, unknown),
+                    weight,
+                    metadata_dict(lb.metadata) if lb.HasField("metadata") else no_metadata,
+                ),
             )
         )
     return tuple(endpoints)
@@ -328,7 +390,7 @@ def _endpoint(name: str, path: str, lb: Any, seen: set[tuple[str, int]]) -> Endp
         )
         for k, extra in enumerate(endpoint.additional_addresses)
     )
-    metadata = metadata_dict(lb.metadata) if lb.HasField("metadata") else {}
+    metadata = metadata_dict(lb.metadata) if lb.HasField("metadata") else _NO_METADATA
     return Endpoint(
         address=address[0],
         port=address[1],
