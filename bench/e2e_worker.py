@@ -4,6 +4,7 @@
 
 It loads the listener, its route configuration, every cluster and every endpoint assignment,
 keeps watching until its standard input closes, then prints its peak RSS (KiB) and exits.
+Ours watches the complete configuration (the dependency walk) and prints a line per snapshot.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import resource
 import sys
+import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -21,34 +23,33 @@ import xds_config as cfg
 
 
 async def run_xdsclient(address: str) -> None:
-    from xdsclient import CallbackWatcher, Event, ResourceChanged, XdsClient
-    from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
+    """Watch the listener's complete configuration; for each snapshot print when it came (the
+    machine's monotonic clock, which the parent shares) and the sum of the endpoint
+    generations it holds, so the parent can tell which push it completes."""
+    from xdsclient import XdsClient, XdsConfig
 
     async with XdsClient(address, node_id="bench-xdsclient") as client:
-        clusters: set[str] = set()
+        stop = asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        async with client.watch_config(cfg.LISTENER) as configs:
+            updates = asyncio.ensure_future(_report(configs, XdsConfig))
+            await stop
+            updates.cancel()
 
-        def on_endpoints(event: Event) -> None:
-            pass
 
-        def on_cluster(event: Event) -> None:
-            if isinstance(event, ResourceChanged):
-                client.add_watcher(
-                    ENDPOINT, event.value.eds_service_name, CallbackWatcher(on_endpoints)
-                )
+async def _report(configs: Any, config_class: type) -> None:
+    async for update in configs:
+        now = time.monotonic()
+        if isinstance(update, config_class):
+            print(f"snapshot {now} {_generations(update)}", flush=True)
 
-        def on_route(event: Event) -> None:
-            if isinstance(event, ResourceChanged):
-                for name in event.value.clusters - clusters:
-                    clusters.add(name)
-                    client.add_watcher(CLUSTER, name, CallbackWatcher(on_cluster))
 
-        def on_listener(event: Event) -> None:
-            if isinstance(event, ResourceChanged):
-                route = event.value.api_listener.route_config_name
-                client.add_watcher(ROUTE_CONFIGURATION, route, CallbackWatcher(on_route))
-
-        client.add_watcher(LISTENER, cfg.LISTENER, CallbackWatcher(on_listener))
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+def _generations(config: Any) -> int:
+    total = 0
+    for name, entry in config.clusters.items():
+        i = int(name.rsplit("-", 1)[1])
+        for group in entry.endpoints.priorities[0]:
+            total += cfg.generation_of(i, group.endpoints[0].port)
+    return total
 
 
 def run_grpcio(address: str) -> None:
@@ -78,7 +79,7 @@ def main() -> None:
         asyncio.run(run_xdsclient(address))
     else:
         run_grpcio(address)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+    print(f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
 
 
 if __name__ == "__main__":

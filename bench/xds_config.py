@@ -75,3 +75,8 @@ def endpoints(i: int, *, generation: int = 0) -> Any:
         lb.endpoint.address.socket_address.address = f"10.{k}.{i // 250 % 250}.{i % 250 + 1}"
         lb.endpoint.address.socket_address.port_value = 10000 + (i + generation) % 50000
     return message
+
+
+def generation_of(i: int, port: int) -> int:
+    """The generation of assignment ``i`` whose endpoints listen on ``port``."""
+    return (port - 10000 - i) % 50000

@@ -6,10 +6,12 @@ from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders import cluster, endpoints, listener, routes
 from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
-from xdsclient._dependencies import walk
+from xdsclient._dependencies import XdsConfig, endpoint_users, rewalk_endpoints, walk
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
 
 L, R, C, E = LISTENER.type_url, ROUTE_CONFIGURATION.type_url, CLUSTER.type_url, ENDPOINT.type_url
@@ -254,3 +256,84 @@ def test_a_route_with_a_non_forwarding_action_reaches_no_cluster() -> None:
     assert config is not None
     assert not isinstance(config, XdsError)
     assert list(config.clusters) == ["a"]
+
+
+# ------------------------------------------------------------------ incremental walks (issue 14)
+
+
+def _complete(cache: Cache, previous: XdsConfig | None = None) -> XdsConfig:
+    config = walk("l", "h", cache.lookup, previous).config
+    assert isinstance(config, XdsConfig)
+    return config
+
+
+def _shared_eds_cache() -> Cache:
+    """Clusters a and b share the assignment "svc"; c has its own; "agg" aggregates a and c."""
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a", "b", "c", "agg"))
+    for name in ("a", "b"):
+        shared = cluster(name)
+        shared.eds_cluster_config.service_name = "svc"
+        cache.put(CLUSTER, shared)
+    cache.put(CLUSTER, cluster("c"))
+    cache.put(CLUSTER, aggregate("agg", "a", "c"))
+    cache.put(ENDPOINT, endpoints("svc"))
+    cache.put(ENDPOINT, endpoints("c"))
+    return cache
+
+
+def test_a_walk_given_the_last_snapshot_reuses_the_entries_whose_views_did_not_change() -> None:
+    cache = _shared_eds_cache()
+    first = _complete(cache)
+    cache.put(ENDPOINT, endpoints("c", port=9))
+    second = _complete(cache, first)
+    assert second.clusters["a"] is first.clusters["a"]
+    assert second.clusters["b"] is first.clusters["b"]
+    assert second.clusters["c"] is not first.clusters["c"]
+    assert second == _complete(cache)  # the same snapshot as a walk from nothing
+
+
+_CHANGES = st.lists(
+    st.tuples(st.sampled_from(["svc", "c"]), st.sampled_from(["port", "missing", "back"])),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(changes=_CHANGES)
+def test_redoing_only_changed_assignments_gives_the_snapshot_a_full_walk_gives(
+    changes: list[tuple[str, str]],
+) -> None:
+    cache = _shared_eds_cache()
+    config = _complete(cache)
+    for port, (name, change) in enumerate(changes, start=1):
+        if change == "missing":
+            cache.missing(E, name)
+        else:
+            cache.put(ENDPOINT, endpoints(name, port=port))
+        redone = rewalk_endpoints(config, [name], cache.lookup, endpoint_users(config))
+        assert redone is not None
+        assert redone == _complete(cache)
+        # errors are not part of equality: compare them as text
+        for entry in redone.clusters.values():
+            full_entry = _complete(cache).clusters[entry.name]
+            assert str(entry.endpoints_error) == str(full_entry.endpoints_error)
+        config = redone
+
+
+def test_an_unchanged_assignment_leaves_the_snapshot_object_as_it_was() -> None:
+    cache = _shared_eds_cache()
+    config = _complete(cache)
+    assert rewalk_endpoints(config, ["svc", "c"], cache.lookup, endpoint_users(config)) is config
+
+
+def test_a_rewalk_gives_up_on_a_name_no_cluster_uses_or_an_assignment_pending_again() -> None:
+    cache = _shared_eds_cache()
+    config = _complete(cache)
+    users = endpoint_users(config)
+    assert users == {"svc": ["a", "b"], "c": ["c"]}
+    assert rewalk_endpoints(config, ["other"], cache.lookup, users) is None
+    del cache.states[(E, "c")]
+    assert rewalk_endpoints(config, ["c"], cache.lookup, users) is None

@@ -24,6 +24,7 @@ from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
+from ._dependencies import Resolved
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
 from ._logs import ProtocolLogger
 from ._metrics import enable_metrics
@@ -432,9 +433,8 @@ class _WalkSource:
             )
             return client._dispatcher.add(type_url, name, watcher, [error], on_close=None)
 
-    def resource_state(
-        self, resource_type: ResourceType[Any] | str, name: str
-    ) -> ResourceState | None:
+    def resource_state(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
+        """The cache's live entry (no snapshot copy: a walk reads one per resource it needs)."""
         client = self._client
         type_url = client._type_url(resource_type)
         try:
@@ -444,7 +444,8 @@ class _WalkSource:
         unknown = client._unknown_authority(type_url, name)
         if unknown is not None:
             return _unusable(type_url, name, str(unknown.error))
-        return client.resource_state(type_url, name)
+        client._check_open()
+        return client._cache.entry(type_url, name)
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         return self._client.start_task(coro, name=name)

@@ -92,9 +92,11 @@ class ChannelCredentials:
         return f"ChannelCredentials(type={self.type!r}, mutual={self.certificate_file is not None})"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class ServerConfig:
-    """One management server: target URI, credentials and the server features it supports."""
+    """One management server: target URI, credentials and the server features it supports.
+
+    Its hash is cached: the client routes every subscription through dicts keyed by server."""
 
     uri: str
     channel_credentials: ChannelCredentials = ChannelCredentials()

@@ -26,9 +26,10 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeAlias
 
-from ._dependencies import XdsConfig, walk
+from ._dependencies import Resolved, XdsConfig, endpoint_users, rewalk_endpoints, walk
 from ._errors import XdsError
-from ._protocol import AmbientError, DataError, ResourceChanged, ResourceState
+from ._gc import gc_paused
+from ._protocol import AmbientError, DataError, ResourceChanged
 from ._watchers import (
     ResourceWatcher,
     WatchHandle,
@@ -36,7 +37,7 @@ from ._watchers import (
     cancelled_by_caller,
     warn_never_cancelled,
 )
-from .resources import ResourceType
+from .resources import ENDPOINT, ResourceType
 
 __all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
 
@@ -56,7 +57,7 @@ class ConfigSource(Protocol):
 
     def resource_state(
         self, resource_type: ResourceType[Any] | str, name: str
-    ) -> ResourceState | None: ...
+    ) -> Resolved | None: ...
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]: ...
 
@@ -110,6 +111,11 @@ class ConfigWatch:
         self._snapshot: XdsConfig | XdsError | None = None  # waiting for the consumer
         self._warning: AmbientError | None = None  # waiting for the consumer, after it
         self._batch_warning: AmbientError | None = None  # of the batch the next walk follows
+        #: the last walk's complete snapshot, and which of its clusters use each assignment
+        self._last: XdsConfig | None = None
+        self._users: dict[str, list[str]] | None = None
+        #: endpoint names changed since the last walk; None: something else changed too
+        self._changed_endpoints: set[str] | None = set()
         self._ready = asyncio.Event()
         self._scheduled = False
         self._cancelled = False
@@ -151,24 +157,60 @@ class ConfigWatch:
     def _walk(self) -> None:
         """Re-walk after a batch: subscribe to what is needed, publish a new complete snapshot,
         then the batch's latest ambient error (it is about the snapshot the batch led to)."""
+        with gc_paused():  # a walk of N clusters allocates an entry per cluster
+            self._walk_batch()
+
+    def _walk_batch(self) -> None:
         self._scheduled = False
         warning, self._batch_warning = self._batch_warning, None
+        changed, self._changed_endpoints = self._changed_endpoints, set()
         if self._cancelled:
             return
-        result = walk(self.listener, self.authority, self._source.resource_state)
-        for key in sorted(result.wanted - self._handles.keys()):
-            self._handles[key] = self._source.add_watcher(key[0], key[1], self._feeder)
-        for key in sorted(self._handles.keys() - result.wanted):
-            self._handles.pop(key).cancel()
-        if result.config is not None and not _same(result.config, self._published):
-            self._published = self._snapshot = result.config
+        config: XdsConfig | XdsError | None = None
+        if changed is not None:
+            config = self._rewalk(changed)
+        if config is None:
+            config = self._full_walk()
+        if config is not None and not _same(config, self._published):
+            self._published = self._snapshot = config
             self._warning = None  # older warnings were about the snapshot it replaces
             self._ready.set()
         if warning is not None and self._published is not None:  # no snapshot: nothing to warn of
             self._warning = warning
             self._ready.set()
 
+    def _full_walk(self) -> XdsConfig | XdsError | None:
+        """Walk from the listener; subscribe to what it needs, drop what it no longer does."""
+        result = walk(self.listener, self.authority, self._source.resource_state, self._last)
+        for key in sorted(result.wanted - self._handles.keys()):
+            self._handles[key] = self._source.add_watcher(key[0], key[1], self._feeder)
+        for key in sorted(self._handles.keys() - result.wanted):
+            self._handles.pop(key).cancel()
+        config = result.config
+        self._last = config if isinstance(config, XdsConfig) else None
+        self._users = None
+        return config
+
+    def _rewalk(self, changed: set[str]) -> XdsConfig | None:
+        """The last snapshot with only the ``changed`` endpoint assignments redone (what
+        needs watching cannot change); None when a full walk is needed."""
+        last = self._last
+        if last is None:
+            return None
+        if self._users is None:
+            self._users = endpoint_users(last)
+        config = rewalk_endpoints(last, changed, self._source.resource_state, self._users)
+        if config is not None:
+            self._last = config
+        return config
+
     def _changed(self, event: ResourceChanged | DataError) -> None:
+        changed = self._changed_endpoints
+        if changed is not None:
+            if event.type_url == ENDPOINT.type_url:
+                changed.add(event.name)
+            else:
+                self._changed_endpoints = None
         warning = self._batch_warning
         if warning is not None and (warning.type_url, warning.name) == (event.type_url, event.name):
             self._batch_warning = None  # that resource changed since: the warning is stale

@@ -13,28 +13,57 @@ Rules:
   and a cycle is an error for the aggregate that closes it (gRFCs A37, A75).
 - A snapshot is published only when everything is resolved, so it is never torn; an error in
   one cluster is reported for that cluster without withholding the others.
+
+Cost (issue 14): a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
+whose cluster and endpoint views are the very objects it holds (the cache keeps the object of a
+resource whose bytes did not change), so comparing snapshots is a pointer compare per cluster.
+When only endpoint assignments changed, `rewalk_endpoints` replaces just the clusters that use
+them: O(changed) after one dict copy, since endpoints never change what the walk needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Protocol
 
 import attrs
 
 from ._errors import ResourceDoesNotExistError, XdsError
-from ._protocol import ResourceState
+from ._protocol import ResourceStatus
 from .resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
 from .resources._cluster import ClusterType, ClusterView
 from .resources._endpoint import ClusterLoadAssignmentView
 from .resources._listener import ListenerView
 from .resources._route import RouteConfigurationView, VirtualHost, select_virtual_host
 
-__all__ = ["MAX_AGGREGATE_DEPTH", "ClusterConfig", "Walk", "XdsConfig", "walk"]
+__all__ = [
+    "MAX_AGGREGATE_DEPTH",
+    "ClusterConfig",
+    "Resolved",
+    "Walk",
+    "XdsConfig",
+    "endpoint_users",
+    "rewalk_endpoints",
+    "walk",
+]
 
 MAX_AGGREGATE_DEPTH = 16
 
-Lookup = Callable[[str, str], "ResourceState | None"]
+
+class Resolved(Protocol):
+    """What the walk reads of a cached resource (a `ResourceState`, or the cache's own entry)."""
+
+    @property
+    def status(self) -> ResourceStatus: ...
+
+    @property
+    def value(self) -> Any: ...
+
+    @property
+    def error(self) -> XdsError | None: ...
+
+
+Lookup = Callable[[str, str], "Resolved | None"]
 
 
 @attrs.frozen(kw_only=True)
@@ -79,18 +108,27 @@ class Walk:
 _PENDING = object()
 
 
-def walk(listener_name: str, authority: str, lookup: Lookup) -> Walk:
-    """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds."""
+def _value(lookup: Lookup, type_url: str, name: str) -> Any:
+    """The usable value of a resource, its error, or `_PENDING`."""
+    state = lookup(type_url, name)
+    if state is None or (not state.status.holds_value and state.error is None):
+        return _PENDING
+    if state.status.holds_value:
+        return state.value
+    return state.error or ResourceDoesNotExistError(type_url, name, "unavailable")
+
+
+def walk(
+    listener_name: str, authority: str, lookup: Lookup, previous: XdsConfig | None = None
+) -> Walk:
+    """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds;
+    ``previous``: the last snapshot, whose unchanged cluster entries are reused."""
     wanted: set[tuple[str, str]] = set()
+    add = wanted.add
 
     def value(type_url: str, name: str) -> Any:
-        wanted.add((type_url, name))
-        state = lookup(type_url, name)
-        if state is None or (not state.status.holds_value and state.error is None):
-            return _PENDING
-        if state.status.holds_value:
-            return state.value
-        return state.error or ResourceDoesNotExistError(type_url, name, "unavailable")
+        add((type_url, name))
+        return _value(lookup, type_url, name)
 
     def done(config: XdsConfig | XdsError | None) -> Walk:
         return Walk(config=config, wanted=frozenset(wanted))
@@ -124,8 +162,9 @@ def walk(listener_name: str, authority: str, lookup: Lookup) -> Walk:
         for name in route.action.clusters
     )
     clusters: dict[str, ClusterConfig] = {}
+    reuse = {} if previous is None else previous.clusters
     # Resolve every root (no short cut) so that everything needed is known in one pass.
-    resolved = [_resolve(root, (), clusters, value) for root in roots]
+    resolved = [_resolve(root, (), clusters, value, reuse) for root in roots]
     complete = all(leaves is not None for leaves in resolved)
     if not complete:
         return done(None)
@@ -144,6 +183,7 @@ def _resolve(
     stack: tuple[str, ...],
     clusters: dict[str, ClusterConfig],
     value: Callable[[str, str], Any],
+    reuse: Mapping[str, ClusterConfig],
 ) -> tuple[str, ...] | None:
     """Resolve cluster ``name`` into ``clusters``; returns its leaves, or None while pending."""
     if name in clusters:
@@ -158,19 +198,71 @@ def _resolve(
         endpoints = value(ENDPOINT.type_url, cluster.eds_service_name)
         if endpoints is _PENDING:
             return None
-        if isinstance(endpoints, XdsError):
-            clusters[name] = ClusterConfig(
-                name=name, cluster=cluster, endpoints_error=endpoints, leaves=(name,)
-            )
+        old = reuse.get(name)
+        if old is not None and old.cluster is cluster and _holds(old, endpoints):
+            clusters[name] = old  # the same views: the same entry
         else:
-            clusters[name] = ClusterConfig(
-                name=name, cluster=cluster, endpoints=endpoints, leaves=(name,)
-            )
+            clusters[name] = _eds_entry(name, cluster, endpoints)
         return (name,)
     if cluster.type is ClusterType.LOGICAL_DNS:
         clusters[name] = ClusterConfig(name=name, cluster=cluster, leaves=(name,))
         return (name,)
-    return _aggregate(name, cluster, stack, clusters, value)
+    return _aggregate(name, cluster, stack, clusters, value, reuse)
+
+
+def _eds_entry(name: str, cluster: ClusterView, endpoints: Any) -> ClusterConfig:
+    """An EDS cluster's entry, given its endpoints' value or error."""
+    if isinstance(endpoints, XdsError):
+        return ClusterConfig(name=name, cluster=cluster, endpoints_error=endpoints, leaves=(name,))
+    return ClusterConfig(name=name, cluster=cluster, endpoints=endpoints, leaves=(name,))
+
+
+def _holds(entry: ClusterConfig, endpoints: Any) -> bool:
+    """Whether an EDS entry already holds this endpoints value (or error) object."""
+    return entry.endpoints is endpoints or entry.endpoints_error is endpoints
+
+
+def endpoint_users(config: XdsConfig) -> dict[str, list[str]]:
+    """Which EDS clusters of ``config`` use each endpoint assignment name."""
+    users: dict[str, list[str]] = {}
+    for name, entry in config.clusters.items():
+        cluster = entry.cluster
+        if cluster is not None and entry.leaves == (name,) and cluster.type is ClusterType.EDS:
+            users.setdefault(cluster.eds_service_name, []).append(name)
+    return users
+
+
+def rewalk_endpoints(
+    config: XdsConfig,
+    changed: Collection[str],
+    lookup: Lookup,
+    users: Mapping[str, list[str]],
+) -> XdsConfig | None:
+    """``config`` after only the endpoint assignments ``changed`` changed: what `walk` would
+    give, without walking again. ``users``: `endpoint_users` of ``config``. None when it cannot
+    tell (a name no cluster uses as spelled, or an assignment pending again): walk instead.
+
+    Sound because endpoints never decide what else the walk needs: an EDS cluster's entry is
+    its cluster and its endpoints' value or error, and no other entry depends on them."""
+    clusters: dict[str, ClusterConfig] | None = None
+    for eds_name in changed:
+        names = users.get(eds_name)
+        if names is None:
+            return None
+        endpoints = _value(lookup, ENDPOINT.type_url, eds_name)
+        if endpoints is _PENDING:
+            return None
+        for name in names:
+            old = config.clusters[name]
+            if _holds(old, endpoints):
+                continue
+            assert old.cluster is not None  # an EDS entry (see endpoint_users)
+            if clusters is None:
+                clusters = dict(config.clusters)
+            clusters[name] = _eds_entry(name, old.cluster, endpoints)
+    if clusters is None:
+        return config
+    return attrs.evolve(config, clusters=clusters)
 
 
 def _aggregate(
@@ -179,6 +271,7 @@ def _aggregate(
     stack: tuple[str, ...],
     clusters: dict[str, ClusterConfig],
     value: Callable[[str, str], Any],
+    reuse: Mapping[str, ClusterConfig],
 ) -> tuple[str, ...] | None:
     path = (*stack, name)
     if len(path) > MAX_AGGREGATE_DEPTH:
@@ -194,7 +287,7 @@ def _aggregate(
                 name=name, cluster=cluster, error=XdsError(f"aggregate cluster cycle: {cycle}")
             )
             return ()
-        child_leaves = _resolve(child, path, clusters, value)
+        child_leaves = _resolve(child, path, clusters, value, reuse)
         if child_leaves is None:
             pending = True
         else:

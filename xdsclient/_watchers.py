@@ -48,6 +48,10 @@ __all__ = [
 
 logger = logging.getLogger("xdsclient.watchers")
 
+#: The longest a batch waits for its ``after`` (the ACK of the response it came from to be
+#: written): a stream that cannot write holds the watchers up no longer than this.
+ACK_FIRST_LIMIT = 0.1
+
 
 class ResourceWatcher(Protocol):
     """The gRFC A88 watcher shape. Methods may be plain or ``async``; they run one at a time."""
@@ -109,6 +113,18 @@ def replay_events(state: ResourceState) -> list[Event]:
     return events
 
 
+def _log_failure(watcher: object, event: Event, *, cancelled: bool) -> None:
+    if cancelled:
+        logger.exception(
+            "xDS watcher %s raised CancelledError on %r without being cancelled; "
+            "it keeps its registration",
+            watcher,
+            event,
+        )
+    else:
+        logger.exception("xDS watcher %s raised on %r; it keeps its registration", watcher, event)
+
+
 def cancelled_by_caller() -> bool:
     """Whether the running task is being cancelled (by its owner, not by user code it ran).
 
@@ -166,6 +182,7 @@ class _Batch:
     events: list[Event]
     done: asyncio.Future[None] | None
     only: _Registration | None = None  # a replay, for one new watcher
+    after: asyncio.Future[None] | None = None  # deliver once done (the ACK written)
 
 
 class Dispatcher:
@@ -223,9 +240,13 @@ class Dispatcher:
             if self._on_last_watcher is not None and not self._closed:
                 self._on_last_watcher(type_url, name)
 
-    def publish(self, events: list[Event]) -> asyncio.Future[None] | None:
+    def publish(
+        self, events: list[Event], after: asyncio.Future[None] | None = None
+    ) -> asyncio.Future[None] | None:
         """Queue a batch now, in the caller's synchronous step (so a watcher added after it
-        gets this state from its replay, not twice).
+        gets this state from its replay, not twice). ``after``: deliver it (and what follows
+        it) once that is done, or `ACK_FIRST_LIMIT` seconds later at most: a driver passes
+        the writing of its ACK, which the watchers' work must not delay.
 
         Returns a future that completes once every watcher has been called for the batch, or
         once the dispatcher closes (nothing more will be delivered; it is never cancelled, so
@@ -235,7 +256,7 @@ class Dispatcher:
         if not events or self._closed:
             return None
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._put(_Batch(next(self._seq), events, done))
+        self._put(_Batch(next(self._seq), events, done, after=after))
         return done
 
     def _put(self, batch: _Batch) -> None:
@@ -262,15 +283,30 @@ class Dispatcher:
             while not self._queue:
                 self._queued.clear()
                 await self._queued.wait()
-            batch = self._queue.popleft()
+            batch = self._queue[0]
+            if batch.after is not None and not batch.after.done():
+                await self._wait_for_ack(batch.after)
+                if not self._queue or self._queue[0] is not batch:
+                    continue  # closed meanwhile
+            self._queue.popleft()
             try:
+                only = batch.only
                 for event in batch.events:
-                    only = batch.only
                     for registration in [only] if only else self._targets(event, batch.seq):
-                        await self._call(registration, event)
+                        pending = self._call(registration, event)
+                        if pending is not None:  # an async callback: wait for it, in order
+                            await self._finish(registration, event, *pending)
             finally:
                 if batch.done is not None and not batch.done.done():
                     batch.done.set_result(None)
+
+    async def _wait_for_ack(self, written: asyncio.Future[None]) -> None:
+        """Until ``written`` is done, `ACK_FIRST_LIMIT` seconds at most (on the clock)."""
+        bound = asyncio.ensure_future(self._clock.sleep_until(self._clock.time() + ACK_FIRST_LIMIT))
+        try:
+            await asyncio.wait((written, bound), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            bound.cancel()
 
     def _targets(self, event: Event, seq: int) -> list[_Registration]:
         targets = [r for r in self._watchers.get((event.type_url, event.name), ()) if r.since < seq]
@@ -280,9 +316,13 @@ class Dispatcher:
             )
         return targets
 
-    async def _call(self, registration: _Registration, event: Event) -> None:
+    def _call(
+        self, registration: _Registration, event: Event
+    ) -> tuple[Awaitable[Any], float] | None:
+        """Call the watcher synchronously (no coroutine per event); an async callback's
+        awaitable and start time come back for `_finish`."""
         if registration.cancelled:
-            return
+            return None
         watcher = registration.watcher
         start = self._clock.time()
         try:
@@ -291,22 +331,29 @@ class Dispatcher:
             else:
                 result = watcher.on_resource_changed(event)
             if inspect.isawaitable(result):
-                await self._await(result, watcher, event, start)
-            elif self._clock.time() - start > self._slow:
+                return result, start
+            if self._clock.time() - start > self._slow:
                 self._log_slow(watcher, event)
         except asyncio.CancelledError:
             if cancelled_by_caller():
                 raise
-            logger.exception(
-                "xDS watcher %s raised CancelledError on %r without being cancelled; "
-                "it keeps its registration",
-                watcher,
-                event,
-            )
+            _log_failure(watcher, event, cancelled=True)
         except Exception:
-            logger.exception(
-                "xDS watcher %s raised on %r; it keeps its registration", watcher, event
-            )
+            _log_failure(watcher, event, cancelled=False)
+        return None
+
+    async def _finish(
+        self, registration: _Registration, event: Event, awaitable: Awaitable[Any], start: float
+    ) -> None:
+        watcher = registration.watcher
+        try:
+            await self._await(awaitable, watcher, event, start)
+        except asyncio.CancelledError:
+            if cancelled_by_caller():
+                raise
+            _log_failure(watcher, event, cancelled=True)
+        except Exception:
+            _log_failure(watcher, event, cancelled=False)
 
     async def _await(
         self, awaitable: Awaitable[Any], watcher: ResourceWatcher, event: Event, start: float

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -41,3 +42,43 @@ async def test_a_custom_type_is_watched_over_ads(control_plane: ControlPlane, de
             event = await next_event(watch)
         assert isinstance(event, ResourceChanged)
         assert event.value == {"name": "feature-flags", "color": "blue"}
+
+
+async def test_resources_are_decoded_with_the_cyclic_collector_paused_and_it_resumes_after(
+    control_plane: ControlPlane,
+) -> None:
+    collecting: list[bool] = []
+
+    def decode(data: bytes) -> tuple[str, dict[str, Any]]:
+        collecting.append(gc.isenabled())
+        return decode_settings(data)
+
+    recording = ResourceType(type_url=STRUCT_URL, decode=decode)
+    settings = struct_pb2.Struct()
+    settings.update({"name": "feature-flags"})
+    packed = any_pb2.Any()
+    packed.Pack(settings)
+    control_plane.set_packed(packed, name="feature-flags")
+    assert gc.isenabled()
+    async with (
+        XdsClient(control_plane.address, node_id="n", resource_types=[recording]) as client,
+        client.watch(recording, "feature-flags") as watch,
+    ):
+        assert isinstance(await next_event(watch), ResourceChanged)
+        assert gc.isenabled()  # on again once the response is decoded
+    assert collecting == [False]
+
+
+def test_pausing_the_collector_leaves_it_off_when_the_application_turned_it_off() -> None:
+    from xdsclient._gc import gc_paused
+
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), gc_paused():
+        raise RuntimeError("a decoder bug")
+    assert gc.isenabled()

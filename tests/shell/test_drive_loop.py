@@ -19,6 +19,7 @@ from xdsclient import (
     TransportError,
     XdsClient,
 )
+from xdsclient._watchers import ACK_FIRST_LIMIT
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 
@@ -245,3 +246,36 @@ async def test_heartbeats_keep_a_resource_past_its_ttl(
     await settle()
     assert isinstance(seen[-1], DataError)
     assert isinstance(seen[-1].error, ResourceExpiredError)
+
+
+async def test_the_ack_is_written_before_the_watchers_of_its_response_run(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    acked_before_call: list[bool] = []
+
+    def on_event(event: Event) -> None:
+        acked_before_call.append(any(r.response_nonce == nonce for r in stream.requests))
+
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(on_event))
+    stream = await fake.stream()
+    await stream.request()
+    nonce = stream.send([endpoints("a")])
+    await settle()
+    assert acked_before_call == [True]
+
+
+async def test_a_stream_that_cannot_write_its_ack_holds_the_watchers_up_only_briefly(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    seen, stream = await _watching(client, fake)
+    stream.stall_writes()
+    stream.send([endpoints("a")])
+    await settle()
+    assert seen == []  # waiting for the ACK to be written
+    clock.advance(ACK_FIRST_LIMIT)
+    await settle()
+    assert [type(e) for e in seen] == [ResourceChanged]
+    assert not stream.pending_requests()  # the ACK is still stuck
+    stream.resume_writes()
+    await settle()
+    assert [r.response_nonce for r in stream.pending_requests()] == ["nonce-1"]

@@ -32,6 +32,7 @@ from xdsclient import (
     XdsConfig,
     XdsError,
 )
+from xdsclient._dependencies import walk
 from xdsclient._errors import ResourceDoesNotExistError
 from xdsclient._shell._tasks import TaskOwner
 from xdsclient._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
@@ -202,6 +203,34 @@ async def test_a_batch_of_changes_is_walked_once_after_the_batch(source: Source)
         await settle()
         assert source.lookups.count((LISTENER.type_url, "l")) == 1
         assert isinstance(await next_update(watch), XdsConfig)
+
+
+async def test_an_endpoints_only_batch_redoes_only_its_clusters_and_matches_a_full_walk(
+    source: Source,
+) -> None:
+    source.set(listener("l", route="r"), routes("c", "d", name="r"), cluster("c"), cluster("d"))
+    source.set(endpoints("c"), endpoints("d"))
+    async with ConfigWatch(source, "l", "l") as watch:
+        first = await next_update(watch)
+        assert isinstance(first, XdsConfig)
+        await settle()  # the replays of the new subscriptions, walked
+        source.lookups.clear()
+        source.set(endpoints("d", port=9090))
+        second = await next_update(watch)
+        assert isinstance(second, XdsConfig)
+        assert source.lookups == [(ENDPOINT.type_url, "d")]  # no walk from the listener
+        assert second.clusters["c"] is first.clusters["c"]
+        assert second == walk("l", "l", source.resource_state).config
+        deleted = ResourceDoesNotExistError(ENDPOINT.type_url, "c", "deleted")
+        source.fail(ENDPOINT, "c", deleted)
+        third = await next_update(watch)
+        assert isinstance(third, XdsConfig)
+        assert third.clusters["c"].endpoints_error is deleted
+        source.set(cluster("d", timeout_s=9))  # anything else: a walk from the listener again
+        fourth = await next_update(watch)
+        assert isinstance(fourth, XdsConfig)
+        assert (LISTENER.type_url, "l") in source.lookups
+        assert fourth.clusters["c"] is third.clusters["c"]  # unchanged views: reused entries
 
 
 async def test_a_needed_resource_holding_only_an_error_gives_an_error_snapshot(

@@ -90,6 +90,12 @@ class ResourceCache:
         """The table assigned to an authority and type, if any."""
         return self._tables.get((authority, type_url))
 
+    def entry(self, type_url: str, name: str) -> CacheEntry | None:
+        """The live entry of one resource (read-only to the caller: the dependency walk reads
+        thousands per snapshot and needs no copy)."""
+        table = self._tables.get((authority_of(name), type_url))
+        return None if table is None else table.get(name)
+
     def state(self, type_url: str, name: str) -> ResourceState | None:
         """A snapshot of one resource, or None when the cache holds nothing for it."""
         table = self._tables.get((authority_of(name), type_url))

@@ -22,10 +22,11 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from .._config import Backoff
 from .._errors import TransportError
+from .._gc import gc_paused
 from .._names import authority_of
 from .._observe import (
     ConnectivityChanged,
@@ -42,8 +43,15 @@ __all__ = ["Publish", "StreamDriver"]
 
 logger = logging.getLogger("xdsclient.transport")
 
-#: Hands a batch of events to the watchers now; returns what completes once they saw it.
-Publish = Callable[[list[Event]], "asyncio.Future[None] | None"]
+
+class Publish(Protocol):
+    """Hands a batch of events to the watchers now; returns what completes once they saw it.
+    ``after``: the watchers are called only once it is done (the ACK written), or after a
+    short bound (a stream that cannot write must not hold up the watchers)."""
+
+    def __call__(
+        self, events: list[Event], after: asyncio.Future[None] | None = None
+    ) -> asyncio.Future[None] | None: ...
 
 
 class StreamDriver:
@@ -199,11 +207,18 @@ class StreamDriver:
                         self._report_connectivity(True, None)
                     if self._observers:
                         self._report_response(response, now)
-                    events.extend(session.receive(response, now))
+                    with gc_paused():
+                        events.extend(session.receive(response, now))
                     if self._observers.verdicts:
                         self._report_verdicts(response.type_url, now)
-                delivery = self._publish(events) or delivery
-                await self._flush(stream)
+                # The ACK goes out before the watchers run: they (and the walk after them) may
+                # take long, and the server is waiting on the ACK.
+                written = asyncio.get_running_loop().create_future()
+                delivery = self._publish(events, written) or delivery
+                try:
+                    await self._flush(stream)
+                finally:
+                    written.set_result(None)
         finally:
             if read is not None:
                 _discard(read)

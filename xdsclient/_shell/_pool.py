@@ -22,6 +22,7 @@ the failure or response that caused it:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -346,11 +347,13 @@ class ServerPool:
     def _publisher(self, channel: _Channel) -> Publish:
         publish = self._publish
 
-        def publish_from(events: list[Event]) -> Any:
+        def publish_from(
+            events: list[Event], after: asyncio.Future[None] | None = None
+        ) -> asyncio.Future[None] | None:
             if channel.standby and events:
                 standby = channel.standby
                 events = [e for e in events if authority_of(e.name) not in standby]
-            return publish(events)
+            return publish(events, after)
 
         return publish_from
 

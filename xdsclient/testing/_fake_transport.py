@@ -44,6 +44,8 @@ class FakeStream:
         self._error: TransportError | None = None
         self.closed = False  #: the client closed it, or the test failed it
         self._nonces = itertools.count(1)
+        self._writable = asyncio.Event()
+        self._writable.set()
 
     # ------------------------------------------------------------- the test's side
 
@@ -98,18 +100,28 @@ class FakeStream:
         self.respond(response)
         return nonce
 
+    def stall_writes(self) -> None:
+        """The client's writes block from now on (a server not reading: flow control)."""
+        self._writable.clear()
+
+    def resume_writes(self) -> None:
+        """Blocked and later writes go through."""
+        self._writable.set()
+
     def fail(self, error: TransportError | str = "stream failed") -> None:
         """End the stream with an error, as a server reset or a broken connection would."""
         if isinstance(error, str):
             error = TransportError(f"xDS stream to {self.server} failed: {error}")
         self._error = error
         self.closed = True
+        self._writable.set()  # a stalled write fails now
         self._responses.put_nowait(_END)
 
     # ------------------------------------------------------------- the client's side
 
     async def write(self, request: Any) -> None:
         await asyncio.sleep(0)  # a write yields to the loop, as a real one does
+        await self._writable.wait()
         if self._error is not None:
             raise self._error
         if self.closed:
@@ -131,6 +143,7 @@ class FakeStream:
         if not self.closed:
             self.closed = True
             self._error = TransportError(f"xDS stream to {self.server} was closed by the client")
+            self._writable.set()
             self._responses.put_nowait(_END)
 
 
