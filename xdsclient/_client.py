@@ -31,7 +31,7 @@ from ._metrics import enable_metrics
 from ._names import OLD_AUTHORITY, authority_of
 from ._observe import Observer, Observers
 from ._options import ClientOptions
-from ._protocol import DataError, ResourceCache, ResourceState, ResourceStatus
+from ._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
 from ._services import PER_TYPE_SERVICES
 from ._shell._clock import Clock, LoopClock
 from ._shell._pool import ServerPool
@@ -42,7 +42,7 @@ from ._targets import listener_for
 from ._transports import TransportFactory
 from ._wait import wait_for
 from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
-from ._xdstp import InvalidNameError, canonical_name
+from ._xdstp import XDSTP_SCHEME, InvalidNameError, canonical_name
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
 
 __all__ = ["XdsClient"]
@@ -234,15 +234,20 @@ class XdsClient:
         unknown = self._unknown_authority(type_url, name)
         if unknown is not None:
             return self._dispatcher.add(type_url, name, watcher, [unknown], on_close=on_close)
-        states = (
-            self._cache.states(type_url)
-            if name == _WILDCARD
-            else [self._cache.state(type_url, name)]
-        )
-        replay = [event for state in states if state is not None for event in replay_events(state)]
+        replay = self._replay(type_url, name)
         handle = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
         self._pool.subscribe(type_url, name)
         return handle
+
+    def _replay(self, type_url: str, name: str) -> list[Event]:
+        """The events that bring a new watcher of ``name`` up to the cache (none for a name
+        only requested so far: a walk adding thousands of watchers builds no snapshots)."""
+        if name == _WILDCARD:
+            return [e for state in self._cache.states(type_url) for e in replay_events(state)]
+        entry = self._cache.entry(type_url, name)
+        if entry is None or (entry.error is None and not entry.status.holds_value):
+            return []
+        return replay_events(entry.snapshot(type_url, name))
 
     def _unsubscribe(self, type_url: str, name: str) -> None:
         """The last watcher of ``name`` left."""
@@ -419,6 +424,9 @@ class _WalkSource:
 
     def __init__(self, client: XdsClient) -> None:
         self._client = client
+        #: type URLs known to the client whose old-style names it can fetch: their lookups
+        #: skip the name checks (the walk makes thousands)
+        self._plain_types: set[str] = set()
 
     def add_watcher(
         self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
@@ -436,7 +444,22 @@ class _WalkSource:
     def resource_state(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
         """The cache's live entry (no snapshot copy: a walk reads one per resource it needs)."""
         client = self._client
+        if (
+            isinstance(resource_type, str)
+            and resource_type in self._plain_types
+            and name
+            and not name.startswith(XDSTP_SCHEME)
+        ):  # the common case: the checks are done once per type
+            client._check_open()
+            table = client._cache.table(OLD_AUTHORITY, resource_type)
+            return None if table is None else table.get(name)
+        return self._checked(resource_type, name)
+
+    def _checked(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
+        client = self._client
         type_url = client._type_url(resource_type)
+        if client._unknown_authority(type_url, "x") is None:
+            self._plain_types.add(type_url)  # known type, fetchable old-style names
         try:
             name = client._name(type_url, name)
         except InvalidNameError as exc:
