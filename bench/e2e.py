@@ -245,7 +245,7 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
         return Result(client, n, run.acks, run.snaps, len(cp.requests), rss, len(cp.nacks()))
 
 
-def decode_floor(n: int, repeat: int = 3) -> float:
+def decode_floor(n: int, repeat: int = 7) -> float:
     """Parse one SotW response of N endpoint assignments and unpack every ``Any``, keeping
     what it unpacks as any client must (best of ``repeat``): the cost no client can avoid."""
     response = discovery_pb2.DiscoveryResponse(type_url=ENDPOINT.type_url, version_info="1")

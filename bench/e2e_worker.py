@@ -79,7 +79,21 @@ def main() -> None:
         asyncio.run(run_xdsclient(address))
     else:
         run_grpcio(address)
-    print(f"rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
+    print(f"rss {peak_rss_kib()}", flush=True)
+
+
+def peak_rss_kib() -> int:
+    """This process's peak RSS. Linux's VmHWM belongs to the process's own memory map; its
+    ``ru_maxrss`` survives exec, so a worker started by a parent holding N resources would
+    report the parent's size at fork."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import inspect
 import itertools
 import logging
@@ -154,6 +155,8 @@ async def await_user_code(awaitable: Awaitable[Any]) -> Any:
 class WatchHandle:
     """Returned by `XdsClient.add_watcher`; `cancel` stops delivery and drops interest."""
 
+    __slots__ = ("_on_cancel",)  # one per watched resource: a walk of N clusters holds 2N
+
     def __init__(self, on_cancel: Callable[[WatchHandle], None]) -> None:
         self._on_cancel: Callable[[WatchHandle], None] | None = on_cancel
 
@@ -226,9 +229,11 @@ class Dispatcher:
         events = list(replay)
         if events:
             self._put(_Batch(registration.since, events, None, only=registration))
-        return WatchHandle(lambda _: self._remove(type_url, name, registration))
+        return WatchHandle(functools.partial(self._remove, type_url, name, registration))
 
-    def _remove(self, type_url: str, name: str, registration: _Registration) -> None:
+    def _remove(
+        self, type_url: str, name: str, registration: _Registration, _: WatchHandle
+    ) -> None:
         registration.cancelled = True
         watchers = self._watchers.get((type_url, name))
         if watchers is None:  # closed

@@ -9,6 +9,7 @@ the same name and message.
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import Any
 
@@ -45,6 +46,8 @@ def _plain(value: Any) -> Any:
     if attrs.has(type(value)):
         fields = attrs.fields(type(value))
         return (type(value).__name__, *(_plain(getattr(value, f.name)) for f in fields))
+    if isinstance(value, enum.Enum):  # each decoder has its own copy of the enum
+        return (type(value).__name__, value.name)
     names = getattr(type(value), "_fields", None)  # our records are named tuples
     if names is not None:
         return (type(value).__name__, *(_plain(getattr(value, name)) for name in names))

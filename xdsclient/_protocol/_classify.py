@@ -63,6 +63,7 @@ class Classifier:
         "invalid",
         "seen",
         "valid",
+        "valid_names",
         "version",
         "versions",
     )
@@ -80,6 +81,8 @@ class Classifier:
         #: reuse the cached value of a resource whose bytes did not change (a pure decoder)
         self._reuse = reuse
         self.valid: list[ValidItem] = []
+        #: the names of the valid resources, kept by `release` for the verdicts
+        self.valid_names: list[str] = []
         self.bodiless: list[BodilessItem] = []
         #: name -> why it was rejected (applied to the resource and listed in the NACK)
         self.invalid: dict[str, str] = {}
@@ -225,6 +228,13 @@ class Classifier:
             self.usable_name(index, decoded)  # too long
         else:
             self.unnamed(index, reason or "no name")
+
+    def release(self) -> None:
+        """Once applied: keep only what the verdicts need (the names, the reasons), not a
+        tuple per resource and the set of names seen (megabytes at N=10,000)."""
+        self.valid_names = [item[0] for item in self.valid]
+        self.valid = []
+        self.seen = set()
 
     def finish(self) -> None:
         """A name the response gave twice is invalid, whatever each copy held."""

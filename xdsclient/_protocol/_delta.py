@@ -175,6 +175,7 @@ class DeltaTypeState(TypeState):
         self.apply_classified(classified, keys, now, events)
         if self.adopted:
             self.adopted.difference_update(item[0] for item in classified.valid)
+        classified.release()
         self._apply_removals(response, now, events)
         self.apply_server_errors(response.resource_errors, now, events)
         self.answer(response.nonce, classified.errors, "")

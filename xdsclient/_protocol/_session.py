@@ -234,7 +234,7 @@ class Session:
         classified = state.last_classified if state is not None else None
         if state is None or classified is None:
             return []
-        result: list[tuple[str, str | None]] = [(item[0], None) for item in classified.valid]
+        result: list[tuple[str, str | None]] = [(name, None) for name in classified.valid_names]
         result.extend(("", reason) for reason in classified.errors[: state.last_unnamed])
         result.extend(classified.invalid.items())
         return result

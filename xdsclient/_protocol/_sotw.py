@@ -107,6 +107,7 @@ class SotwTypeState(TypeState):
         self.apply_classified(classified, self._keys, now, events)
         covered = self.apply_server_errors(response.resource_errors, now, events)
         self._delete_absent(classified, covered, now, events)
+        classified.release()
         self.answer(response.nonce, classified.errors, version)
         if not classified.errors:
             self.version_info = version

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
@@ -50,6 +51,8 @@ _MAX_RING = 8 * 1024 * 1024
 _MAX_DURATION_SECONDS = 315_576_000_000
 _TELEMETRY_KEY = "com.google.csm.telemetry_labels"
 _AGGREGATE = "envoy.clusters.aggregate"
+#: Shared by every view without metadata or labels: one read-only mapping, not two dicts each.
+_NO_MAPPING: Mapping[str, Any] = MappingProxyType({})
 
 
 class ClusterType(enum.Enum):
@@ -61,6 +64,9 @@ class ClusterType(enum.Enum):
 @attrs.frozen
 class RoundRobin:
     pass
+
+
+_ROUND_ROBIN = RoundRobin()  # the default policy: one shared (immutable) value
 
 
 @attrs.frozen(kw_only=True)
@@ -144,16 +150,16 @@ class ClusterView(View):
     dns_port: int = 0
     #: AGGREGATE: the child clusters, in priority order
     aggregate_children: tuple[str, ...] = ()
-    lb_policy: LbPolicy = RoundRobin()
+    lb_policy: LbPolicy = _ROUND_ROBIN
     #: circuit breaking: the most concurrent requests (gRPC's default 1024)
     max_requests: int = 1024
     outlier_detection: OutlierDetection | None = None
     #: load reports go to the management server itself
     lrs_server_self: bool = False
     upstream_tls: UpstreamTls | None = None
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    metadata: Mapping[str, Any] = attrs.field(default=_NO_MAPPING, hash=False)
     #: CSM telemetry labels (gRFC A78): service_name, service_namespace
-    telemetry_labels: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    telemetry_labels: Mapping[str, str] = attrs.field(default=_NO_MAPPING, hash=False)
     raw: bytes = attrs.field(repr=False)
 
     @classmethod
@@ -198,7 +204,7 @@ class ClusterView(View):
                 key: value
                 for key, value in labels.items()
                 if key in ("service_name", "service_namespace") and isinstance(value, str)
-            }
+            } or _NO_MAPPING
         return cls(name=name, raw=message.SerializeToString() if raw is None else raw, **fields)
 
 
@@ -247,7 +253,7 @@ def _lb_policy(name: str, message: Any) -> LbPolicy:
         raise invalid(name, "load_balancing_policy", "no supported policy")
     kind = message.lb_policy
     if kind == cluster_pb2.Cluster.ROUND_ROBIN:
-        return RoundRobin()
+        return _ROUND_ROBIN
     if kind == cluster_pb2.Cluster.RING_HASH:
         config = message.ring_hash_lb_config
         if config.hash_function != cluster_pb2.Cluster.RingHashLbConfig.XX_HASH:
