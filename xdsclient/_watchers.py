@@ -114,6 +114,15 @@ def replay_events(state: ResourceState) -> list[Event]:
     return events
 
 
+def _absorb(watcher: object, event: Event, exc: BaseException) -> None:
+    """A watcher failed: log it and go on (it keeps its registration), unless it is our own
+    task that is being cancelled. Called in the ``except`` block, so the log has the trace."""
+    cancelled = isinstance(exc, asyncio.CancelledError)
+    if cancelled and cancelled_by_caller():
+        raise exc
+    _log_failure(watcher, event, cancelled=cancelled)
+
+
 def _log_failure(watcher: object, event: Event, *, cancelled: bool) -> None:
     if cancelled:
         logger.exception(
@@ -339,12 +348,8 @@ class Dispatcher:
                 return result, start
             if self._clock.time() - start > self._slow:
                 self._log_slow(watcher, event)
-        except asyncio.CancelledError:
-            if cancelled_by_caller():
-                raise
-            _log_failure(watcher, event, cancelled=True)
-        except Exception:
-            _log_failure(watcher, event, cancelled=False)
+        except (asyncio.CancelledError, Exception) as exc:
+            _absorb(watcher, event, exc)
         return None
 
     async def _finish(
@@ -353,12 +358,8 @@ class Dispatcher:
         watcher = registration.watcher
         try:
             await self._await(awaitable, watcher, event, start)
-        except asyncio.CancelledError:
-            if cancelled_by_caller():
-                raise
-            _log_failure(watcher, event, cancelled=True)
-        except Exception:
-            _log_failure(watcher, event, cancelled=False)
+        except (asyncio.CancelledError, Exception) as exc:
+            _absorb(watcher, event, exc)
 
     async def _await(
         self, awaitable: Awaitable[Any], watcher: ResourceWatcher, event: Event, start: float

@@ -9,41 +9,24 @@ with the same name and message.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.extensions.load_balancing_policies.ring_hash.v3 import ring_hash_pb2
 from envoy.extensions.load_balancing_policies.round_robin.v3 import round_robin_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.builders import cluster
 from tests.resources import reference_cluster
-from tests.resources.test_endpoint_differential import _plain
+from tests.resources.differential import FUZZ_SETTINGS, verdict
 from tests.resources.test_mutations import _aggregate, _mutate, _ring_hash_policy
-from xdsclient import ResourceDecodeError
 from xdsclient.resources import ClusterView
-
-_settings = settings(
-    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "400")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-
-
-def _verdict(view_class: Any, message: Any) -> tuple[str, Any]:
-    raw = message.SerializeToString()
-    try:
-        view = view_class.from_proto(message, raw)
-    except ResourceDecodeError as exc:
-        return "rejected", (exc.name, exc.message)
-    return "accepted", _plain(view)
 
 
 def assert_same_verdict(message: Any) -> None:
-    assert _verdict(ClusterView, message) == _verdict(reference_cluster.ClusterView, message)
+    assert verdict(ClusterView, message) == verdict(reference_cluster.ClusterView, message)
 
 
 def _rich() -> Any:
@@ -86,7 +69,7 @@ def _logical_dns() -> Any:
 SEEDS = [cluster("c"), _rich(), _policies(), _logical_dns(), _aggregate(), _ring_hash_policy()]
 
 
-@_settings
+@FUZZ_SETTINGS
 @given(seed=st.sampled_from(SEEDS), data=st.data())
 def test_mutated_clusters_get_the_reference_verdict(seed: Any, data: st.DataObject) -> None:
     message = cluster_pb2.Cluster()
@@ -99,8 +82,8 @@ def test_mutated_clusters_get_the_reference_verdict(seed: Any, data: st.DataObje
 def test_every_seed_is_accepted_by_both_with_equal_views() -> None:
     """The comparison is not vacuous: each seed is accepted, the rich one with its parts."""
     for seed in SEEDS:
-        verdict, fields = _verdict(ClusterView, seed)
-        assert verdict == "accepted", fields
+        outcome, fields = verdict(ClusterView, seed)
+        assert outcome == "accepted", fields
         assert_same_verdict(seed)
     view = ClusterView.from_proto(_rich())
     assert view.max_requests == 77

@@ -9,56 +9,22 @@ the same name and message.
 
 from __future__ import annotations
 
-import enum
-import os
 from typing import Any
 
-import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.builders import endpoints
 from tests.resources import reference_endpoint
+from tests.resources.differential import FUZZ_SETTINGS, verdict
 from tests.resources.test_mutations import _mutate
-from xdsclient import ResourceDecodeError
 from xdsclient.resources import ClusterLoadAssignmentView
-
-_settings = settings(
-    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "400")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-
-
-def _verdict(view_class: Any, message: Any) -> tuple[str, Any]:
-    raw = message.SerializeToString()
-    try:
-        view = view_class.from_proto(message, raw)
-    except ResourceDecodeError as exc:
-        return "rejected", (exc.name, exc.message)
-    return "accepted", _plain(view)
-
-
-def _plain(value: Any) -> Any:
-    """A value of either decoder's classes as plain data: attrs instances and named tuples by
-    class name and every field (metadata too), tuples and lists element by element."""
-    if attrs.has(type(value)):
-        fields = attrs.fields(type(value))
-        return (type(value).__name__, *(_plain(getattr(value, f.name)) for f in fields))
-    if isinstance(value, enum.Enum):  # each decoder has its own copy of the enum
-        return (type(value).__name__, value.name)
-    names = getattr(type(value), "_fields", None)  # our records are named tuples
-    if names is not None:
-        return (type(value).__name__, *(_plain(getattr(value, name)) for name in names))
-    if isinstance(value, (tuple, list)):
-        return tuple(_plain(item) for item in value)
-    return value
 
 
 def assert_same_verdict(message: Any) -> None:
-    ours = _verdict(ClusterLoadAssignmentView, message)
-    reference = _verdict(reference_endpoint.ClusterLoadAssignmentView, message)
+    ours = verdict(ClusterLoadAssignmentView, message)
+    reference = verdict(reference_endpoint.ClusterLoadAssignmentView, message)
     assert ours == reference
 
 
@@ -121,7 +87,7 @@ def _weights_summing_to(total: int) -> Any:
     return message
 
 
-@_settings
+@FUZZ_SETTINGS
 @given(message=assignments())
 @example(message=_weights_summing_to(2**32 - 1))
 @example(message=_weights_summing_to(2**32))
@@ -145,7 +111,7 @@ def _rich() -> Any:
     return message
 
 
-@_settings
+@FUZZ_SETTINGS
 @given(seed=st.sampled_from([endpoints("e"), _rich()]), data=st.data())
 def test_mutated_assignments_get_the_reference_verdict(seed: Any, data: st.DataObject) -> None:
     message = endpoint_pb2.ClusterLoadAssignment()
@@ -157,9 +123,9 @@ def test_mutated_assignments_get_the_reference_verdict(seed: Any, data: st.DataO
 
 def test_both_decoders_accept_the_rich_seed_with_equal_views() -> None:
     """The comparison is not vacuous: the rich seed is accepted with every part filled in."""
-    verdict, fields = _verdict(ClusterLoadAssignmentView, _rich())
-    assert verdict == "accepted"
-    assert fields == _verdict(reference_endpoint.ClusterLoadAssignmentView, _rich())[1]
+    outcome, fields = verdict(ClusterLoadAssignmentView, _rich())
+    assert outcome == "accepted"
+    assert fields == verdict(reference_endpoint.ClusterLoadAssignmentView, _rich())[1]
     view = ClusterLoadAssignmentView.from_proto(_rich())
     assert [len(group) for group in view.priorities] == [1, 1]
     assert view.priorities[1][0].endpoints[0].additional_addresses == (("::1", 9),)

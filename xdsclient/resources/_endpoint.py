@@ -318,7 +318,6 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
     health = _HEALTH.get
     unknown = HealthStatus.UNKNOWN
     no_metadata = _NO_METADATA
-    is_ip = is_ip_address
     for lb in lbs:
         if lb.HasField("load_balancing_weight"):
             weight = lb.load_balancing_weight.value
@@ -327,18 +326,9 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
         else:
             weight = 1
         endpoint = lb.endpoint
-        address = endpoint.address
-        if not address.HasField("socket_address"):
+        key = _lean_address(endpoint.address, seen)
+        if key is None:
             return None
-        socket = address.socket_address
-        host = socket.address
-        port = socket.port_value
-        if port > 65535 or not is_ip(host):
-            return None
-        key = (host, port)
-        if key in seen:
-            return None
-        seen.add(key)
         extras = endpoint.additional_addresses
         additional: tuple[tuple[str, int], ...] = ()
         if extras:
@@ -350,8 +340,8 @@ def _lean_endpoints(lbs: Any, seen: set[tuple[str, int]]) -> tuple[Endpoint, ...
             _new(
                 Endpoint,
                 (
-                    host,
-                    port,
+                    key[0],
+                    key[1],
                     additional,
                     endpoint.hostname,
                     health(lb.health_status, unknown),

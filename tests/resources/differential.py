@@ -1,0 +1,52 @@
+"""What the differential decoder tests share: a decoder's verdict as plain data.
+
+Each lean decoder is compared with the reference copy of the decoder it replaced (issue 14):
+both must accept with field-for-field equal views, or reject with the same name and message.
+The reference has its own copies of the value classes and enums, so views are compared as
+plain data, by class name and field.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from typing import Any
+
+import attrs
+from hypothesis import HealthCheck, settings
+
+from xdsclient import ResourceDecodeError
+
+#: ``XDS_FUZZ_EXAMPLES`` examples per property (400 by default).
+FUZZ_SETTINGS = settings(
+    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "400")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def verdict(view_class: Any, message: Any) -> tuple[str, Any]:
+    """``("accepted", the view as plain data)`` or ``("rejected", (name, message))``."""
+    raw = message.SerializeToString()
+    try:
+        view = view_class.from_proto(message, raw)
+    except ResourceDecodeError as exc:
+        return "rejected", (exc.name, exc.message)
+    return "accepted", plain(view)
+
+
+def plain(value: Any) -> Any:
+    """A value of either decoder's classes as plain data: attrs instances and named tuples by
+    class name and every field (metadata too), enums by class and member name, tuples and
+    lists element by element."""
+    if attrs.has(type(value)):
+        fields = attrs.fields(type(value))
+        return (type(value).__name__, *(plain(getattr(value, f.name)) for f in fields))
+    if isinstance(value, enum.Enum):  # each decoder has its own copy of the enum
+        return (type(value).__name__, value.name)
+    names = getattr(type(value), "_fields", None)  # our records are named tuples
+    if names is not None:
+        return (type(value).__name__, *(plain(getattr(value, name)) for name in names))
+    if isinstance(value, (tuple, list)):
+        return tuple(plain(item) for item in value)
+    return value
