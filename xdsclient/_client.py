@@ -458,8 +458,6 @@ class _WalkSource:
     def _checked(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
         client = self._client
         type_url = client._type_url(resource_type)
-        if client._unknown_authority(type_url, "x") is None:
-            self._plain_types.add(type_url)  # known type, fetchable old-style names
         try:
             name = client._name(type_url, name)
         except InvalidNameError as exc:
@@ -467,6 +465,8 @@ class _WalkSource:
         unknown = client._unknown_authority(type_url, name)
         if unknown is not None:
             return _unusable(type_url, name, str(unknown.error))
+        if not name.startswith(XDSTP_SCHEME):
+            self._plain_types.add(type_url)  # old-style names of this type pass every check
         client._check_open()
         return client._cache.entry(type_url, name)
 

@@ -227,7 +227,7 @@ def endpoint_users(config: XdsConfig) -> dict[str, list[str]]:
     users: dict[str, list[str]] = {}
     for name, entry in config.clusters.items():
         cluster = entry.cluster
-        if cluster is not None and entry.leaves == (name,) and cluster.type is ClusterType.EDS:
+        if cluster is not None and cluster.type is ClusterType.EDS:  # made by `_eds_entry`
             users.setdefault(cluster.eds_service_name, []).append(name)
     return users
 

@@ -117,22 +117,17 @@ def replay_events(state: ResourceState) -> list[Event]:
 def _absorb(watcher: object, event: Event, exc: BaseException) -> None:
     """A watcher failed: log it and go on (it keeps its registration), unless it is our own
     task that is being cancelled. Called in the ``except`` block, so the log has the trace."""
-    cancelled = isinstance(exc, asyncio.CancelledError)
-    if cancelled and cancelled_by_caller():
+    if not isinstance(exc, asyncio.CancelledError):
+        logger.exception("xDS watcher %s raised on %r; it keeps its registration", watcher, event)
+    elif cancelled_by_caller():
         raise exc
-    _log_failure(watcher, event, cancelled=cancelled)
-
-
-def _log_failure(watcher: object, event: Event, *, cancelled: bool) -> None:
-    if cancelled:
+    else:
         logger.exception(
             "xDS watcher %s raised CancelledError on %r without being cancelled; "
             "it keeps its registration",
             watcher,
             event,
         )
-    else:
-        logger.exception("xDS watcher %s raised on %r; it keeps its registration", watcher, event)
 
 
 def cancelled_by_caller() -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.watchers.helpers import CDS, EDS, ambient, changed, missing, running, settle
 from xdsclient import CallbackWatcher, Event, WatchHandle
-from xdsclient._watchers import Dispatcher, Watch, check_watcher
+from xdsclient._watchers import ACK_FIRST_LIMIT, Dispatcher, Watch, check_watcher
 from xdsclient.testing import FakeClock
 
 
@@ -268,3 +268,29 @@ def test_a_watcher_without_the_a88_methods_is_refused_at_the_call_naming_what_it
     with pytest.raises(TypeError, match="on_resource_changed and on_ambient_error"):
         check_watcher(lambda event: None)
     check_watcher(CallbackWatcher(print))
+
+
+async def test_a_batch_waits_for_its_ack_within_the_bound_and_is_dropped_if_closed_meanwhile() -> (
+    None
+):
+    clock = FakeClock()
+    dispatcher = Dispatcher(clock=clock)
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "a", watcher, ())
+    written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done = dispatcher.publish([changed("a", "1")], written)
+    assert done is not None
+    async with running(dispatcher) as task:
+        await settle()
+        assert seen == []  # the ACK is not written yet
+        clock.advance(ACK_FIRST_LIMIT)
+        await done
+        assert seen == [changed("a", "1")]  # the bound passed: delivered anyway
+        stuck: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        dispatcher.publish([changed("a", "2")], stuck)
+        await settle()
+        dispatcher.close()
+        stuck.set_result(None)
+        await settle()
+        assert not task.done()  # the serializer went on past the batch close() dropped
+    assert seen == [changed("a", "1")]

@@ -281,7 +281,7 @@ def _typed_policy(name: str, path: str, extension: Any, depth: int) -> LbPolicy 
     type_name = typed.type_url.rsplit("/", 1)[-1]
     where = f"{path}.typed_extension_config.typed_config"
     if type_name == round_robin_pb2.RoundRobin.DESCRIPTOR.full_name:
-        return RoundRobin()
+        return _ROUND_ROBIN
     if type_name == ring_hash_pb2.RingHash.DESCRIPTOR.full_name:
         config = unpack(name, where, typed, ring_hash_pb2.RingHash)
         if config.hash_function not in (0, 1):  # DEFAULT_HASH, XX_HASH
