@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import inspect
 import itertools
 import logging
@@ -157,30 +156,41 @@ async def await_user_code(awaitable: Awaitable[Any]) -> Any:
 
 
 class WatchHandle:
-    """Returned by `XdsClient.add_watcher`; `cancel` stops delivery and drops interest."""
+    """Returned by `XdsClient.add_watcher`; `cancel` stops delivery and drops interest.
 
-    __slots__ = ("_on_cancel",)  # one per watched resource: a walk of N clusters holds 2N
+    It is also the dispatcher's record of the registration: one small object per watched name
+    (a walk of N clusters holds 2N), rather than a record, a handle and a bound callback.
+    """
 
-    def __init__(self, on_cancel: Callable[[WatchHandle], None]) -> None:
-        self._on_cancel: Callable[[WatchHandle], None] | None = on_cancel
+    __slots__ = ("_dispatcher", "_done", "_name", "_on_close", "_since", "_type_url", "_watcher")
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        type_url: str,
+        name: str,
+        watcher: ResourceWatcher,
+        since: int,
+        on_close: Callable[[], None] | None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._type_url = type_url
+        self._name = name
+        self._watcher = watcher
+        self._since = since  # the first batch sequence number it is to receive
+        self._on_close = on_close  # told when the dispatcher closes
+        self._done = False
 
     @property
     def cancelled(self) -> bool:
-        return self._on_cancel is None
+        """Whether it was cancelled, or its client closed: nothing more is delivered."""
+        return self._done
 
     def cancel(self) -> None:
         """Idempotent."""
-        if self._on_cancel is not None:
-            on_cancel, self._on_cancel = self._on_cancel, None
-            on_cancel(self)
-
-
-@attrs.define(eq=False)
-class _Registration:
-    watcher: ResourceWatcher
-    since: int  # the first batch sequence number it is to receive
-    on_close: Callable[[], None] | None = None  # told when the dispatcher closes
-    cancelled: bool = False
+        if not self._done:
+            self._done = True
+            self._dispatcher._remove(self)
 
 
 @attrs.frozen
@@ -188,7 +198,7 @@ class _Batch:
     seq: int
     events: list[Event]
     done: asyncio.Future[None] | None
-    only: _Registration | None = None  # a replay, for one new watcher
+    only: WatchHandle | None = None  # a replay, for one new watcher
     after: asyncio.Future[None] | None = None  # deliver once done (the ACK written)
 
 
@@ -206,7 +216,8 @@ class Dispatcher:
         self._slow = slow_threshold
         #: told (type URL, name) when the last watcher of a name leaves, to drop the interest
         self._on_last_watcher = on_last_watcher
-        self._watchers: dict[tuple[str, str], list[_Registration]] = {}
+        #: type URL -> name -> registrations (tuples: most names have one watcher)
+        self._watchers: dict[str, dict[str, tuple[WatchHandle, ...]]] = {}
         self._queue: collections.deque[_Batch] = collections.deque()
         self._queued = asyncio.Event()
         self._seq = itertools.count(1)
@@ -228,26 +239,30 @@ class Dispatcher:
         """
         if self._closed:
             raise RuntimeError("the XdsClient is closed")
-        registration = _Registration(watcher, since=next(self._seq), on_close=on_close)
-        self._watchers.setdefault((type_url, name), []).append(registration)
+        handle = WatchHandle(self, type_url, name, watcher, next(self._seq), on_close)
+        names = self._watchers.get(type_url)
+        if names is None:
+            names = self._watchers[type_url] = {}
+        names[name] = (*names.get(name, ()), handle)
         events = list(replay)
         if events:
-            self._put(_Batch(registration.since, events, None, only=registration))
-        return WatchHandle(functools.partial(self._remove, type_url, name, registration))
+            self._put(_Batch(handle._since, events, None, only=handle))
+        return handle
 
-    def _remove(
-        self, type_url: str, name: str, registration: _Registration, _: WatchHandle
-    ) -> None:
-        registration.cancelled = True
-        watchers = self._watchers.get((type_url, name))
-        if watchers is None:  # closed
+    def _remove(self, handle: WatchHandle) -> None:
+        names = self._watchers.get(handle._type_url)
+        if names is None:  # closed
             return
-        if registration in watchers:
-            watchers.remove(registration)
-        if not watchers:
-            del self._watchers[(type_url, name)]
-            if self._on_last_watcher is not None and not self._closed:
-                self._on_last_watcher(type_url, name)
+        registered = names.get(handle._name, ())
+        if handle not in registered:
+            return
+        rest = tuple(other for other in registered if other is not handle)
+        if rest:
+            names[handle._name] = rest
+            return
+        del names[handle._name]
+        if self._on_last_watcher is not None and not self._closed:
+            self._on_last_watcher(handle._type_url, handle._name)
 
     def publish(
         self, events: list[Event], after: asyncio.Future[None] | None = None
@@ -275,12 +290,12 @@ class Dispatcher:
     def close(self) -> None:
         """Deliver nothing more; every `Watch` iteration ends. Idempotent."""
         self._closed = True
-        registrations = [r for rs in self._watchers.values() for r in rs]
+        handles = [h for names in self._watchers.values() for hs in names.values() for h in hs]
         self._watchers.clear()
-        for registration in registrations:
-            registration.cancelled = True
-            if registration.on_close is not None:
-                registration.on_close()
+        for handle in handles:
+            handle._done = True
+            if handle._on_close is not None:
+                handle._on_close()
         for batch in self._queue:
             if batch.done is not None and not batch.done.done():
                 batch.done.set_result(None)
@@ -301,10 +316,10 @@ class Dispatcher:
             try:
                 only = batch.only
                 for event in batch.events:
-                    for registration in [only] if only else self._targets(event, batch.seq):
-                        pending = self._call(registration, event)
+                    for handle in [only] if only else self._targets(event, batch.seq):
+                        pending = self._call(handle, event)
                         if pending is not None:  # an async callback: wait for it, in order
-                            await self._finish(registration, event, *pending)
+                            await self._finish(handle, event, *pending)
             finally:
                 if batch.done is not None and not batch.done.done():
                     batch.done.set_result(None)
@@ -317,22 +332,21 @@ class Dispatcher:
         finally:
             bound.cancel()
 
-    def _targets(self, event: Event, seq: int) -> list[_Registration]:
-        targets = [r for r in self._watchers.get((event.type_url, event.name), ()) if r.since < seq]
+    def _targets(self, event: Event, seq: int) -> list[WatchHandle]:
+        names = self._watchers.get(event.type_url)
+        if names is None:
+            return []
+        targets = [h for h in names.get(event.name, ()) if h._since < seq]
         if event.name != WILDCARD:
-            targets.extend(
-                r for r in self._watchers.get((event.type_url, WILDCARD), ()) if r.since < seq
-            )
+            targets.extend(h for h in names.get(WILDCARD, ()) if h._since < seq)
         return targets
 
-    def _call(
-        self, registration: _Registration, event: Event
-    ) -> tuple[Awaitable[Any], float] | None:
+    def _call(self, handle: WatchHandle, event: Event) -> tuple[Awaitable[Any], float] | None:
         """Call the watcher synchronously (no coroutine per event); an async callback's
         awaitable and start time come back for `_finish`."""
-        if registration.cancelled:
+        if handle._done:
             return None
-        watcher = registration.watcher
+        watcher = handle._watcher
         start = self._clock.time()
         try:
             if isinstance(event, AmbientError):
@@ -348,9 +362,9 @@ class Dispatcher:
         return None
 
     async def _finish(
-        self, registration: _Registration, event: Event, awaitable: Awaitable[Any], start: float
+        self, handle: WatchHandle, event: Event, awaitable: Awaitable[Any], start: float
     ) -> None:
-        watcher = registration.watcher
+        watcher = handle._watcher
         try:
             await self._await(awaitable, watcher, event, start)
         except (asyncio.CancelledError, Exception) as exc:

@@ -241,6 +241,35 @@ async def test_only_the_last_watcher_of_a_name_to_leave_is_reported() -> None:
     assert departed == [(EDS, "a")]
 
 
+async def test_a_leaving_watcher_takes_only_its_own_registration_of_that_type_and_name() -> None:
+    departed: list[tuple[str, str]] = []
+    dispatcher = Dispatcher(clock=FakeClock(), on_last_watcher=lambda *key: departed.append(key))
+    recorders = [_recorder() for _ in range(4)]
+    first, middle, last = (dispatcher.add(EDS, "a", watcher, ()) for _, watcher in recorders[:3])
+    dispatcher.add(CDS, "a", recorders[3][1], ())  # same name, other type
+    middle.cancel()
+    assert middle.cancelled
+    assert not first.cancelled
+    done = dispatcher.publish([changed("a", "1"), changed("a", "2", type_url=CDS)])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert [len(seen) for seen, _ in recorders] == [1, 0, 1, 1]
+    first.cancel()
+    last.cancel()
+    assert departed == [(EDS, "a")]
+
+
+async def test_closing_marks_every_handle_cancelled_and_a_later_cancel_reports_nothing() -> None:
+    departed: list[tuple[str, str]] = []
+    dispatcher = Dispatcher(clock=FakeClock(), on_last_watcher=lambda *key: departed.append(key))
+    handle = dispatcher.add(EDS, "a", CallbackWatcher(print), ())
+    dispatcher.close()
+    assert handle.cancelled
+    handle.cancel()
+    assert departed == []
+
+
 async def test_a_watcher_cancelled_by_another_in_mid_batch_is_not_called_again() -> None:
     dispatcher = Dispatcher(clock=FakeClock())
     seen, watcher = _recorder()
