@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 from envoy.config.route.v3 import route_components_pb2 as rc
 from envoy.config.route.v3 import route_pb2
@@ -12,13 +13,19 @@ from envoy.extensions.filters.http.fault.v3 import fault_pb2
 from google.protobuf import any_pb2, duration_pb2
 
 from xdsclient import ResourceDecodeError
+from xdsclient.resources import _route
+from xdsclient.resources._regex import compile_regex
 from xdsclient.resources._route import (
     ClusterWeight,
     HashPolicy,
+    HeaderMatcher,
     PathMatch,
     RetryPolicy,
+    Route,
+    RouteAction,
     RouteActionType,
     RouteConfigurationView,
+    RouteMatch,
     VirtualHost,
     decode_route_configuration,
     match_route,
@@ -376,3 +383,62 @@ def test_regex_routes_match_with_re2_semantics_not_pythons() -> None:
     match = view(message).virtual_hosts[0].routes[0].match
     assert match.matches("/123", {})
     assert not match.matches("/\u0663", {})  # an Arabic-Indic digit: \d in Python's re, not RE2
+
+
+def test_routes_without_per_filter_configs_share_one_read_only_empty_mapping() -> None:
+    r = route()
+    r.route.weighted_clusters.clusters.add(name="a").weight.value = 1
+    (vhost,) = view(config(r, route("/b/"))).virtual_hosts
+    first, second = vhost.routes
+    assert first.action is not None
+    mappings = [
+        vhost.typed_per_filter_config,
+        first.typed_per_filter_config,
+        second.typed_per_filter_config,
+        first.action.weighted_clusters[0].typed_per_filter_config,
+    ]
+    assert all(mapping == {} and mapping is mappings[0] for mapping in mappings)
+    with pytest.raises(TypeError):
+        first.typed_per_filter_config["k"] = 1  # type: ignore[index]
+
+
+def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> None:
+    """The decoder builds routes without attrs' keyword parsing: each builder takes every field
+    of its class in declaration order and gives the value ``__init__`` gives."""
+    header = HeaderMatcher(name="h", kind="present")
+    match: dict[str, Any] = {
+        "path_match": PathMatch.SAFE_REGEX,
+        "path": "/a.*",
+        "case_sensitive": False,
+        "headers": (header,),
+        "runtime_fraction_ppm": 5,
+        "regex": compile_regex("/a.*"),
+    }
+    action: dict[str, Any] = {
+        "cluster": "",
+        "weighted_clusters": (ClusterWeight(name="w", weight=2),),
+        "cluster_specifier_plugin": "p",
+        "max_stream_duration": 1.5,
+        "retry_policy": RetryPolicy(retry_on=frozenset({"cancelled"})),
+        "hash_policies": (HashPolicy(kind="channel_id"),),
+    }
+    built_match = _route._new_route_match(*match.values())
+    built_action = _route._new_route_action(*action.values())
+    routed: dict[str, Any] = {
+        "match": built_match,
+        "action_type": RouteActionType.ROUTE,
+        "action": built_action,
+        "typed_per_filter_config": {"f": ("t", b"", False)},
+    }
+    cases = [
+        (RouteMatch, built_match, match),
+        (RouteAction, built_action, action),
+        (Route, _route._new_route(*routed.values()), routed),
+    ]
+    for cls, built, fields in cases:
+        assert [field.name for field in attrs.fields(cls)] == list(fields)
+        assert type(built) is cls
+        assert all(getattr(built, name) is value for name, value in fields.items())
+        assert built == cls(**fields)
+        assert repr(built) == repr(cls(**fields))
+        assert hash(built) == hash(cls(**fields))

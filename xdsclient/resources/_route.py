@@ -8,10 +8,14 @@ Rules (checked against grpcio's C-core by tests/differential): a path matcher is
 or safe_regex (RE2); routes with query-parameter matchers are skipped, as gRPC does; header
 ranges must not be inverted and regexes must be RE2; weighted clusters need names and a
 positive total that fits in 32 bits; a cluster specifier plugin must be defined in the route
-configuration (or the route is skipped when the plugin is optional); retry policies need
-num_retries >= 1 and valid durations; durations are non-negative and in range; per-route filter
-configs must be of a type gRPC can override (`_filters`); virtual hosts need at least one
-domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
+configuration (plugin types are not checked, so ``is_optional`` changes nothing); retry
+policies need num_retries >= 1 and valid durations; durations are non-negative and in range;
+per-route filter configs must be of a type gRPC can override (`_filters`); virtual hosts need
+at least one domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
+
+Decoding is lean (issue 14): a configuration of thousands of routes is decoded on every update,
+so the common route costs a few upb calls and three slot-set values, and a field path is only
+formatted for an error or a part most routes lack (see the comment above `route_fields`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import attrs
@@ -252,10 +257,93 @@ class RouteConfigurationView(View):
         )
 
 
+# The decoder's hot path (issue 14): a route that is a prefix and a cluster builds no field path
+# (paths are formatted only for an error or a part most routes lack), calls nothing for an
+# empty map or list, and shares one read-only empty mapping for every empty
+# typed_per_filter_config. Verdicts and messages are those of the decoder before it, kept in
+# tests/resources/reference_route.py and compared by tests/resources/test_route_differential.py.
+_NO_CONFIGS: Mapping[str, Any] = MappingProxyType({})
+_PREFIX = PathMatch.PREFIX
+_ROUTE = RouteActionType.ROUTE
+_NON_FORWARDING = RouteActionType.NON_FORWARDING
+_UNSUPPORTED = RouteActionType.UNSUPPORTED
+# Compared by identity with what ListFields() returns (upb hands out one object per field while
+# it is referenced); were they ever other objects, the general path would take the route.
+_PREFIX_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["prefix"]
+_PATH_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["path"]
+_CLUSTER_FIELD = route_components_pb2.RouteAction.DESCRIPTOR.fields_by_name["cluster"]
+
+# Three values per route: attrs' __init__ (keyword parsing, then a setattr by name per field)
+# cost more than reading the route. These builders set the same slots (the classes have no
+# validators, converters or post-init) with each slot's own setter, every field in declaration
+# order; tests/resources/test_route.py holds them to the classes.
+_new = object.__new__
+
+
+def _setters(cls: type) -> tuple[Any, ...]:
+    """The slot setters of ``cls``'s fields in declaration order. They are unpacked into one name
+    per field, so a field added or removed fails at import instead of being left unset."""
+    return tuple(getattr(cls, field.name).__set__ for field in attrs.fields(cls))
+
+
+_m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex = _setters(RouteMatch)
+_a_cluster, _a_weighted, _a_plugin, _a_duration, _a_retry, _a_hashes = _setters(RouteAction)
+_r_match, _r_type, _r_action, _r_configs = _setters(Route)
+
+
+def _new_route_match(
+    path_match: PathMatch,
+    path: str,
+    case_sensitive: bool,
+    headers: tuple[HeaderMatcher, ...],
+    runtime_fraction_ppm: int | None,
+    regex: Regex | None,
+) -> RouteMatch:
+    match: RouteMatch = _new(RouteMatch)
+    _m_kind(match, path_match)
+    _m_path(match, path)
+    _m_case(match, case_sensitive)
+    _m_headers(match, headers)
+    _m_fraction(match, runtime_fraction_ppm)
+    _m_regex(match, regex)
+    return match
+
+
+def _new_route_action(
+    cluster: str,
+    weighted_clusters: tuple[ClusterWeight, ...],
+    cluster_specifier_plugin: str,
+    max_stream_duration: float | None,
+    retry_policy: RetryPolicy | None,
+    hash_policies: tuple[HashPolicy, ...],
+) -> RouteAction:
+    action: RouteAction = _new(RouteAction)
+    _a_cluster(action, cluster)
+    _a_weighted(action, weighted_clusters)
+    _a_plugin(action, cluster_specifier_plugin)
+    _a_duration(action, max_stream_duration)
+    _a_retry(action, retry_policy)
+    _a_hashes(action, hash_policies)
+    return action
+
+
+def _new_route(
+    match: RouteMatch,
+    action_type: RouteActionType,
+    action: RouteAction | None,
+    typed_per_filter_config: Mapping[str, Any],
+) -> Route:
+    route: Route = _new(Route)
+    _r_match(route, match)
+    _r_type(route, action_type)
+    _r_action(route, action)
+    _r_configs(route, typed_per_filter_config)
+    return route
+
+
 def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
     """The validated contents of a RouteConfiguration (also used for one inline in a Listener)."""
     plugins: dict[str, tuple[str, bytes]] = {}
-    optional_plugins: set[str] = set()
     for i, plugin in enumerate(message.cluster_specifier_plugins):
         extension = plugin.extension
         if not extension.name:
@@ -267,38 +355,40 @@ def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
                 name, f"{prefix}cluster_specifier_plugins[{i}].extension.name", "duplicate"
             )
         plugins[extension.name] = (extension.typed_config.type_url, extension.typed_config.value)
-        if plugin.is_optional:
-            optional_plugins.add(extension.name)
     vhosts = tuple(
-        _virtual_host(name, f"{prefix}virtual_hosts[{i}]", vhost, plugins, optional_plugins)
+        _virtual_host(name, f"{prefix}virtual_hosts[{i}]", vhost, plugins)
         for i, vhost in enumerate(message.virtual_hosts)
     )
     return {"virtual_hosts": vhosts, "cluster_specifier_plugins": plugins}
 
 
-def _virtual_host(
-    name: str, path: str, vhost: Any, plugins: Mapping[str, Any], optional: set[str]
-) -> VirtualHost:
-    if not vhost.domains:
+def _virtual_host(name: str, path: str, vhost: Any, plugins: Mapping[str, Any]) -> VirtualHost:
+    domains = vhost.domains
+    if not domains:
         raise invalid(name, f"{path}.domains", "must not be empty")
-    for j, domain in enumerate(vhost.domains):
+    for j, domain in enumerate(domains):
         if not _valid_domain(domain):
             raise invalid(name, f"{path}.domains[{j}]", f"invalid pattern {domain!r}")
-    routes = []
+    routes: list[Route] = []
+    keep = routes.append
     for j, route in enumerate(vhost.routes):
-        parsed = _route(name, f"{path}.routes[{j}]", route, plugins, optional)
+        parsed = _route(name, path, j, route, plugins)
         if parsed is not None:
-            routes.append(parsed)
+            keep(parsed)
+    retry = (
+        _retry_policy(name, f"{path}.retry_policy", vhost.retry_policy)
+        if vhost.HasField("retry_policy")
+        else None
+    )
+    configs = vhost.typed_per_filter_config
     return VirtualHost(
         name=vhost.name,
-        domains=tuple(vhost.domains),
+        domains=tuple(domains),
         routes=tuple(routes),
-        retry_policy=_retry_policy(name, f"{path}.retry_policy", vhost.retry_policy)
-        if vhost.HasField("retry_policy")
-        else None,
-        typed_per_filter_config=_filter_configs(
-            name, f"{path}.typed_per_filter_config", vhost.typed_per_filter_config
-        ),
+        retry_policy=retry,
+        typed_per_filter_config=_filter_configs(name, f"{path}.typed_per_filter_config", configs)
+        if configs
+        else _NO_CONFIGS,
     )
 
 
@@ -308,74 +398,74 @@ def _valid_domain(domain: str) -> bool:
     return bool(domain) and (domain[0] == "*" or domain[-1] == "*" or "*" not in domain)
 
 
+def _at(vhost_path: str, j: int) -> str:
+    """The path of route ``j`` of a virtual host: built only for an error or a rare part."""
+    return f"{vhost_path}.routes[{j}]"
+
+
 def _route(
-    name: str, path: str, route: Any, plugins: Mapping[str, Any], optional: set[str]
+    name: str, vhost_path: str, j: int, route: Any, plugins: Mapping[str, Any]
 ) -> Route | None:
-    match = route.match
-    if match.query_parameters:
-        return None  # gRPC ignores routes with query parameter matchers
-    parsed_match = _route_match(name, f"{path}.match", match)
-    configs = _filter_configs(
-        name, f"{path}.typed_per_filter_config", route.typed_per_filter_config
-    )
-    kind = route.WhichOneof("action")
-    if kind == "non_forwarding_action":
-        return Route(
-            match=parsed_match,
-            action_type=RouteActionType.NON_FORWARDING,
-            typed_per_filter_config=configs,
-        )
-    if kind != "route":
-        return Route(
-            match=parsed_match,
-            action_type=RouteActionType.UNSUPPORTED,
-            typed_per_filter_config=configs,
-        )
-    action = _route_action(name, f"{path}.route", route.route, plugins, optional)
-    if action is None:
+    parsed_match = _route_match(name, vhost_path, j, route.match)
+    if parsed_match is None:
         return None
-    return Route(
-        match=parsed_match,
-        action_type=RouteActionType.ROUTE,
-        action=action,
-        typed_per_filter_config=configs,
-    )
+    configs = route.typed_per_filter_config
+    if configs:
+        where = f"{_at(vhost_path, j)}.typed_per_filter_config"
+        configs = _filter_configs(name, where, configs)
+    else:
+        configs = _NO_CONFIGS
+    kind = route.WhichOneof("action")
+    if kind == "route":
+        action = _route_action(name, vhost_path, j, route.route, plugins)
+        if action is None:
+            return None
+        return _new_route(parsed_match, _ROUTE, action, configs)
+    action_type = _NON_FORWARDING if kind == "non_forwarding_action" else _UNSUPPORTED
+    return _new_route(parsed_match, action_type, None, configs)
 
 
-def _route_match(name: str, path: str, match: Any) -> RouteMatch:
+def _route_match(name: str, vhost_path: str, j: int, match: Any) -> RouteMatch | None:
+    """The route's match, or None when gRPC ignores the route (query parameter matchers)."""
+    present = match.ListFields()  # one call finds the common shape: a prefix or path alone
+    if len(present) == 1:
+        field, value = present[0]
+        if field is _PREFIX_FIELD:
+            return _new_route_match(_PREFIX, value, True, (), None, None)
+        if field is _PATH_FIELD:
+            return _new_route_match(PathMatch.PATH, value, True, (), None, None)
+    if match.query_parameters:
+        return None
     kind = match.WhichOneof("path_specifier")
     regex = None
     if kind == "prefix":
-        path_match, value = PathMatch.PREFIX, match.prefix
+        path_match, value = _PREFIX, match.prefix
     elif kind == "path":
         path_match, value = PathMatch.PATH, match.path
     elif kind == "safe_regex":
         path_match, value = PathMatch.SAFE_REGEX, match.safe_regex.regex
-        regex = _compile(name, f"{path}.safe_regex.regex", value)
+        regex = _compile(name, f"{_at(vhost_path, j)}.match.safe_regex.regex", value)
     else:
-        raise invalid(name, path, f"unsupported path specifier {kind or '(none)'}")
-    headers = tuple(
-        _header_matcher(name, f"{path}.headers[{i}]", h) for i, h in enumerate(match.headers)
-    )
+        raise invalid(
+            name, f"{_at(vhost_path, j)}.match", f"unsupported path specifier {kind or '(none)'}"
+        )
+    headers = match.headers
+    if headers:
+        where = f"{_at(vhost_path, j)}.match.headers"
+        headers = tuple(_header_matcher(name, f"{where}[{i}]", h) for i, h in enumerate(headers))
+    else:
+        headers = ()
     fraction = None
     if match.HasField("runtime_fraction"):
         default = match.runtime_fraction.default_value
         if default.denominator not in _PPM_PER_UNIT:
-            raise invalid(
-                name, f"{path}.runtime_fraction.default_value.denominator", "unknown denominator"
-            )
+            where = f"{_at(vhost_path, j)}.match.runtime_fraction.default_value.denominator"
+            raise invalid(name, where, "unknown denominator")
         fraction = min(default.numerator * _PPM_PER_UNIT[default.denominator], 1_000_000)
     case_sensitive = match.case_sensitive.value if match.HasField("case_sensitive") else True
     if regex is not None and not case_sensitive:
         regex = compile_regex(regex.pattern, ignore_case=True)
-    return RouteMatch(
-        path_match=path_match,
-        path=value,
-        case_sensitive=case_sensitive,
-        headers=headers,
-        runtime_fraction_ppm=fraction,
-        regex=regex,
-    )
+    return _new_route_match(path_match, value, case_sensitive, headers, fraction, regex)
 
 
 def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
@@ -414,42 +504,65 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
 
 
 def _route_action(
-    name: str, path: str, action: Any, plugins: Mapping[str, Any], optional: set[str]
+    name: str, vhost_path: str, j: int, action: Any, plugins: Mapping[str, Any]
 ) -> RouteAction | None:
-    fields: dict[str, Any] = {}
+    present = action.ListFields()  # one call finds the common shape: a cluster alone
+    if len(present) == 1:
+        field, cluster = present[0]
+        if field is _CLUSTER_FIELD and cluster:
+            return _new_route_action(cluster, (), "", None, None, ())
+    cluster, plugin = "", ""
+    weighted: tuple[ClusterWeight, ...] = ()
     kind = action.WhichOneof("cluster_specifier")
     if kind == "cluster":
-        if not action.cluster:
-            raise invalid(name, f"{path}.cluster", "must not be empty")
-        fields["cluster"] = action.cluster
+        cluster = action.cluster
+        if not cluster:
+            raise invalid(name, f"{_at(vhost_path, j)}.route.cluster", "must not be empty")
     elif kind == "weighted_clusters":
-        fields["weighted_clusters"] = _weighted_clusters(
-            name, f"{path}.weighted_clusters", action.weighted_clusters
-        )
+        where = f"{_at(vhost_path, j)}.route.weighted_clusters"
+        weighted = _weighted_clusters(name, where, action.weighted_clusters)
     elif kind == "cluster_specifier_plugin":
         plugin = action.cluster_specifier_plugin
         if plugin not in plugins:
-            raise invalid(name, f"{path}.cluster_specifier_plugin", f"no plugin named {plugin!r}")
-        fields["cluster_specifier_plugin"] = plugin
+            where = f"{_at(vhost_path, j)}.route.cluster_specifier_plugin"
+            raise invalid(name, where, f"no plugin named {plugin!r}")
     elif kind == "cluster_header":
         return None  # gRPC ignores routes that pick the cluster from a header
     else:
-        raise invalid(name, f"{path}", f"unsupported cluster specifier {kind or '(none)'}")
-    if action.HasField("max_stream_duration"):
-        durations = action.max_stream_duration
-        where = f"{path}.max_stream_duration"
-        if durations.HasField("grpc_timeout_header_max"):
-            fields["max_stream_duration"] = check_duration(
-                name, f"{where}.grpc_timeout_header_max", durations.grpc_timeout_header_max
-            )
-        elif durations.HasField("max_stream_duration"):
-            fields["max_stream_duration"] = check_duration(
-                name, f"{where}.max_stream_duration", durations.max_stream_duration
-            )
-    if action.HasField("retry_policy"):
-        fields["retry_policy"] = _retry_policy(name, f"{path}.retry_policy", action.retry_policy)
+        where = f"{_at(vhost_path, j)}.route"
+        raise invalid(name, where, f"unsupported cluster specifier {kind or '(none)'}")
+    max_duration = (
+        _max_stream_duration(name, f"{_at(vhost_path, j)}.route", action.max_stream_duration)
+        if action.HasField("max_stream_duration")
+        else None
+    )
+    retry = (
+        _retry_policy(name, f"{_at(vhost_path, j)}.route.retry_policy", action.retry_policy)
+        if action.HasField("retry_policy")
+        else None
+    )
+    policies = action.hash_policy
+    hashes = _hash_policies(name, f"{_at(vhost_path, j)}.route", policies) if policies else ()
+    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes)
+
+
+def _max_stream_duration(name: str, path: str, durations: Any) -> float | None:
+    """grpc_timeout_header_max, else max_stream_duration, else None (``path``: the action)."""
+    where = f"{path}.max_stream_duration"
+    if durations.HasField("grpc_timeout_header_max"):
+        return check_duration(
+            name, f"{where}.grpc_timeout_header_max", durations.grpc_timeout_header_max
+        )
+    if durations.HasField("max_stream_duration"):
+        return check_duration(name, f"{where}.max_stream_duration", durations.max_stream_duration)
+    return None
+
+
+def _hash_policies(name: str, path: str, policies: Any) -> tuple[HashPolicy, ...]:
+    """Header and channel-id policies in order; other kinds are left out (``path``: the
+    action)."""
     hashes = []
-    for i, policy in enumerate(action.hash_policy):
+    for i, policy in enumerate(policies):
         which = policy.WhichOneof("policy_specifier")
         if which == "header":
             header = policy.header
@@ -471,8 +584,7 @@ def _route_action(
             )
         elif which == "filter_state" and policy.filter_state.key == "io.grpc.channel_id":
             hashes.append(HashPolicy(kind="channel_id", terminal=policy.terminal))
-    fields["hash_policies"] = tuple(hashes)
-    return RouteAction(**fields)
+    return tuple(hashes)
 
 
 def _weighted_clusters(name: str, path: str, weighted: Any) -> tuple[ClusterWeight, ...]:
@@ -484,8 +596,11 @@ def _weighted_clusters(name: str, path: str, weighted: Any) -> tuple[ClusterWeig
         weight = entry.weight.value if entry.HasField("weight") else 0
         total += weight
         if weight:
-            configs = _filter_configs(
-                name, f"{path}.clusters[{i}].typed_per_filter_config", entry.typed_per_filter_config
+            configs = entry.typed_per_filter_config
+            configs = (
+                _filter_configs(name, f"{path}.clusters[{i}].typed_per_filter_config", configs)
+                if configs
+                else _NO_CONFIGS
             )
             clusters.append(
                 ClusterWeight(name=entry.name, weight=weight, typed_per_filter_config=configs)
@@ -520,8 +635,9 @@ def _retry_policy(name: str, path: str, policy: Any) -> RetryPolicy:
     )
 
 
-def _filter_configs(name: str, path: str, configs: Any) -> dict[str, tuple[str, bytes, bool]]:
-    """typed_per_filter_config: filter name -> (type URL, serialized config, optional)."""
+def _filter_configs(name: str, path: str, configs: Any) -> Mapping[str, tuple[str, bytes, bool]]:
+    """typed_per_filter_config: filter name -> (type URL, serialized config, optional); the
+    shared empty mapping when every entry is dropped."""
     result = {}
     for filter_name, packed in configs.items():
         if not filter_name:
@@ -539,7 +655,7 @@ def _filter_configs(name: str, path: str, configs: Any) -> dict[str, tuple[str, 
             raise invalid(name, f"{path}[{filter_name!r}]", "needs a typed config")
         if validate_override(name, f"{path}[{filter_name!r}]", packed, optional):
             result[filter_name] = (packed.type_url, packed.value, optional)
-    return result
+    return result or _NO_CONFIGS
 
 
 def _compile(name: str, path: str, pattern: str, *, ignore_case: bool = False) -> Regex:
@@ -547,11 +663,6 @@ def _compile(name: str, path: str, pattern: str, *, ignore_case: bool = False) -
         return compile_regex(pattern, ignore_case=ignore_case)
     except RegexError as exc:
         raise invalid(name, path, f"invalid regex {pattern!r}: {exc}") from None
-
-
-def _seconds(duration: Any) -> float:
-    seconds: float = duration.seconds + duration.nanos / 1e9
-    return seconds
 
 
 def select_virtual_host(
