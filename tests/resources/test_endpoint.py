@@ -111,6 +111,10 @@ def hostname_address(m: Any) -> None:
     _first(m).endpoint.address.socket_address.address = "backend.example.com"
 
 
+def nul_in_address(m: Any) -> None:
+    _first(m).endpoint.address.socket_address.address = "10.0.0.1\x00"
+
+
 def port_out_of_range(m: Any) -> None:
     _first(m).endpoint.address.socket_address.port_value = 65536
 
@@ -159,6 +163,11 @@ ENDPOINT = "endpoints[0].lb_endpoints[0]"
             hostname_address,
             f"{ENDPOINT}.endpoint.address.socket_address.address: "
             "'backend.example.com' is not an IP address",
+        ),
+        (  # inet_pton raises ValueError here, not OSError: still a verdict naming the field
+            nul_in_address,
+            f"{ENDPOINT}.endpoint.address.socket_address.address: "
+            "'10.0.0.1\\x00' is not an IP address",
         ),
         (
             port_out_of_range,

@@ -109,12 +109,12 @@ def is_ip_address(host: str) -> bool:
     try:
         _inet_pton(_AF_INET, host)
         return True
-    except OSError:
+    except (OSError, ValueError):  # ValueError: an embedded NUL
         pass
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # C-core takes a bracketed IPv6 literal too
     try:
         _inet_pton(_AF_INET6, host.split("%", 1)[0])
         return True
-    except OSError:
+    except (OSError, ValueError):
         return False
