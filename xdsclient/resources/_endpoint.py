@@ -10,7 +10,9 @@ Two paths, one verdict: `_lean` is the hot path (no per-field path strings, loca
 per level) and gives up with None at the first thing wrong; `_checked` then walks the message
 again in the order of the rules and raises the error naming the field at fault. A message the
 lean path accepts yields the same view `_checked` would build (the differential fuzz test in
-tests/resources/test_endpoint_differential.py holds them to it).
+tests/resources/test_endpoint_differential.py holds them to it). When it is built (``make
+compiled``), `_endpoint_wire` reads the common shape straight from the bytes before either, and
+leaves everything else, every invalid message included, to them.
 
 Records are named tuples, built with ``tuple.__new__`` on the hot path (an attrs frozen class
 costs a ``object.__setattr__`` per field), and localities are interned: an update of N
@@ -20,7 +22,9 @@ assignments is dominated by reading the upb message, not by building the view (i
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import os
+import warnings
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
@@ -418,6 +422,43 @@ def _locality_text(locality: Locality) -> str:
 
 
 def decode_cluster_load_assignment(data: bytes) -> tuple[str, ClusterLoadAssignmentView]:
-    """The ENDPOINT type's decoder: bytes -> (name, view)."""
+    """The ENDPOINT type's decoder: bytes -> (name, view). The compiled wire reader takes the
+    common shape when it is built; upb reads the rest, and decides every invalid message."""
+    if _read_wire is not None:
+        read = _read_wire(data)
+        if read is not None:
+            name, (priorities, drops, factor) = read
+            view = ClusterLoadAssignmentView(
+                name=name,
+                priorities=priorities,
+                drop_overloads=drops,
+                overprovisioning_factor=factor,
+                raw=data,
+            )
+            return name, view
     message = parse(endpoint_pb2.ClusterLoadAssignment, data)
     return message.cluster_name, ClusterLoadAssignmentView.from_proto(message, data)
+
+
+def _compiled_reader() -> Callable[[bytes], tuple[str, _LeanFields] | None] | None:
+    """The wire reader when it runs compiled and is not older than its source (a stale build
+    would hide an edit): `make compiled` builds it; ``XDSCLIENT_PURE=1`` turns it off."""
+    from . import _endpoint_wire  # it reads this module's records: imported once they exist
+
+    if not _endpoint_wire.COMPILED or os.environ.get("XDSCLIENT_PURE") == "1":
+        return None
+    source = os.path.join(os.path.dirname(_endpoint_wire.__file__), "_endpoint_wire.py")
+    if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(
+        _endpoint_wire.__file__
+    ):
+        warnings.warn(
+            f"{_endpoint_wire.__file__} is older than its source; using the upb decoder "
+            "(run `make compiled` again)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return _endpoint_wire.read_fields
+
+
+_read_wire = _compiled_reader()

@@ -1,0 +1,251 @@
+"""The wire reader never changes a ClusterLoadAssignment verdict (issue 14, compiled decoders).
+
+`_endpoint_wire.read_fields` reads the common shape straight from the bytes and returns None
+for anything else. Whatever it returns that is not None must be exactly what upb and ``_lean``
+make of the same bytes; whatever upb rejects it must leave alone. These tests run the module
+as it is imported: interpreted under ``make test``, compiled under ``make test-compiled``
+(where ``XDSCLIENT_REQUIRE_COMPILED=1`` makes sure the compiled build is the one under test).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from envoy.config.endpoint.v3 import endpoint_pb2
+from google.protobuf.message import DecodeError
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.builders import endpoints
+from tests.resources.differential import FUZZ_SETTINGS, plain
+from tests.resources.test_endpoint_differential import _rich, assignments
+from tests.resources.test_mutations import _mutate
+from xdsclient.resources import ClusterLoadAssignmentView, _endpoint, _endpoint_wire
+from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
+
+
+def upb_fields(data: bytes) -> Any:
+    """What the upb path makes of ``data``: (name, lean fields), None when it gives up, or
+    "unparsable"."""
+    try:
+        message = endpoint_pb2.ClusterLoadAssignment.FromString(data)
+    except DecodeError:
+        return "unparsable"
+    fields = _lean(message)
+    return None if fields is None else (message.cluster_name, fields)
+
+
+def assert_agrees(data: bytes) -> None:
+    read = _endpoint_wire.read_fields(data)
+    if read is not None:
+        assert plain(read) == plain(upb_fields(data))
+
+
+def _common(i: int) -> Any:
+    """The shape control planes send: a region, weighted locality, three endpoints with
+    hostnames, health, weights and a dual-stack address."""
+    message = endpoint_pb2.ClusterLoadAssignment(cluster_name=f"c{i}")
+    for priority in (0, 1):
+        group = message.endpoints.add(priority=priority)
+        group.locality.region, group.locality.zone, group.locality.sub_zone = "r", "z", "s"
+        group.load_balancing_weight.value = 3
+        for j in range(3):
+            lb = group.lb_endpoints.add(health_status=j)
+            lb.endpoint.address.socket_address.address = f"10.{priority}.0.{j}"
+            lb.endpoint.address.socket_address.port_value = 8000 + i
+            lb.endpoint.hostname = f"host-{j}"
+            lb.load_balancing_weight.value = j + 1
+    extra = lb.endpoint.additional_addresses.add().address.socket_address
+    extra.address, extra.port_value = "fd00::1", 8000 + i
+    return message
+
+
+def test_the_common_shape_is_read_from_the_bytes_with_upbs_fields() -> None:
+    for message in (_common(7), endpoints("e"), endpoint_pb2.ClusterLoadAssignment()):
+        data = message.SerializeToString()
+        read = _endpoint_wire.read_fields(data)
+        assert read is not None  # the fast path is taken, so the comparison is not vacuous
+        assert plain(read) == plain(upb_fields(data))
+
+
+def test_the_decoder_gives_the_same_view_by_either_path() -> None:
+    data = _common(3).SerializeToString()
+    name, view = decode_cluster_load_assignment(data)
+    upb_view = ClusterLoadAssignmentView.from_proto(
+        endpoint_pb2.ClusterLoadAssignment.FromString(data), data
+    )
+    assert name == "c3"
+    assert plain(view) == plain(upb_view)
+    assert view.raw is data
+
+
+def _with(change: Any) -> bytes:
+    message = _common(1)
+    change(message)
+    data: bytes = message.SerializeToString()
+    return data
+
+
+def _ld(field: int, payload: bytes) -> bytes:
+    """A length-delimited field (payloads under 128 bytes)."""
+    return bytes([field << 3 | 2, len(payload)]) + payload
+
+
+def _encoded_port(port: int) -> bytes:
+    """An assignment of one endpoint at 10.0.0.1:``port``, encoded by hand: protobuf would not
+    serialize a port above 32 bits."""
+    varint = bytearray()
+    while port >= 0x80:
+        varint.append(port & 0x7F | 0x80)
+        port >>= 7
+    varint.append(port)
+    socket = _ld(2, b"10.0.0.1") + b"\x18" + bytes(varint)
+    lb = _ld(1, _ld(1, _ld(1, socket)))  # LbEndpoint.endpoint.address.socket_address
+    return _ld(2, _ld(1, b"") + _ld(3, b"\x08\x01") + _ld(2, lb))
+
+
+LEFT_TO_UPB = {
+    "metadata": _with(
+        lambda m: m.endpoints[0].lb_endpoints[0].metadata.filter_metadata["a"].SetInParent()
+    ),
+    "a policy": _with(lambda m: m.policy.overprovisioning_factor.SetInParent()),
+    "a named port": _with(
+        lambda m: setattr(
+            m.endpoints[0].lb_endpoints[0].endpoint.address.socket_address, "named_port", "http"
+        )
+    ),
+    "a pipe": _with(
+        lambda m: setattr(m.endpoints[0].lb_endpoints[0].endpoint.address.pipe, "path", "/p")
+    ),
+    "a field given twice": _common(1).SerializeToString() + b"\x0a\x01x",  # cluster_name again
+    "truncated": _common(1).SerializeToString()[:-3],
+    "invalid UTF-8": b"\x0a\x02\xc3\x28",
+    "a wrong wire type": b"\x08\x01",  # cluster_name as a varint: upb keeps it as unknown
+    "a port above 32 bits": _encoded_port(2**32 + 80),  # upb keeps the low 32 bits
+    "a 64-bit overlong varint": b"\x0a" + b"\xff" * 11,
+}
+
+
+@pytest.mark.parametrize("case", LEFT_TO_UPB)
+def test_what_the_reader_does_not_know_is_left_to_upb(case: str) -> None:
+    assert _endpoint_wire.read_fields(LEFT_TO_UPB[case]) is None
+
+
+_WEIGHTS = st.sampled_from([None, 0, 1, 2**31, 2**32 - 1])
+
+
+@st.composite
+def common_shapes(draw: st.DrawFn) -> Any:
+    """Assignments of the shape the reader takes, from few values so that its rules collide:
+    duplicate localities and addresses, zero and huge weights, priority gaps, hosts that are
+    not IP addresses, ports out of range, unknown health values, empty parts."""
+    message = endpoint_pb2.ClusterLoadAssignment(cluster_name=draw(st.sampled_from(["c", ""])))
+    for _ in range(draw(st.integers(0, 3))):
+        group = message.endpoints.add(priority=draw(st.integers(0, 2)))
+        if draw(st.integers(0, 5)):
+            group.locality.region = draw(st.sampled_from(["", "r1", "r2"]))
+            group.locality.zone = draw(st.sampled_from(["", "z"]))
+            group.locality.sub_zone = draw(st.sampled_from(["", "s"]))
+        weight = draw(_WEIGHTS)
+        if weight is not None:
+            group.load_balancing_weight.value = weight
+        for _ in range(draw(st.integers(0, 3))):
+            lb = group.lb_endpoints.add(health_status=draw(st.integers(0, 7)))
+            weight = draw(_WEIGHTS)
+            if weight is not None:
+                lb.load_balancing_weight.value = weight
+            if draw(st.integers(0, 5)):
+                _socket(draw, lb.endpoint.address)
+            lb.endpoint.hostname = draw(st.sampled_from(["", "h"]))
+            for _ in range(draw(st.integers(0, 2))):
+                extra = lb.endpoint.additional_addresses.add()
+                if draw(st.integers(0, 5)):
+                    _socket(draw, extra.address)
+    return message
+
+
+def _socket(draw: st.DrawFn, address: Any) -> None:
+    socket = address.socket_address
+    socket.address = draw(st.sampled_from(["10.0.0.1", "10.0.0.2", "::1", "[::1]", "h", ""]))
+    socket.port_value = draw(st.sampled_from([0, 80, 81, 65535, 65536, 2**32 - 1]))
+
+
+@FUZZ_SETTINGS
+@given(message=common_shapes())
+def test_assignments_of_the_common_shape_are_read_as_upb_reads_them(message: Any) -> None:
+    data = message.SerializeToString()
+    assert _endpoint_wire.read_fields(data) is not None or upb_fields(data) is None
+    assert_agrees(data)
+
+
+@FUZZ_SETTINGS
+@given(message=assignments())
+def test_generated_assignments_are_read_as_upb_reads_them(message: Any) -> None:
+    assert_agrees(message.SerializeToString())
+
+
+@FUZZ_SETTINGS
+@given(seed=st.sampled_from([_common(0), endpoints("e"), _rich()]), data=st.data())
+def test_mutated_assignments_are_read_as_upb_reads_them(seed: Any, data: st.DataObject) -> None:
+    message = endpoint_pb2.ClusterLoadAssignment()
+    message.CopyFrom(seed)
+    for _ in range(data.draw(st.integers(1, 4))):
+        _mutate(message, data)
+    assert_agrees(message.SerializeToString())
+
+
+@FUZZ_SETTINGS
+@given(data=st.data())
+def test_corrupted_bytes_are_read_as_upb_reads_them_or_left_to_it(data: st.DataObject) -> None:
+    wire = bytearray(_common(data.draw(st.integers(0, 9))).SerializeToString())
+    for _ in range(data.draw(st.integers(1, 3))):
+        index = data.draw(st.integers(0, len(wire) - 1))
+        wire[index] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(wire)))
+    assert_agrees(bytes(wire[:cut]))
+
+
+def test_the_compiled_build_is_the_one_under_test_when_required() -> None:
+    if os.environ.get("XDSCLIENT_REQUIRE_COMPILED") != "1":
+        pytest.skip("make test-compiled runs this")
+    assert _endpoint_wire.COMPILED
+    assert _endpoint._read_wire is _endpoint_wire.read_fields
+
+
+def _fake_build(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, *, stale: bool) -> None:
+    """Make the wire module look compiled, its build in ``tmp_path`` older or newer than its
+    source there."""
+    built = tmp_path / "_endpoint_wire.cpython-311-x86_64-linux-gnu.so"
+    source = tmp_path / "_endpoint_wire.py"
+    built.write_bytes(b"")
+    source.write_text("")
+    older, newer = (built, source) if stale else (source, built)
+    os.utime(older, (1_000_000, 1_000_000))
+    os.utime(newer, (2_000_000, 2_000_000))
+    monkeypatch.setattr(_endpoint_wire, "COMPILED", True)
+    monkeypatch.setattr(_endpoint_wire, "__file__", str(built))
+
+
+def test_a_fresh_compiled_build_is_used(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_build(tmp_path, monkeypatch, stale=False)
+    monkeypatch.delenv("XDSCLIENT_PURE", raising=False)
+    assert _endpoint._compiled_reader() is _endpoint_wire.read_fields
+
+
+def test_a_build_older_than_its_source_is_not_used_and_says_so(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_build(tmp_path, monkeypatch, stale=True)
+    monkeypatch.delenv("XDSCLIENT_PURE", raising=False)
+    with pytest.warns(RuntimeWarning, match="older than its source.*make compiled"):
+        assert _endpoint._compiled_reader() is None
+
+
+def test_xdsclient_pure_turns_the_compiled_build_off(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_build(tmp_path, monkeypatch, stale=False)
+    monkeypatch.setenv("XDSCLIENT_PURE", "1")
+    assert _endpoint._compiled_reader() is None
