@@ -15,7 +15,7 @@ import asyncio
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -440,6 +440,25 @@ class _WalkSource:
                 type_url=type_url, name=name, error=ResourceError(type_url, name, str(exc))
             )
             return client._dispatcher.add(type_url, name, watcher, [error], on_close=None)
+
+    def add_watchers(
+        self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
+    ) -> list[WatchHandle]:
+        """`add_watcher` for each name. Old-style names of a type whose checks passed once
+        (`_plain_types`) are registered with one subscription call for all: a walk of N
+        clusters adds N names at once."""
+        client = self._client
+        if type_url not in self._plain_types or not all(
+            name and not name.startswith(XDSTP_SCHEME) for name in names
+        ):
+            return [self.add_watcher(type_url, name, watcher) for name in names]
+        client._check_open()
+        assert client._pool is not None
+        client._pool.check_type(type_url)
+        add, replay = client._dispatcher.add, client._replay
+        handles = [add(type_url, name, watcher, replay(type_url, name)) for name in names]
+        client._pool.subscribe_all(type_url, OLD_AUTHORITY, names)
+        return handles
 
     def resource_state(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
         """The cache's live entry (no snapshot copy: a walk reads one per resource it needs)."""

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
+import operator
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeAlias
 
 from ._dependencies import Resolved, XdsConfig, endpoint_users, rewalk_endpoints, walk
@@ -51,9 +53,11 @@ ConfigUpdate: TypeAlias = XdsConfig | XdsError | AmbientError
 class ConfigSource(Protocol):
     """What a configuration watch needs of the client."""
 
-    def add_watcher(
-        self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
-    ) -> WatchHandle: ...
+    def add_watchers(
+        self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
+    ) -> list[WatchHandle]:
+        """Watch every name of one type (a walk adds thousands at once); a handle per name."""
+        ...
 
     def resource_state(
         self, resource_type: ResourceType[Any] | str, name: str
@@ -182,8 +186,13 @@ class ConfigWatch:
     def _full_walk(self) -> XdsConfig | XdsError | None:
         """Walk from the listener; subscribe to what it needs, drop what it no longer does."""
         result = walk(self.listener, self.authority, self._source.resource_state, self._last)
-        for key in sorted(result.wanted - self._handles.keys()):
-            self._handles[key] = self._source.add_watcher(key[0], key[1], self._feeder)
+        added = sorted(result.wanted - self._handles.keys())
+        for type_url, group in itertools.groupby(added, key=operator.itemgetter(0)):
+            keys = list(group)
+            names = [name for _, name in keys]
+            self._handles.update(
+                zip(keys, self._source.add_watchers(type_url, names, self._feeder), strict=True)
+            )
         for key in sorted(self._handles.keys() - result.wanted):
             self._handles.pop(key).cancel()
         config = result.config

@@ -10,7 +10,7 @@ import asyncio
 import gc
 import logging
 import warnings
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -73,14 +73,17 @@ class Source:
 
     # -- the ConfigSource protocol
 
-    def add_watcher(
-        self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
-    ) -> WatchHandle:
-        key = (_url(resource_type), name)
+    def add_watchers(
+        self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
+    ) -> list[WatchHandle]:
+        return [self._add_watcher(type_url, name, watcher) for name in names]
+
+    def _add_watcher(self, type_url: str, name: str, watcher: ResourceWatcher) -> WatchHandle:
+        key = (type_url, name)
         self.watched.add(key)
         state = self.states.get(key)
         replay = replay_events(state) if state is not None else []
-        return self.dispatcher.add(key[0], name, watcher, replay)
+        return self.dispatcher.add(type_url, name, watcher, replay)
 
     def resource_state(
         self, resource_type: ResourceType[Any] | str, name: str

@@ -133,6 +133,12 @@ class Session:
         """Want resource ``name`` (``"*"`` for the wildcard) of a type; idempotent."""
         self._state(type_url).subscribe(name)
 
+    def subscribe_all(self, type_url: str, names: Iterable[str]) -> None:
+        """`subscribe` to each of ``names`` (a walk's thousands: one type lookup)."""
+        subscribe = self._state(type_url).subscribe
+        for name in names:
+            subscribe(name)
+
     def unsubscribe(self, type_url: str, name: str) -> None:
         """Stop wanting ``name``: it leaves the cache at the next `requests_to_send`, unless the
         wildcard still covers it or it was subscribed again by then."""

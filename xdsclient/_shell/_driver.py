@@ -96,7 +96,11 @@ class StreamDriver:
 
     def subscribe(self, type_url: str, name: str) -> None:
         """Want ``name`` of ``type_url``; the request goes out on the next turn of the loop."""
-        self._session.subscribe(type_url, name)
+        self.subscribe_all(type_url, (name,))
+
+    def subscribe_all(self, type_url: str, names: Iterable[str]) -> None:
+        """`subscribe` to each of ``names``, with one wake-up."""
+        self._session.subscribe_all(type_url, names)
         self._wake.set()
 
     def unsubscribe(self, type_url: str, name: str) -> None:

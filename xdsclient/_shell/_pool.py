@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .._config import Backoff, ClientConfig, ServerConfig
@@ -125,18 +125,21 @@ class ServerPool:
     def subscribe(self, type_url: str, name: str) -> None:
         """Want ``name`` from its type's source, or on every server of its authority down to
         the active one."""
+        self.subscribe_all(type_url, authority_of(name), (name,))
+
+    def subscribe_all(self, type_url: str, authority_name: str, names: Collection[str]) -> None:
+        """`subscribe` to ``names``, all of ``authority_name``: one call per driver however many
+        names a walk adds."""
         source = self._sources.get(type_url)
         if source is not None:
             channel = self._source_channel(source)
-            self._cache.assign(
-                authority_of(name), type_url, channel.sessions[type_url].table(type_url)
-            )
-            channel.drivers[type_url].subscribe(type_url, name)
+            self._cache.assign(authority_name, type_url, channel.sessions[type_url].table(type_url))
+            channel.drivers[type_url].subscribe_all(type_url, names)
             return
-        authority = self._authority(authority_of(name))
-        authority.watched.setdefault(type_url, set()).add(name)
+        authority = self._authority(authority_name)
+        authority.watched.setdefault(type_url, set()).update(names)
         for index in range(authority.active + 1):
-            self._channel_for(authority, index).drivers[type_url].subscribe(type_url, name)
+            self._channel_for(authority, index).drivers[type_url].subscribe_all(type_url, names)
         active = self._channels[authority.servers[authority.active]]
         if active.failing:
             self._maybe_fall_back(authority, active)
@@ -201,8 +204,7 @@ class ServerPool:
             target.server.uri,
         )
         for type_url, names in authority.watched.items():
-            for name in names:
-                target.drivers[type_url].subscribe(type_url, name)
+            target.drivers[type_url].subscribe_all(type_url, names)
         self._hand_over(authority, previous, target)
         if target.failing:
             self._maybe_fall_back(authority, target)
