@@ -251,9 +251,8 @@ class TypeState:
         """Requests naming the not-yet-sent REQUESTED names were handed out: start their timers."""
         if self._unsent and self.sent_on_stream:
             when = now + self.options.does_not_exist_timeout
-            arm = self.deadlines.arm
-            for name in self._unsent:
-                arm((DNE, self.type_url, name), when)
+            type_url = self.type_url
+            self.deadlines.arm_all([(DNE, type_url, name) for name in self._unsent], when)
             self._unsent = set()
 
     # ----------------------------------------------------------------- applying updates
