@@ -40,14 +40,8 @@ def interpreted_reader() -> ModuleType:
 
 def by_wire(read: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     def decode(data: bytes) -> Any:
-        name, (priorities, drops, factor) = read(data)
-        return ClusterLoadAssignmentView(
-            name=name,
-            priorities=priorities,
-            drop_overloads=drops,
-            overprovisioning_factor=factor,
-            raw=data,
-        )
+        name, fields = read(data)
+        return ClusterLoadAssignmentView._of(name, fields, data)
 
     return decode
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.builders import endpoints
 from tests.resources.differential import FUZZ_SETTINGS, plain
-from tests.resources.test_endpoint_differential import _rich, assignments
+from tests.resources.test_endpoint_differential import _WEIGHTS, _rich, assignments
 from tests.resources.test_mutations import _mutate
 from xdsclient.resources import ClusterLoadAssignmentView, _endpoint, _endpoint_wire
 from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
@@ -131,9 +131,6 @@ LEFT_TO_UPB = {
 @pytest.mark.parametrize("case", LEFT_TO_UPB)
 def test_what_the_reader_does_not_know_is_left_to_upb(case: str) -> None:
     assert _endpoint_wire.read_fields(LEFT_TO_UPB[case]) is None
-
-
-_WEIGHTS = st.sampled_from([None, 0, 1, 2**31, 2**32 - 1])
 
 
 @st.composite

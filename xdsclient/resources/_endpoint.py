@@ -160,13 +160,20 @@ class ClusterLoadAssignmentView(View):
         fields = _lean(message)
         if fields is None:
             return cls._checked(message, raw)  # raises the error naming the field at fault
+        return cls._of(
+            message.cluster_name, fields, message.SerializeToString() if raw is None else raw
+        )
+
+    @classmethod
+    def _of(cls, name: str, fields: _LeanFields, raw: bytes) -> ClusterLoadAssignmentView:
+        """The view of fields a lean reader (upb's or the wire's) accepted."""
         priorities, drops, factor = fields
         return cls(
-            name=message.cluster_name,
+            name=name,
             priorities=priorities,
             drop_overloads=drops,
             overprovisioning_factor=factor,
-            raw=message.SerializeToString() if raw is None else raw,
+            raw=raw,
         )
 
     @classmethod
@@ -427,15 +434,7 @@ def decode_cluster_load_assignment(data: bytes) -> tuple[str, ClusterLoadAssignm
     if _read_wire is not None:
         read = _read_wire(data)
         if read is not None:
-            name, (priorities, drops, factor) = read
-            view = ClusterLoadAssignmentView(
-                name=name,
-                priorities=priorities,
-                drop_overloads=drops,
-                overprovisioning_factor=factor,
-                raw=data,
-            )
-            return name, view
+            return read[0], ClusterLoadAssignmentView._of(read[0], read[1], data)
     message = parse(endpoint_pb2.ClusterLoadAssignment, data)
     return message.cluster_name, ClusterLoadAssignmentView.from_proto(message, data)
 
