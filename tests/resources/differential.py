@@ -16,6 +16,9 @@ import attrs
 from hypothesis import HealthCheck, settings
 
 from xdsclient import ResourceDecodeError
+from xdsclient.resources._regex import compile_regex
+
+_RE2: type[Any] = type(compile_regex(""))  # the compiled pattern class of google-re2
 
 #: ``XDS_FUZZ_EXAMPLES`` examples per property (400 by default).
 FUZZ_SETTINGS = settings(
@@ -37,13 +40,15 @@ def verdict(view_class: Any, message: Any) -> tuple[str, Any]:
 
 def plain(value: Any) -> Any:
     """A value of either decoder's classes as plain data: attrs instances and named tuples by
-    class name and every field (metadata too), enums by class and member name, tuples and
-    lists element by element."""
+    class name and every field (metadata too), enums by class and member name, compiled regexes
+    by pattern and case sensitivity, tuples and lists element by element."""
     if attrs.has(type(value)):
         fields = attrs.fields(type(value))
         return (type(value).__name__, *(plain(getattr(value, f.name)) for f in fields))
     if isinstance(value, enum.Enum):  # each decoder has its own copy of the enum
         return (type(value).__name__, value.name)
+    if isinstance(value, _RE2):  # by what it matches, not by identity (RE2 caches only 128)
+        return ("Regex", value.pattern, value.options.case_sensitive)
     names = getattr(type(value), "_fields", None)  # our records are named tuples
     if names is not None:
         return (type(value).__name__, *(plain(getattr(value, name)) for name in names))
