@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from .._errors import XdsError
+from .._slots import slot_setters
 
 __all__ = ["AmbientError", "DataError", "Event", "ResourceChanged"]
 
@@ -49,17 +50,12 @@ class AmbientError:
 Event: TypeAlias = ResourceChanged | DataError | AmbientError
 
 _new = object.__new__
-_set_type_url, _set_name, _set_value, _set_version = (
-    ResourceChanged.__dict__[field].__set__ for field in ("type_url", "name", "value", "version")
-)
+_set_type_url, _set_name, _set_value, _set_version = slot_setters(ResourceChanged)
 
 
 def resource_changed(type_url: str, name: str, value: Any, version: str) -> ResourceChanged:
-    """Build a `ResourceChanged` through its slots, for the core's per-resource hot path.
-
-    Frozen attrs classes initialise through ``object.__setattr__``, which costs 0.65 us per event
-    here against 0.24 us this way; the result is identical (and equal) to the normal constructor.
-    """
+    """Build a `ResourceChanged` through its slots (`.._slots`), for the core's per-resource
+    hot path: 0.24 us per event against 0.65 us through ``__init__``, the same value."""
     event: ResourceChanged = _new(ResourceChanged)
     _set_type_url(event, type_url)
     _set_name(event, name)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
+from .._slots import slot_setters
 from ._filters import check_duration, validate_override
 from ._regex import Regex, RegexError, compile_regex
 from ._view import View, invalid, parse, unpack
@@ -273,22 +274,12 @@ _PREFIX_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["prefi
 _PATH_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["path"]
 _CLUSTER_FIELD = route_components_pb2.RouteAction.DESCRIPTOR.fields_by_name["cluster"]
 
-# Three values per route: attrs' __init__ (keyword parsing, then a setattr by name per field)
-# cost more than reading the route. These builders set the same slots (the classes have no
-# validators, converters or post-init) with each slot's own setter, every field in declaration
-# order; tests/resources/test_route.py holds them to the classes.
+# Three values per route: attrs' __init__ costs more than reading the route, so these builders
+# set the slots (`.._slots`); tests/resources/test_route.py holds them to the classes.
 _new = object.__new__
-
-
-def _setters(cls: type) -> tuple[Any, ...]:
-    """The slot setters of ``cls``'s fields in declaration order. They are unpacked into one name
-    per field, so a field added or removed fails at import instead of being left unset."""
-    return tuple(getattr(cls, field.name).__set__ for field in attrs.fields(cls))
-
-
-_m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex = _setters(RouteMatch)
-_a_cluster, _a_weighted, _a_plugin, _a_duration, _a_retry, _a_hashes = _setters(RouteAction)
-_r_match, _r_type, _r_action, _r_configs = _setters(Route)
+_m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex = slot_setters(RouteMatch)
+_a_cluster, _a_weighted, _a_plugin, _a_duration, _a_retry, _a_hashes = slot_setters(RouteAction)
+_r_match, _r_type, _r_action, _r_configs = slot_setters(Route)
 
 
 def _new_route_match(
