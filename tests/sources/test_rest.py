@@ -26,6 +26,7 @@ from xdsclient import (
     ResourceTimeoutError,
     RestSource,
     TransportError,
+    TypeStats,
     XdsClient,
     load_bootstrap,
 )
@@ -303,3 +304,48 @@ def test_responses_are_read_with_either_form_of_field_names() -> None:
     camel = b'{"versionInfo": "7", "typeUrl": "t", "nonce": "x", "resources": []}'
     assert parse_response(snake, "json") == parse_response(camel, "json")
     assert parse_response(snake, "json").version_info == "7"
+
+
+async def test_stats_and_metrics_count_rest_polls_as_grpc_responses(cp: ControlPlane) -> None:
+    """REST responses (which carry no nonce) count as attempts, successes and rejections with
+    their version, and a failing endpoint as a failure, in stats and in the A78 metrics."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
+
+    endpoint = await cp.serve_rest()
+    reader = InMemoryMetricReader()
+    async with client_for(endpoint.url, refresh_delay=0.01) as client:
+        client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_success == 1)
+        accepted = cp.version(CLUSTER.type_url, "c")
+        bad = cluster("c")
+        bad.eds_cluster_config.eds_config.path_config_source.path = "/nowhere"
+        cp.set(bad)
+        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_rejected == 1)
+        endpoint.fail_with = 503
+        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_failure == 1)
+        stats = client.stats()
+        data = reader.get_metrics_data()
+    assert stats.type_stats(CLUSTER.type_url) == TypeStats(
+        update_attempt=3,
+        update_success=1,
+        update_rejected=1,
+        update_failure=1,
+        version=accepted or "",
+    )
+    assert (stats.servers[endpoint.url].failures, stats.servers[endpoint.url].connected_state) == (
+        1,
+        0,
+    )
+    assert data is not None
+    values: dict[str, float] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                points = [p for p in metric.data.data_points if isinstance(p, NumberDataPoint)]
+                values[metric.name] = sum(point.value for point in points)
+    assert values["grpc.xds_client.resource_updates_valid"] == 1
+    assert values["grpc.xds_client.resource_updates_invalid"] == 1
+    assert values["grpc.xds_client.server_failure"] == 1
+    assert values["grpc.xds_client.connected"] == 0

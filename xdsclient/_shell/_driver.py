@@ -298,12 +298,16 @@ class StreamDriver:
             return
         self._reachable = connected
         if self._observers:
+            session = self._session
             self._observers.emit(
                 ConnectivityChanged(
                     server=self._server,
                     time=self._clock.time(),
                     connected=connected,
                     error=None if error is None else str(error),
+                    type_urls=()
+                    if connected
+                    else tuple(t for t in session.type_urls if session.subscribed(t)),
                 )
             )
 
