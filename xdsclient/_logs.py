@@ -7,7 +7,9 @@ holds no log calls. Rules (docs/observability.md lists every line):
 - ``xdsclient.protocol`` WARNING, one per NACK: server, type, the rejected version and nonce,
   and the NACK's text (each rejected resource with its reason, as sent to the server).
 - ``xdsclient.connectivity`` WARNING when a server is lost (gRFC A57's connectivity failure),
-  INFO when it answers again; on changes only, never once per retry.
+  INFO when it answers again; on changes only, never once per retry. A REST-JSON source (an
+  ``http(s)://`` URL) says so: WARNING at its first failed poll (HTTP error, timeout, a body
+  that is not a response), INFO at its next good one.
 - ``xdsclient.protocol`` DEBUG: a one-line summary of each request and response.
 - Never a credential: lines carry server URIs, type URLs, versions, nonces, names and the
   NACK's text; no node metadata, headers or call credentials.
@@ -26,6 +28,7 @@ connectivity_logger = logging.getLogger("xdsclient.connectivity")
 
 _PREFIX = "type.googleapis.com/"
 _NAMES_SHOWN = 5
+_REST_SCHEMES = ("http://", "https://")
 
 
 class ProtocolLogger:
@@ -78,12 +81,21 @@ class ProtocolLogger:
             )
 
     def _connectivity(self, event: ConnectivityChanged) -> None:
+        rest = event.server.startswith(_REST_SCHEMES)
         if not event.connected:
             self._lost.add(event.server)
-            connectivity_logger.warning("xDS server %s lost: %s", event.server, event.error)
+            if rest:
+                connectivity_logger.warning(
+                    "REST-JSON source %s failing: %s", event.server, event.error
+                )
+            else:
+                connectivity_logger.warning("xDS server %s lost: %s", event.server, event.error)
         elif event.server in self._lost:
             self._lost.discard(event.server)
-            connectivity_logger.info("xDS server %s answers again", event.server)
+            if rest:
+                connectivity_logger.info("REST-JSON source %s answers again", event.server)
+            else:
+                connectivity_logger.info("xDS server %s answers again", event.server)
 
 
 def _short(type_url: str) -> str:

@@ -109,12 +109,17 @@ class ConnectivityChanged:
     """A server's connectivity changed, as gRFC A78's ``grpc.xds_client.connected`` gauge
     follows it: connected when the first stream to it is created; failed on a connectivity
     failure or a stream that ends without a response (gRFC A57); connected again on the first
-    response after that. Reported on changes only, never once per retry."""
+    response after that. Reported on changes only, never once per retry.
+
+    ``type_urls``: on a failure, the types subscribed on the stream that failed (each counts
+    the failure, as Envoy counts ``update_failure`` per subscription), even when no request
+    could be written yet; empty otherwise."""
 
     server: str
     time: float
     connected: bool
     error: str | None = None
+    type_urls: tuple[str, ...] = ()
 
 
 #: Everything an observer can be told.

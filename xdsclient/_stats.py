@@ -9,8 +9,11 @@ per response, and `XdsClient.stats` returns a frozen snapshot.
 
 Where they differ from Envoy (docs/observability.md): a response counts once it is answered
 (ACK: success, NACK: rejected); ``update_failure`` counts connectivity failures (gRFC A57), one
-per failure of a server that was up, not one per retry while it stays down; ``version`` is the
-version text (Envoy's ``version_text``; its ``version`` is a hash of it).
+per failure of a server that was up, not one per retry while it stays down, for every type
+subscribed on the failed stream (also when the server was down from the start and no request
+went out, as Envoy counts it); ``version`` is the version text (Envoy's ``version_text``; its
+``version`` is a hash of it). REST-JSON responses carry no nonce: the next request answers
+them all the same (a poll answered 304 or with an empty body counts nothing).
 """
 
 from __future__ import annotations
@@ -121,7 +124,7 @@ class StatsRecorder:
         key = (event.server, event.type_url)
         counts = self._counts_of(key)  # a type counts from its first request
         pending = self._pending.get(key)
-        if pending is None or not event.nonce or event.nonce != pending[0]:
+        if pending is None or event.nonce != pending[0]:  # REST: both nonces are empty
             return
         del self._pending[key]
         counts[_ATTEMPT] += 1
@@ -137,11 +140,13 @@ class StatsRecorder:
         self._connected[event.server] = int(event.connected)
         if event.connected:
             return
-        self._failures[event.server] = self._failures.get(event.server, 0) + 1
-        for (server, _), counts in self._counts.items():
-            if server == event.server:
-                counts[_ATTEMPT] += 1
-                counts[_FAILURE] += 1
+        server = event.server
+        self._failures[server] = self._failures.get(server, 0) + 1
+        types = event.type_urls or [t for s, t in self._counts if s == server]
+        for type_url in types:
+            counts = self._counts_of((server, type_url))
+            counts[_ATTEMPT] += 1
+            counts[_FAILURE] += 1
 
     def snapshot(self) -> ClientStats:
         """The counters now, as frozen values."""

@@ -176,3 +176,18 @@ async def test_an_observer_without_verdicts_hears_requests_and_responses_only(
     kinds = [type(e) for e in told]
     assert ResponseReceived in kinds
     assert ResourceUpdate not in kinds
+
+
+async def test_a_server_down_from_the_start_names_the_watched_types_in_its_failure(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    """The failure of a server that never answered names the types watched on it, though no
+    request for them could be written."""
+    told: list[ProtocolEvent] = []
+    client.add_observer(told.append)
+    fake.refuse(TransportError("xDS server down"))
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    await settle()
+    failures = [e for e in told if isinstance(e, ConnectivityChanged) and not e.connected]
+    assert [f.type_urls for f in failures] == [(EDS,)]
+    assert not any(isinstance(e, RequestSent) for e in told)

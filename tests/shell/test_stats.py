@@ -45,7 +45,9 @@ async def test_a_server_down_is_one_failure_and_a_lost_stream_a_failure_of_its_t
         await settle()
         clock.advance(60)
     server = client.stats().servers["fake:1"]
-    assert (server.connected_state, server.failures, dict(server.types)) == (0, 1, {})
+    assert (server.connected_state, server.failures) == (0, 1)
+    # Envoy counts a connection failure for every watched type, requested or not yet
+    assert dict(server.types) == {EDS: TypeStats(update_attempt=1, update_failure=1)}
     fake.accept()
     clock.advance(60)
     stream = await fake.stream()
@@ -59,8 +61,8 @@ async def test_a_server_down_is_one_failure_and_a_lost_stream_a_failure_of_its_t
     await settle()
     server = client.stats().servers["fake:1"]
     assert (server.connected_state, server.failures) == (0, 2)
-    assert server.types[EDS].update_failure == 1
-    assert server.types[EDS].update_attempt == 2  # the response and the failure
+    assert server.types[EDS].update_failure == 2
+    assert server.types[EDS].update_attempt == 3  # the failures and the response
 
 
 async def test_stats_add_up_over_servers_and_are_empty_before_anything_happens(

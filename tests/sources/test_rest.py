@@ -22,8 +22,11 @@ from xdsclient import (
     DataError,
     Event,
     ResourceChanged,
+    ResourceDoesNotExistError,
+    ResourceTimeoutError,
     RestSource,
     TransportError,
+    TypeStats,
     XdsClient,
     load_bootstrap,
 )
@@ -229,3 +232,120 @@ async def test_no_log_line_shows_the_headers_even_at_debug_through_failures(
     assert "HTTP 401" in caplog.text  # the failure was logged...
     assert "s3cret" not in caplog.text  # ...without the credential
     assert "authorization" not in caplog.text.lower()
+
+
+def rest_requests(cp: ControlPlane) -> list[Any]:
+    return [r.message for r in cp.requests if r.method.startswith("REST")]
+
+
+async def test_every_poll_carries_the_full_node(cp: ControlPlane) -> None:
+    """Every poll carries the node, not only the first one of a "stream" (REST has none)."""
+    endpoint = await cp.serve_rest()
+    endpoint.strict = True  # 422 without node, as sovereign
+    async with client_for(endpoint.url, refresh_delay=0.01) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: polls(cp) >= 5)
+    assert [m.node.id for m in rest_requests(cp)] == ["n"] * len(rest_requests(cp))
+    assert client.stats().type_stats(CLUSTER.type_url).update_failure == 0
+
+
+async def test_a_missing_name_is_reported_within_the_timer_by_a_server_that_needs_the_node(
+    cp: ControlPlane,
+) -> None:
+    """A name the server lacks is reported missing once the does-not-exist timer runs out."""
+    endpoint = await cp.serve_rest()
+    endpoint.strict = True
+    seen: list[Event] = []
+    options = ClientOptions(does_not_exist_timeout=0.4, backoff=OPTIONS.backoff)
+    async with client_for(endpoint.url, refresh_delay=0.01, options=options) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        client.add_watcher(CLUSTER, "missing", CallbackWatcher(seen.append))
+        await until(lambda: bool(seen))
+        assert isinstance(seen[0], DataError)
+        assert isinstance(seen[0].error, ResourceTimeoutError | ResourceDoesNotExistError)
+
+
+async def test_polls_use_proto_field_names_so_a_strict_server_answers_304(
+    cp: ControlPlane,
+) -> None:
+    """A server reading only proto field names sees the version and answers 304."""
+    endpoint = await cp.serve_rest()
+    endpoint.strict = True
+    async with client_for(endpoint.url, refresh_delay=0.01) as client:
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: polls(cp) >= 5)
+    version = cp.version(CLUSTER.type_url, "c")
+    assert [m.version_info for m in rest_requests(cp)][1:] == [version] * (polls(cp) - 1)
+    assert len([r for r in cp.responses if r.stream == 0]) == 1  # the rest were 304s
+
+
+async def test_a_nack_reaches_a_server_that_reads_only_proto_field_names(
+    cp: ControlPlane,
+) -> None:
+    """A NACK's error_detail is read by a server that knows only the proto field names."""
+    bad = cluster("bad")
+    bad.eds_cluster_config.eds_config.path_config_source.path = "/nowhere"  # gRPC: invalid
+    cp.set(bad)
+    endpoint = await cp.serve_rest()
+    endpoint.strict = True
+    async with client_for(endpoint.url, refresh_delay=0.01) as client:
+        client.add_watcher(CLUSTER, "bad", CallbackWatcher(lambda event: None))
+        await until(lambda: any(m.HasField("error_detail") for m in rest_requests(cp)))
+    nack = next(m for m in rest_requests(cp) if m.HasField("error_detail"))
+    assert "bad" in nack.error_detail.message
+    assert nack.node.id == "n"
+
+
+def test_responses_are_read_with_either_form_of_field_names() -> None:
+    """A response body with proto field names or lowerCamelCase ones parses the same."""
+    from xdsclient._transports._formats import parse_response
+
+    snake = b'{"version_info": "7", "type_url": "t", "nonce": "x", "resources": []}'
+    camel = b'{"versionInfo": "7", "typeUrl": "t", "nonce": "x", "resources": []}'
+    assert parse_response(snake, "json") == parse_response(camel, "json")
+    assert parse_response(snake, "json").version_info == "7"
+
+
+async def test_stats_and_metrics_count_rest_polls_as_grpc_responses(cp: ControlPlane) -> None:
+    """REST responses (which carry no nonce) count as attempts, successes and rejections with
+    their version, and a failing endpoint as a failure, in stats and in the A78 metrics."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
+
+    endpoint = await cp.serve_rest()
+    reader = InMemoryMetricReader()
+    async with client_for(endpoint.url, refresh_delay=0.01) as client:
+        client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
+        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_success == 1)
+        accepted = cp.version(CLUSTER.type_url, "c")
+        bad = cluster("c")
+        bad.eds_cluster_config.eds_config.path_config_source.path = "/nowhere"
+        cp.set(bad)
+        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_rejected == 1)
+        endpoint.fail_with = 503
+        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_failure == 1)
+        stats = client.stats()
+        data = reader.get_metrics_data()
+    assert stats.type_stats(CLUSTER.type_url) == TypeStats(
+        update_attempt=3,
+        update_success=1,
+        update_rejected=1,
+        update_failure=1,
+        version=accepted or "",
+    )
+    assert (stats.servers[endpoint.url].failures, stats.servers[endpoint.url].connected_state) == (
+        1,
+        0,
+    )
+    assert data is not None
+    values: dict[str, float] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                points = [p for p in metric.data.data_points if isinstance(p, NumberDataPoint)]
+                values[metric.name] = sum(point.value for point in points)
+    assert values["grpc.xds_client.resource_updates_valid"] == 1
+    assert values["grpc.xds_client.resource_updates_invalid"] == 1
+    assert values["grpc.xds_client.server_failure"] == 1
+    assert values["grpc.xds_client.connected"] == 0

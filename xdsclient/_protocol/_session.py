@@ -166,8 +166,11 @@ class Session:
         for state in self._types.values():
             state.reset_stream()
 
-    def disconnect(self, now: float, error: XdsError | None = None) -> list[Event]:
-        """The stream ended. With ``error`` and no response received on it, watchers hear of it.
+    def disconnect(
+        self, now: float, error: XdsError | None = None, *, report: bool | None = None
+    ) -> list[Event]:
+        """The stream ended. With ``error`` and no response received on it, watchers hear of it
+        (``report``: whether they do, when the caller knows better: a failed poll always is).
 
         Does-not-exist timers stop (they restart for still-missing resources on the next
         stream); cached resources, versions and TTL timers stay.
@@ -176,9 +179,11 @@ class Session:
             raise ProtocolError("disconnect() on a session that is not connected")
         self._connected = False
         events: list[Event] = []
+        if report is None:
+            report = not self._response_received
         for state in self._types.values():
             state.stream_lost()
-            if error is not None and not self._response_received:
+            if error is not None and report:
                 state.connectivity_error(error, now, events)
         return events
 

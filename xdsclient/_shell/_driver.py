@@ -12,6 +12,9 @@ Rules (gRFC A57):
   says the stream is established.
 - A stream that fails before any response reports a connectivity error; one that ends after a
   response does not, and the next one opens at once. Backoff grows over consecutive failures.
+- Polling (REST-JSON) has no stream to close after a response (A57's exemption is about a
+  server ending streams now and then): every failed poll is a connectivity error, reported
+  and backed off, whatever came before it.
 - Deadlines (TTLs, timers) and interest changes are served in every state: while opening,
   while backing off, while watchers are busy.
 """
@@ -71,11 +74,13 @@ class StreamDriver:
         on_failure: Callable[[TransportError], None] = lambda error: None,
         on_response: Callable[[], None] = lambda: None,
         observers: Observers | None = None,
+        polling: bool = False,
     ) -> None:
         """``on_failure``: a stream failed before any response (a connectivity failure, gRFC
         A57); ``on_response``: a response arrived. Both run before the session sees it, so the
         client can change which server serves an authority (gRFC A71) first. ``observers``
-        hear of every request, response, verdict and connectivity change (`xdsclient._observe`)."""
+        hear of every request, response, verdict and connectivity change (`xdsclient._observe`).
+        ``polling``: the transport polls (REST-JSON); a failure after a response is a failure."""
         self._session = session
         self._transport = transport
         self._spec = spec
@@ -86,6 +91,7 @@ class StreamDriver:
         self._uniform = uniform
         self._on_failure = on_failure
         self._on_response = on_response
+        self._polling = polling
         self._wake = asyncio.Event()
         self._last_error = ""
         self._observers = observers if observers is not None else Observers()
@@ -119,15 +125,17 @@ class StreamDriver:
                 self._report_connectivity(True, None)  # gRFC A78: 1 once a stream is created
             error = await self._attempt()
             had_response = self._session.response_received
-            if error is not None and not had_response:
+            failed = error is not None and (self._polling or not had_response)
+            if failed and error is not None:
                 self._on_failure(error)
                 self._report_connectivity(False, error)
-            self._publish(self._session.disconnect(self._clock.time(), error))
+            self._publish(self._session.disconnect(self._clock.time(), error, report=failed))
             if error is not None:
                 self._log(error, first=attempt == 0)
             if had_response:
                 attempt = 0
-                continue
+                if not failed:
+                    continue
             delay = self._backoff.delay(attempt, self._uniform())
             attempt += 1
             await self._idle(until=self._clock.time() + delay)
@@ -290,12 +298,16 @@ class StreamDriver:
             return
         self._reachable = connected
         if self._observers:
+            session = self._session
             self._observers.emit(
                 ConnectivityChanged(
                     server=self._server,
                     time=self._clock.time(),
                     connected=connected,
                     error=None if error is None else str(error),
+                    type_urls=()
+                    if connected
+                    else tuple(t for t in session.type_urls if session.subscribed(t)),
                 )
             )
 

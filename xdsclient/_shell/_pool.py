@@ -291,6 +291,7 @@ class ServerPool:
                 on_failure=self._failure_handler(channel),
                 on_response=self._response_handler(channel),
                 observers=self._observers,
+                polling=isinstance(server, RestSource),
             )
             for rtype in types:
                 channel.sessions[rtype.type_url] = session

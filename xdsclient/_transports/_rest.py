@@ -5,6 +5,14 @@ Why a stream over polls: the session already decides what to request and how to 
 response; here a "stream" is a sequence of polls, one outstanding at a time:
 - `write` keeps the session's latest request (its names, and the ACK or NACK of the last
   response in ``version_info`` / ``error_detail``); each poll sends the latest one.
+- REST keeps no stream, so every poll stands alone and carries the full node (as Envoy sends
+  it; a server may need it on each request: sovereign answers 422 without it, go-control-plane
+  looks the node up per request). The session puts the node in the first request of a stream
+  only (the gRPC rule); the transport keeps it and adds it to every poll.
+- The body is proto3 JSON with the proto field names (``resource_names``, ``version_info``,
+  ``error_detail``...), as Envoy writes it, and with every field that has no presence written
+  even when empty (``"details": []`` in a NACK's status): servers that read only those names or
+  validate with a strict schema (sovereign) otherwise miss the names, the version or the NACK.
 - `read` polls: at once when the request's names changed (a new subscription should not wait a
   refresh period; that poll carries no version, so a server that only compares versions still
   answers it), otherwise ``refresh_delay`` after the last response. A 200 with a
@@ -64,6 +72,8 @@ class RestTransport:
         self._session: Any = None
         #: type URL -> the names of its last poll, across streams (a reconnect is no change)
         self.polled: dict[str, list[str]] = {}
+        #: the node of the first request that carried one: it goes on every poll
+        self.node: Any = None
 
     def http(self) -> Any:
         """The aiohttp session, made on first use (it needs the running loop)."""
@@ -105,6 +115,8 @@ class RestStream:
     async def write(self, request: Any) -> None:
         if self._closed:
             raise TransportError(f"REST poll of {self._url} is closed")
+        if self._transport.node is None and request.HasField("node"):
+            self._transport.node = request.node
         self._request = request
         self._written.set()
 
@@ -138,19 +150,8 @@ class RestStream:
     async def _poll(self) -> Any:
         """One POST of the latest request; the response, or None when nothing is new."""
         import aiohttp
-        from google.protobuf import json_format
 
-        request = self._request
-        names = list(request.resource_names)
-        previous = self._transport.polled.get(self._type_url)
-        if previous is not None and names != previous and request.version_info:
-            # A stateless REST server compares versions only (go-control-plane answers 304 to a
-            # current version): ask for newly named resources as a first request would.
-            request = type(request)()
-            request.CopyFrom(self._request)
-            request.version_info = ""
-        self._polled_names = self._transport.polled[self._type_url] = names
-        body = json_format.MessageToJson(request, indent=None)
+        body = self._body_of(self._request)
         source = self._transport.source
         try:
             async with self._transport.http().post(
@@ -175,6 +176,30 @@ class RestStream:
         except aiohttp.ClientError as exc:
             raise TransportError(f"REST poll of {self._url} failed: {exc}") from None
         return self._decode(data)
+
+    def _body_of(self, latest: Any) -> str:
+        """The JSON of the poll for ``latest``: the full node on it, and no version when it
+        names resources the last poll did not."""
+        from google.protobuf import json_format
+
+        request = type(latest)()
+        request.CopyFrom(latest)
+        names = list(request.resource_names)
+        previous = self._transport.polled.get(self._type_url)
+        if previous is not None and names != previous:
+            # A stateless REST server compares versions only (go-control-plane and sovereign
+            # answer 304 to a current version): ask for new names as a first request would.
+            request.version_info = ""
+        node = self._transport.node
+        if node is not None and not request.HasField("node"):
+            request.node.CopyFrom(node)
+        self._polled_names = self._transport.polled[self._type_url] = names
+        return json_format.MessageToJson(
+            request,
+            indent=None,
+            preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True,
+        )
 
     async def _body(self, reply: Any) -> bytes:
         """The whole body, refusing one longer than max_receive_message_length."""

@@ -6,13 +6,18 @@ our own behavioural suite runs over gRPC, files and REST from one `ControlPlane`
 handler does: the requested resources (every resource for a wildcard request of LDS/CDS) at
 the type's current version; 304 Not Modified when the request's ``version_info`` is already
 current; with ``long_poll`` it holds such a request until something changes (or ``hold``
-seconds pass, then 304).
+seconds pass, then 304). Requests are read in proto3 JSON with either field-name form
+(``resource_names`` or ``resourceNames``); responses are written with the proto field names, as
+Envoy and sovereign write them. With ``strict`` it behaves as sovereign does: a request without
+``node`` is answered 422, and only the proto field names are read (``versionInfo``,
+``errorDetail``... are ignored), so a client that sends anything else is seen to fail.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import ssl
 import time
 from typing import TYPE_CHECKING, Any
@@ -52,6 +57,8 @@ class RestEndpoint:
         self.raw_body: bytes | None = None
         #: the headers of the last request (to check what a client sends)
         self.last_headers: dict[str, str] = {}
+        #: answer 422 without ``node`` and read only proto field names (as sovereign does)
+        self.strict = False
 
     @property
     def url(self) -> str:
@@ -79,7 +86,6 @@ class RestEndpoint:
 
     async def _handle(self, request: Any) -> Any:
         from aiohttp import web
-        from envoy.service.discovery.v3.discovery_pb2 import DiscoveryRequest
         from google.protobuf import json_format
 
         self.last_headers = dict(request.headers)
@@ -88,12 +94,14 @@ class RestEndpoint:
         if type_url is None:
             return web.Response(status=404, text=f"no REST endpoint for {resource}")
         try:
-            message = json_format.Parse(await request.text(), DiscoveryRequest())
-        except json_format.ParseError as exc:
+            message, has_node = self._parse(await request.text())
+        except (ValueError, json_format.ParseError) as exc:
             return web.Response(status=400, text=str(exc))
         if not message.type_url:
             message.type_url = type_url
         self._cp._record_rest(message, resource)
+        if not has_node:
+            return web.Response(status=422, text='{"detail": "field required: node"}')
         if self.fail_with is not None:
             return web.Response(status=self.fail_with, text="failing on purpose")
         if self._cp._paused:
@@ -106,9 +114,22 @@ class RestEndpoint:
                 return web.Response(status=304)
             await self._cp._wait_changed(deadline - time.monotonic())
         response = self._cp._rest_response(type_url, self._wanted(message, resource))
-        return web.Response(
-            text=json_format.MessageToJson(response, indent=None), content_type="application/json"
-        )
+        body = json_format.MessageToJson(response, indent=None, preserving_proto_field_name=True)
+        return web.Response(text=body, content_type="application/json")
+
+    def _parse(self, text: str) -> tuple[Any, bool]:
+        """The request, and whether it is acceptable for its node (always, unless strict)."""
+        from envoy.service.discovery.v3.discovery_pb2 import DiscoveryRequest
+        from google.protobuf import json_format
+
+        if not self.strict:
+            return json_format.Parse(text, DiscoveryRequest()), True
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise ValueError("the body is not a JSON object")
+        names = DiscoveryRequest.DESCRIPTOR.fields_by_name
+        known = {key: value for key, value in document.items() if key in names}
+        return json_format.ParseDict(known, DiscoveryRequest()), "node" in document
 
     @staticmethod
     def _wanted(message: Any, resource: str) -> set[str] | None:
