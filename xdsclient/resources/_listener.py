@@ -107,6 +107,7 @@ class ListenerView(View):
     api_listener: HttpConnectionManager | None = None
     #: server side: where it listens
     address: tuple[str, int] | None = None
+    #: server side: the chains gRPC can select (all were validated; see `_selectable`)
     filter_chains: tuple[FilterChain, ...] = ()
     default_filter_chain: FilterChain | None = None
     raw: bytes = attrs.field(repr=False)
