@@ -25,7 +25,7 @@ from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
 from ._dependencies import Resolved
-from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError
+from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError, XdsError
 from ._logs import ProtocolLogger
 from ._metrics import enable_metrics
 from ._names import OLD_AUTHORITY, authority_of
@@ -480,10 +480,10 @@ class _WalkSource:
         try:
             name = client._name(type_url, name)
         except InvalidNameError as exc:
-            return _unusable(type_url, name, str(exc))
+            return _unusable(type_url, name, ResourceDoesNotExistError(type_url, name, str(exc)))
         unknown = client._unknown_authority(type_url, name)
         if unknown is not None:
-            return _unusable(type_url, name, str(unknown.error))
+            return _unusable(type_url, name, unknown.error)  # already names the resource
         if not name.startswith(XDSTP_SCHEME):
             self._plain_types.add(type_url)  # old-style names of this type pass every check
         client._check_open()
@@ -493,8 +493,9 @@ class _WalkSource:
         return self._client.start_task(coro, name=name)
 
 
-def _unusable(type_url: str, name: str, message: str) -> ResourceState:
-    """The state of a resource the client cannot fetch: it does not exist for this client."""
+def _unusable(type_url: str, name: str, error: XdsError) -> ResourceState:
+    """The state of a resource the client cannot fetch: it does not exist for this client
+    (``error`` says why and names the resource; it is kept as it is, never wrapped again)."""
     return ResourceState(
         type_url=type_url,
         name=name,
@@ -502,7 +503,7 @@ def _unusable(type_url: str, name: str, message: str) -> ResourceState:
         value=None,
         version=None,
         last_updated=None,
-        error=ResourceDoesNotExistError(type_url, name, message),
+        error=error,
         error_time=None,
         expires_at=None,
     )

@@ -35,6 +35,7 @@ from xds.type.v3 import typed_struct_pb2
 
 from .corpus import CDS, EDS, LDS, RDS, Chain, Variant, _hcm, _lb_endpoint, _route
 from .corpus import VARIANTS as BASE_VARIANTS
+from .corpus_parity import VARIANTS as PARITY_VARIANTS
 
 Change = Callable[[Chain], object]
 
@@ -1072,5 +1073,5 @@ ENDPOINT_VARIANTS = [
 
 
 VARIANTS = LISTENER_VARIANTS + ROUTE_VARIANTS + CLUSTER_VARIANTS + ENDPOINT_VARIANTS
-#: the whole corpus: the first variants and these
-ALL = [*BASE_VARIANTS, *VARIANTS]
+#: the whole corpus: the first variants, these, and those of the last disagreements (issue 22)
+ALL = [*BASE_VARIANTS, *VARIANTS, *PARITY_VARIANTS]

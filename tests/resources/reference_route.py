@@ -16,6 +16,7 @@ import attrs
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
 from xdsclient.resources._filters import check_duration, validate_override
+from xdsclient.resources._plugins import cluster_specifier_plugins
 from xdsclient.resources._regex import Regex, RegexError, compile_regex
 from xdsclient.resources._view import View, invalid, parse, unpack
 
@@ -245,26 +246,15 @@ class RouteConfigurationView(View):
 
 def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
     """The validated contents of a RouteConfiguration (also used for one inline in a Listener)."""
-    plugins: dict[str, tuple[str, bytes]] = {}
-    optional_plugins: set[str] = set()
-    for i, plugin in enumerate(message.cluster_specifier_plugins):
-        extension = plugin.extension
-        if not extension.name:
-            raise invalid(
-                name, f"{prefix}cluster_specifier_plugins[{i}].extension.name", "required"
-            )
-        if extension.name in plugins:
-            raise invalid(
-                name, f"{prefix}cluster_specifier_plugins[{i}].extension.name", "duplicate"
-            )
-        plugins[extension.name] = (extension.typed_config.type_url, extension.typed_config.value)
-        if plugin.is_optional:
-            optional_plugins.add(extension.name)
+    # Issue 22: plugin types as gRPC's registry sees them (None: optional, of an unknown type)
+    plugins = cluster_specifier_plugins(name, prefix, message)
+    optional_plugins = {key for key, value in plugins.items() if value is None}
     vhosts = tuple(
         _virtual_host(name, f"{prefix}virtual_hosts[{i}]", vhost, plugins, optional_plugins)
         for i, vhost in enumerate(message.virtual_hosts)
     )
-    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": plugins}
+    known = {key: value for key, value in plugins.items() if value is not None}
+    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": known}
 
 
 def _virtual_host(
@@ -306,10 +296,15 @@ def _route(
     if match.query_parameters:
         return None  # gRPC ignores routes with query parameter matchers
     parsed_match = _route_match(name, f"{path}.match", match)
+    kind = route.WhichOneof("action")
+    # Issue 22: an ignored action ignores the route before its typed_per_filter_config is read
+    if kind == "route":
+        action = _route_action(name, f"{path}.route", route.route, plugins, optional)
+        if action is None:
+            return None
     configs = _filter_configs(
         name, f"{path}.typed_per_filter_config", route.typed_per_filter_config
     )
-    kind = route.WhichOneof("action")
     if kind == "non_forwarding_action":
         return Route(
             match=parsed_match,
@@ -322,9 +317,6 @@ def _route(
             action_type=RouteActionType.UNSUPPORTED,
             typed_per_filter_config=configs,
         )
-    action = _route_action(name, f"{path}.route", route.route, plugins, optional)
-    if action is None:
-        return None
     return Route(
         match=parsed_match,
         action_type=RouteActionType.ROUTE,
@@ -419,13 +411,14 @@ def _route_action(
         )
     elif kind == "cluster_specifier_plugin":
         plugin = action.cluster_specifier_plugin
+        # Issue 22: a plugin name must not be empty; an optional unknown plugin ignores the route
+        if not plugin:
+            raise invalid(name, f"{path}.cluster_specifier_plugin", "must not be empty")
         if plugin not in plugins:
             raise invalid(name, f"{path}.cluster_specifier_plugin", f"no plugin named {plugin!r}")
         fields["cluster_specifier_plugin"] = plugin
-    elif kind == "cluster_header":
-        return None  # gRPC ignores routes that pick the cluster from a header
-    else:
-        raise invalid(name, f"{path}", f"unsupported cluster specifier {kind or '(none)'}")
+    # Issue 22: no cluster specifier (or cluster_header) ignores the route, as C-core does, once
+    # the rest of the action (durations, retry and hash policies) is valid: see the end
     if action.HasField("max_stream_duration"):
         durations = action.max_stream_duration
         where = f"{path}.max_stream_duration"
@@ -463,6 +456,10 @@ def _route_action(
         elif which == "filter_state" and policy.filter_state.key == "io.grpc.channel_id":
             hashes.append(HashPolicy(kind="channel_id", terminal=policy.terminal))
     fields["hash_policies"] = tuple(hashes)
+    if kind not in ("cluster", "weighted_clusters", "cluster_specifier_plugin"):
+        return None
+    if kind == "cluster_specifier_plugin" and fields["cluster_specifier_plugin"] in optional:
+        return None
     return RouteAction(**fields)
 
 

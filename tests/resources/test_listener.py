@@ -6,15 +6,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from envoy.config.core.v3 import address_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.extensions.filters.http.fault.v3 import fault_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
+from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 from google.protobuf import duration_pb2
 
 from xdsclient import ResourceDecodeError
+from xdsclient.resources import DownstreamTls
 from xdsclient.resources._listener import HttpFilter, ListenerView, decode_listener
 
 ROUTER_URL = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
@@ -180,6 +183,7 @@ def test_a_server_listener_with_filter_chains() -> None:
     range_.prefix_len.value = 8
     skipped = message.filter_chains.add(name="tls-only")
     skipped.filter_chain_match.server_names.append("example.com")
+    skipped.filters.add(name="hcm").typed_config.Pack(hcm())  # validated, never selected
     message.default_filter_chain.filters.add(name="hcm").typed_config.Pack(hcm())
     v = view(message)
     assert v.address == ("0.0.0.0", 8443)
@@ -190,17 +194,163 @@ def test_a_server_listener_with_filter_chains() -> None:
     assert v.filter_chains[0].http_connection_manager.route_config_name == "routes"
 
 
-def test_server_listener_validation() -> None:
-    assert reason(server(80, 80)) == "filter_chains[1].filter_chain_match: same as filter_chains[0]"
-    two_filters = server(80)
-    two_filters.filter_chains[0].filters.add(name="other").typed_config.Pack(hcm())
-    assert (
-        reason(two_filters)
-        == "filter_chains[0].filters: must hold exactly one HttpConnectionManager"
+def _pipe(message: Any) -> None:
+    message.address.pipe.path = "/tmp/socket"
+
+
+def _two_filters(message: Any) -> None:
+    message.filter_chains[0].filters.add(name="other").typed_config.Pack(hcm())
+
+
+def _no_filters(message: Any) -> None:
+    del message.filter_chains[0].filters[:]
+
+
+def _udp(message: Any) -> None:
+    message.address.socket_address.protocol = address_pb2.SocketAddress.UDP
+
+
+def _big_port(message: Any) -> None:
+    message.address.socket_address.port_value = 65536
+
+
+def _original_dst(message: Any) -> None:
+    message.use_original_dst.value = True
+
+
+def _no_chains(message: Any) -> None:
+    del message.filter_chains[:]
+
+
+def _bad_prefix(message: Any) -> None:
+    message.filter_chains[0].filter_chain_match.prefix_ranges.add(address_prefix="ten")
+
+
+def _invalid_unselectable_chain(message: Any) -> None:
+    chain = message.filter_chains.add(name="sni")
+    chain.filter_chain_match.server_names.append("example.com")
+
+
+def _client_filter(message: Any) -> None:
+    manager = hcm()
+    router = manager.http_filters.pop()
+    manager.http_filters.add(name="fault").typed_config.Pack(fault_pb2.HTTPFault())
+    manager.http_filters.append(router)
+    message.filter_chains[0].filters[0].typed_config.Pack(manager)
+
+
+def _plaintext_socket(message: Any) -> None:
+    message.filter_chains[0].transport_socket.typed_config.Pack(duration_pb2.Duration())
+
+
+def _tls_without_identity(message: Any) -> None:
+    tls = tls_pb2.DownstreamTlsContext()
+    message.filter_chains[0].transport_socket.typed_config.Pack(tls)
+
+
+def _tls_requiring_sni(message: Any) -> None:
+    tls = tls_pb2.DownstreamTlsContext()
+    tls.common_tls_context.tls_certificate_provider_instance.instance_name = "id"
+    tls.require_sni.value = True
+    message.filter_chains[0].transport_socket.typed_config.Pack(tls)
+
+
+def _clash(message: Any) -> None:
+    message.filter_chains.add().CopyFrom(message.filter_chains[0])
+
+
+def _clash_after_masking(message: Any) -> None:
+    first = message.filter_chains[0]
+    first.filter_chain_match.prefix_ranges.add(address_prefix="10.0.0.0").prefix_len.value = 8
+    second = message.filter_chains.add()
+    second.CopyFrom(first)
+    second.filter_chain_match.prefix_ranges[0].address_prefix = "10.9.9.9"
+
+
+FC0 = "filter_chains[0]"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (_pipe, "address.socket_address: required"),
+        (_udp, "address.socket_address.protocol: must be TCP"),
+        (_big_port, "address.socket_address.port_value: must be at most 65535"),
+        (_original_dst, "use_original_dst: not supported"),
+        (_no_chains, "default_filter_chain: required when there are no filter_chains"),
+        (_two_filters, f"{FC0}.filters: must hold exactly one HttpConnectionManager"),
+        (_no_filters, f"{FC0}.filters: must hold exactly one HttpConnectionManager"),
+        (
+            _bad_prefix,
+            f"{FC0}.filter_chain_match.prefix_ranges[0].address_prefix: not an IP address: 'ten'",
+        ),
+        (
+            _invalid_unselectable_chain,
+            "filter_chains[1].filters: must hold exactly one HttpConnectionManager",
+        ),
+        (
+            _client_filter,
+            f"{FC0}.filters[0].typed_config.http_filters[0].typed_config: "
+            "unsupported filter type type.googleapis.com/envoy.extensions.filters.http.fault.v3"
+            ".HTTPFault",
+        ),
+        (
+            _plaintext_socket,
+            f"{FC0}.transport_socket.typed_config: must be of type DownstreamTlsContext",
+        ),
+        (
+            _tls_without_identity,
+            f"{FC0}.transport_socket.typed_config: needs a tls_certificate_provider_instance",
+        ),
+        (_tls_requiring_sni, f"{FC0}.transport_socket.typed_config.require_sni: not supported"),
+        (_clash, "filter_chains[1].filter_chain_match: same match as filter_chains[0]"),
+        (
+            _clash_after_masking,
+            "filter_chains[1].filter_chain_match: same match as filter_chains[0]",
+        ),
+    ],
+)
+def test_invalid_socket_listeners_name_the_field(
+    change: Callable[[Any], None], expected: str
+) -> None:
+    """A socket Listener is held to gRPC's server-listener rules, whoever receives it."""
+    message = server(None)
+    change(message)
+    assert reason(message) == expected
+
+
+def test_socket_listener_shapes_grpc_accepts() -> None:
+    """Only a default chain; an empty host; chains that never clash because gRPC never selects
+    one of them (destination ports, server names, a raw_buffer chain beside one without)."""
+    only_default = server()
+    only_default.default_filter_chain.filters.add(name="hcm").typed_config.Pack(hcm())
+    assert view(only_default).default_filter_chain is not None
+    no_host = server(None)
+    no_host.address.socket_address.address = ""
+    assert view(no_host).address == ("", 8443)
+    assert len(view(server(80, 80)).filter_chains) == 2
+    raw = server(None, None)
+    raw.filter_chains[1].filter_chain_match.transport_protocol = "raw_buffer"
+    assert len(view(raw).filter_chains) == 2
+    sni = server(None, None)
+    for chain in sni.filter_chains:
+        chain.filter_chain_match.server_names.append("example.com")
+    assert view(sni).filter_chains == ()
+
+
+def test_a_filter_chain_keeps_its_downstream_tls() -> None:
+    """A chain's DownstreamTlsContext is read into the view: the certificate providers named."""
+    message = server(None)
+    tls = tls_pb2.DownstreamTlsContext()
+    tls.common_tls_context.tls_certificate_provider_instance.instance_name = "id"
+    validation = tls.common_tls_context.validation_context
+    validation.ca_certificate_provider_instance.instance_name = "ca"
+    tls.require_client_certificate.value = True
+    message.filter_chains[0].transport_socket.typed_config.Pack(tls)
+    chain = view(message).filter_chains[0]
+    assert chain.downstream_tls == DownstreamTls(
+        identity_provider_instance="id", ca_provider_instance="ca", require_client_certificate=True
     )
-    pipe = server(80)
-    pipe.address.pipe.path = "/tmp/socket"
-    assert reason(pipe) == "address: must be a socket address"
 
 
 def test_listener_views_compare_by_content() -> None:

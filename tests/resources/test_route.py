@@ -11,6 +11,7 @@ from envoy.config.route.v3 import route_components_pb2 as rc
 from envoy.config.route.v3 import route_pb2
 from envoy.extensions.filters.http.fault.v3 import fault_pb2
 from google.protobuf import any_pb2, duration_pb2
+from xds.type.v3 import typed_struct_pb2
 
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import _route
@@ -59,6 +60,23 @@ def reason(message: Any) -> str:
 
 
 R0 = "virtual_hosts[0].routes[0]"
+
+RLS = "grpc.lookup.v1.RouteLookupClusterSpecifier"
+
+
+def rls() -> Any:
+    """An RLS plugin config (its contents are not read)."""
+    packed = any_pb2.Any(type_url=f"type.googleapis.com/{RLS}", value=b"\x0a\x00")
+    return packed
+
+
+def plugin(m: Any, name: str, config: Any, *, optional: bool = False) -> None:
+    entry = m.cluster_specifier_plugins.add(is_optional=optional)
+    entry.extension.name = name
+    if isinstance(config, any_pb2.Any):
+        entry.extension.typed_config.CopyFrom(config)
+    else:
+        entry.extension.typed_config.Pack(config)
 
 
 def test_a_route_configuration_decodes_with_matchers_actions_and_policies() -> None:
@@ -178,8 +196,42 @@ def empty_cluster(m: Any) -> None:
     m.virtual_hosts[0].routes[0].route.cluster = ""
 
 
-def no_cluster(m: Any) -> None:
-    m.virtual_hosts[0].routes[0].route.ClearField("cluster")
+def no_cluster_bad_retry(m: Any) -> None:
+    action = m.virtual_hosts[0].routes[0].route
+    action.ClearField("cluster")
+    action.retry_policy.num_retries.SetInParent()
+
+
+def empty_plugin_name(m: Any) -> None:
+    action = m.virtual_hosts[0].routes[0].route
+    action.cluster_specifier_plugin = "x"
+    action.cluster_specifier_plugin = ""  # set, and empty
+    plugin(m, "", rls())
+
+
+def unknown_plugin_type(m: Any) -> None:
+    plugin(m, "p", duration_pb2.Duration())
+
+
+def plugin_without_extension(m: Any) -> None:
+    m.cluster_specifier_plugins.add()
+
+
+def plugin_without_config(m: Any) -> None:
+    m.cluster_specifier_plugins.add().extension.name = "p"
+
+
+def plugin_type_url_without_slash(m: Any) -> None:
+    m.cluster_specifier_plugins.add().extension.typed_config.type_url = "grpc.lookup.v1.X"
+
+
+def rls_in_typed_struct(m: Any) -> None:
+    plugin(m, "p", typed_struct_pb2.TypedStruct(type_url=f"type.googleapis.com/{RLS}"))
+
+
+def duplicate_plugin(m: Any) -> None:
+    plugin(m, "p", rls())
+    plugin(m, "p", rls())
 
 
 def zero_total(m: Any) -> None:
@@ -246,11 +298,29 @@ def untyped_filter_config(m: Any) -> None:
             f"{R0}.match.runtime_fraction.default_value.denominator: unknown denominator",
         ),
         (empty_cluster, f"{R0}.route.cluster: must not be empty"),
-        (no_cluster, f"{R0}.route: unsupported cluster specifier (none)"),
+        (no_cluster_bad_retry, f"{R0}.route.retry_policy.num_retries: must be at least 1"),
         (zero_total, f"{R0}.route.weighted_clusters: total weight must be greater than 0"),
         (nameless_weighted, f"{R0}.route.weighted_clusters.clusters[0].name: must not be empty"),
         (weight_overflow, f"{R0}.route.weighted_clusters: total weight must fit in 32 bits"),
         (missing_plugin, f"{R0}.route.cluster_specifier_plugin: no plugin named 'rls'"),
+        (empty_plugin_name, f"{R0}.route.cluster_specifier_plugin: must not be empty"),
+        (
+            unknown_plugin_type,
+            "cluster_specifier_plugins[0].extension.typed_config: "
+            "unsupported cluster specifier plugin type google.protobuf.Duration",
+        ),
+        (plugin_without_extension, "cluster_specifier_plugins[0].extension: required"),
+        (plugin_without_config, "cluster_specifier_plugins[0].extension.typed_config: required"),
+        (
+            plugin_type_url_without_slash,
+            "cluster_specifier_plugins[0].extension.typed_config.type_url: "
+            "invalid type URL 'grpc.lookup.v1.X'",
+        ),
+        (
+            rls_in_typed_struct,
+            f"cluster_specifier_plugins[0].extension.typed_config: {RLS} must not be a TypedStruct",
+        ),
+        (duplicate_plugin, "cluster_specifier_plugins[1].extension.name: duplicate name 'p'"),
         (zero_retries, f"{R0}.route.retry_policy.num_retries: must be at least 1"),
         (backoff_without_base, f"{R0}.route.retry_policy.retry_back_off.base_interval: required"),
         (
@@ -269,15 +339,54 @@ def test_invalid_route_configurations_name_the_field(
     assert reason(_with(change)) == expected
 
 
-def test_a_defined_cluster_specifier_plugin_is_accepted() -> None:
+def test_a_route_to_an_rls_plugin_is_accepted_and_keeps_the_plugin() -> None:
+    """A plugin of the one type gRPC knows (RLS) is kept, and a route naming it is kept."""
     message = config(route())
     message.virtual_hosts[0].routes[0].route.cluster_specifier_plugin = "rls"
-    plugin = message.cluster_specifier_plugins.add()
-    plugin.extension.name = "rls"
-    plugin.extension.typed_config.Pack(duration_pb2.Duration())
+    plugin(message, "rls", rls())
     v = view(message)
-    assert v.cluster_specifier_plugins["rls"][0] == "type.googleapis.com/google.protobuf.Duration"
-    assert v.virtual_hosts[0].routes[0].action is not None
+    assert v.cluster_specifier_plugins["rls"] == (f"type.googleapis.com/{RLS}", b"\x0a\x00")
+    action = v.virtual_hosts[0].routes[0].action
+    assert action is not None
+    assert action.cluster_specifier_plugin == "rls"
+
+
+def test_a_route_naming_an_optional_plugin_of_an_unknown_type_is_ignored() -> None:
+    """An optional plugin of a type gRPC lacks is accepted; routes naming it are ignored, and
+    the plugin is not in the view."""
+    named = route("/p")
+    named.route.cluster_specifier_plugin = "opt"
+    message = config(named, route("/c"))
+    plugin(message, "opt", duration_pb2.Duration(), optional=True)
+    v = view(message)
+    assert [r.match.path for r in v.virtual_hosts[0].routes] == ["/c"]
+    assert v.cluster_specifier_plugins == {}
+
+
+def test_an_optional_plugin_in_a_typed_struct_of_an_unknown_type_is_accepted() -> None:
+    """A TypedStruct stands for the type it names: optional and unknown is accepted."""
+    message = config(route())
+    plugin(message, "", typed_struct_pb2.TypedStruct(type_url="x/y.Unknown"), optional=True)
+    assert view(message).cluster_specifier_plugins == {}
+
+
+def test_an_unused_plugin_with_an_empty_name_is_accepted() -> None:
+    """An empty plugin name is a name, as in C-core: only a route naming no plugin fails."""
+    message = config(route())
+    plugin(message, "", rls())
+    assert "" in view(message).cluster_specifier_plugins
+
+
+def test_a_route_without_a_cluster_specifier_is_ignored() -> None:
+    """An action with no cluster specifier (or a cluster_header) ignores the route, and the
+    route's typed_per_filter_config is not read, as C-core does."""
+    bare = route("/none")
+    bare.route.ClearField("cluster")
+    bare.typed_per_filter_config["f"].CopyFrom(any_pb2.Any())  # would be invalid if read
+    header_pick = route("/h")
+    header_pick.route.cluster_header = "x-cluster"
+    v = view(config(bare, header_pick, route("/c")))
+    assert [r.match.path for r in v.virtual_hosts[0].routes] == ["/c"]
 
 
 # ------------------------------------------------------------------ selection and matching

@@ -25,6 +25,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 from google.protobuf import any_pb2, duration_pb2
 from hypothesis import example, given
 from hypothesis import strategies as st
+from xds.type.v3 import typed_struct_pb2
 
 from tests.resources import reference_route
 from tests.resources.differential import FUZZ_SETTINGS, plain, verdict
@@ -222,15 +223,30 @@ def _route(pick: _Pick, route: Any) -> None:
     _filter_configs(pick, route.typed_per_filter_config)
 
 
+_RLS = "type.googleapis.com/grpc.lookup.v1.RouteLookupClusterSpecifier"
+
+
 def _plugins(pick: _Pick, message: Any) -> None:
-    """Plugins "p" and "opt" (optional or not), rarely one without a name or a duplicate."""
+    """Plugins "p" and "opt" (optional or not) of the RLS type gRPC knows or of a type it lacks
+    (plain or in a TypedStruct); rarely one without a name, a duplicate, one without an
+    extension or a config, or with a type URL that names no type."""
     names = [name for name in ("p", "opt") if pick.flag()]
     names += [name for name in [pick([None], ["", "p"])] if name is not None]
     for name in names:
         plugin = message.cluster_specifier_plugins.add(is_optional=pick.flag())
+        shape = pick(["rls", "rls", "unknown", "struct"], ["none", "no_extension", "bad_url"])
+        if shape == "no_extension":
+            continue
         plugin.extension.name = name
-        if pick.flag():
-            plugin.extension.typed_config.Pack(duration_pb2.Duration(seconds=2))
+        packed = plugin.extension.typed_config
+        if shape == "rls":
+            packed.type_url, packed.value = _RLS, b"\x0a\x00"
+        elif shape == "unknown":
+            packed.Pack(duration_pb2.Duration(seconds=2))
+        elif shape == "struct":
+            packed.Pack(typed_struct_pb2.TypedStruct(type_url=pick(["x/y.Unknown", _RLS])))
+        elif shape == "bad_url":
+            packed.type_url = pick(["y.Unknown", "type.googleapis.com/"])
 
 
 @st.composite
@@ -283,7 +299,9 @@ def test_generated_route_configurations_get_the_reference_verdict(message: Any) 
 def _rich() -> Any:
     """One virtual host using every part the view reads, all valid."""
     message = _route_config()
-    message.cluster_specifier_plugins.add().extension.name = "p"
+    plugin = message.cluster_specifier_plugins.add().extension
+    plugin.name = "p"
+    plugin.typed_config.type_url, plugin.typed_config.value = _RLS, b"\x0a\x00"
     vhost = message.virtual_hosts[0]
     vhost.retry_policy.retry_on = "cancelled"
     vhost.typed_per_filter_config["fault"].Pack(fault_pb2.HTTPFault())

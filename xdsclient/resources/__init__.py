@@ -43,6 +43,7 @@ from ._endpoint import (
 )
 from ._listener import (
     KNOWN_HTTP_FILTERS,
+    DownstreamTls,
     FilterChain,
     FilterChainMatch,
     HttpConnectionManager,
@@ -81,6 +82,7 @@ __all__ = [
     "ClusterType",
     "ClusterView",
     "ClusterWeight",
+    "DownstreamTls",
     "DropOverload",
     "Endpoint",
     "FilterChain",

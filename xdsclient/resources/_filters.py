@@ -7,7 +7,8 @@ by the filter's name. Known types validate their config (an invalid fault percen
 negative delay is a NACK); an unknown type is NACKed unless the filter (or its
 ``FilterConfig`` wrapper) is optional; a type without per-route support (the router) may not
 appear in ``typed_per_filter_config``. RBAC is a server filter (gRFC A41): on a client listener
-it is unknown. Checked against grpcio's C-core by the differential harness.
+it is unknown; fault, stateful session and GCP authn are client filters, unknown on a server
+listener; the router runs on both. Checked against grpcio's C-core by the differential harness.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ._view import invalid, unpack
 
 __all__ = [
     "CLIENT_FILTERS",
+    "CLIENT_ONLY_HTTP_FILTERS",
     "KNOWN_HTTP_FILTERS",
     "OVERRIDE_TYPES",
     "SERVER_ONLY_HTTP_FILTERS",
@@ -73,6 +75,8 @@ _CLIENT_CHECKS: dict[str, Check] = {
 }
 #: Filters gRPC runs on servers only (gRFC A41).
 SERVER_ONLY_HTTP_FILTERS: frozenset[str] = frozenset({_url(rbac_pb2.RBAC)})
+#: Filters gRPC runs on clients only: on a server listener they are unknown.
+CLIENT_ONLY_HTTP_FILTERS: frozenset[str] = frozenset(_CLIENT_CHECKS) - {_url(router_pb2.Router)}
 #: Every filter config type gRPC knows (clients and servers).
 KNOWN_HTTP_FILTERS: frozenset[str] = frozenset(_CLIENT_CHECKS) | SERVER_ONLY_HTTP_FILTERS
 #: The config types a client listener accepts.

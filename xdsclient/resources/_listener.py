@@ -1,15 +1,17 @@
 """Listener, validated as gRPC's xDS clients validate LDS (gRFCs A27, A36, A39).
 
 Two shapes: a client's API listener (an HttpConnectionManager reaching its routes through RDS or
-inline), and a server listener (gRFC A36: an address and filter chains, each holding exactly one
-HttpConnectionManager).
+inline), and a socket (server) listener, validated by gRPC's server-listener rules whoever
+receives it, as C-core does (gRFC A36): a TCP socket address with a port up to 65535, no
+``use_original_dst``, filter chains (or else a ``default_filter_chain``) each holding exactly
+one HttpConnectionManager whose filters are supported on servers.
 
 Rules: the HttpConnectionManager's routes come from RDS (config source ``ads`` or ``self``, a
 route name) or inline; scoped routes are unsupported. HTTP filters have unique names and a
 typed config; a filter type we do not know fails the resource unless the filter is optional;
-the router is present, last, and only last. Server filter chains using matchers gRPC does not
-support (server names, transport or application protocols) are dropped; two chains with the
-same match are an error.
+the router is present, last, and only last. Every server filter chain is validated; those gRPC
+never selects (server names, application protocols, a transport protocol other than
+``raw_buffer``) are left out of the view, and clashing matches are an error (`_filter_chains`).
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from collections.abc import Collection
 from typing import Any, ClassVar
 
 import attrs
+from envoy.config.core.v3 import address_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
 
+from ._filter_chains import DownstreamTls, check_clashes, cidr, downstream_tls
 from ._filters import (
+    CLIENT_ONLY_HTTP_FILTERS,
     KNOWN_HTTP_FILTERS,
     SERVER_ONLY_HTTP_FILTERS,
     check_duration,
@@ -35,6 +40,7 @@ from ._view import View, invalid, parse, unpack
 
 __all__ = [
     "KNOWN_HTTP_FILTERS",
+    "DownstreamTls",
     "FilterChain",
     "FilterChainMatch",
     "HttpConnectionManager",
@@ -44,7 +50,6 @@ __all__ = [
 ]
 
 _ROUTER = router_pb2.Router.DESCRIPTOR.full_name
-_HCM = hcm_pb2.HttpConnectionManager.DESCRIPTOR.full_name
 
 
 @attrs.frozen(kw_only=True)
@@ -77,6 +82,9 @@ class FilterChainMatch:
     source_type: int = 0
     source_prefix_ranges: tuple[str, ...] = ()
     source_ports: tuple[int, ...] = ()
+    server_names: tuple[str, ...] = ()
+    transport_protocol: str = ""
+    application_protocols: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -84,6 +92,8 @@ class FilterChain:
     name: str
     match: FilterChainMatch
     http_connection_manager: HttpConnectionManager
+    #: the chain's TLS (a DownstreamTlsContext), None for plaintext
+    downstream_tls: DownstreamTls | None = None
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -97,6 +107,7 @@ class ListenerView(View):
     api_listener: HttpConnectionManager | None = None
     #: server side: where it listens
     address: tuple[str, int] | None = None
+    #: server side: the chains gRPC can select (all were validated; see `_selectable`)
     filter_chains: tuple[FilterChain, ...] = ()
     default_filter_chain: FilterChain | None = None
     raw: bytes = attrs.field(repr=False)
@@ -117,30 +128,7 @@ class ListenerView(View):
             client_filters = [f for f in known_filters if f not in SERVER_ONLY_HTTP_FILTERS]
             fields["api_listener"] = _hcm(name, "api_listener.api_listener", packed, client_filters)
         elif message.HasField("address"):
-            socket = message.address.socket_address
-            if not message.address.HasField("socket_address") or not socket.address:
-                raise invalid(name, "address", "must be a socket address")
-            fields["address"] = (socket.address, socket.port_value)
-            chains = []
-            seen: dict[bytes, int] = {}
-            for i, chain in enumerate(message.filter_chains):
-                parsed = _filter_chain(name, f"filter_chains[{i}]", chain, known_filters)
-                if parsed is None:
-                    continue
-                key = chain.filter_chain_match.SerializeToString(deterministic=True)
-                if key in seen:
-                    raise invalid(
-                        name,
-                        f"filter_chains[{i}].filter_chain_match",
-                        f"same as filter_chains[{seen[key]}]",
-                    )
-                seen[key] = i
-                chains.append(parsed)
-            fields["filter_chains"] = tuple(chains)
-            if message.HasField("default_filter_chain"):
-                fields["default_filter_chain"] = _filter_chain(
-                    name, "default_filter_chain", message.default_filter_chain, known_filters
-                )
+            fields.update(_server_fields(name, message, known_filters))
         else:
             raise invalid(name, "", "neither an api_listener nor an address")
         return cls(name=name, raw=message.SerializeToString() if raw is None else raw, **fields)
@@ -219,21 +207,62 @@ def _http_filters(
     return tuple(result)
 
 
-_UNSUPPORTED_MATCHERS = ("server_names", "application_protocols")
+def _server_fields(name: str, message: Any, known_filters: Collection[str]) -> dict[str, Any]:
+    """A socket Listener's fields, by gRPC's server rules (gRFC A36, `_filter_chains`)."""
+    if not message.address.HasField("socket_address"):
+        raise invalid(name, "address.socket_address", "required")
+    socket = message.address.socket_address
+    if socket.protocol != address_pb2.SocketAddress.TCP:
+        raise invalid(name, "address.socket_address.protocol", "must be TCP")
+    if socket.port_value > 65535:
+        raise invalid(name, "address.socket_address.port_value", "must be at most 65535")
+    if message.use_original_dst.value:
+        raise invalid(name, "use_original_dst", "not supported")
+    server_filters = [f for f in known_filters if f not in CLIENT_ONLY_HTTP_FILTERS]
+    chains = [
+        _filter_chain(name, f"filter_chains[{i}]", chain, server_filters)
+        for i, chain in enumerate(message.filter_chains)
+    ]
+    check_clashes(name, message.filter_chains)
+    default = None
+    if message.HasField("default_filter_chain"):
+        default = _filter_chain(
+            name, "default_filter_chain", message.default_filter_chain, server_filters
+        )
+    elif not chains:
+        raise invalid(name, "default_filter_chain", "required when there are no filter_chains")
+    return {
+        "address": (socket.address, socket.port_value),
+        "filter_chains": tuple(chain for chain in chains if _selectable(chain.match)),
+        "default_filter_chain": default,
+    }
 
 
-def _filter_chain(
-    name: str, path: str, chain: Any, known_filters: Collection[str]
-) -> FilterChain | None:
+def _selectable(match: FilterChainMatch) -> bool:
+    """Whether gRPC can ever select a chain with this match (the view keeps only those)."""
+    return (
+        not match.server_names
+        and not match.application_protocols
+        and (match.transport_protocol in ("", "raw_buffer"))
+    )
+
+
+def _filter_chain(name: str, path: str, chain: Any, known_filters: Collection[str]) -> FilterChain:
     match = chain.filter_chain_match
-    if any(
-        getattr(match, field) for field in _UNSUPPORTED_MATCHERS
-    ) or match.transport_protocol not in ("", "raw_buffer"):
-        return None  # gRPC never selects such a chain
-    hcms = [f for f in chain.filters if f.typed_config.type_url.rsplit("/", 1)[-1] == _HCM]
-    if len(chain.filters) != 1 or len(hcms) != 1:
+    where = f"{path}.filter_chain_match"
+    for k, prefix in enumerate(match.prefix_ranges):
+        cidr(name, f"{where}.prefix_ranges[{k}]", prefix)
+    for k, prefix in enumerate(match.source_prefix_ranges):
+        cidr(name, f"{where}.source_prefix_ranges[{k}]", prefix)
+    if len(chain.filters) != 1:
         raise invalid(name, f"{path}.filters", "must hold exactly one HttpConnectionManager")
-    manager = _hcm(name, f"{path}.filters[0].typed_config", hcms[0].typed_config, known_filters)
+    packed = chain.filters[0].typed_config
+    if not chain.filters[0].HasField("typed_config"):
+        raise invalid(name, f"{path}.filters[0].typed_config", "required")
+    manager = _hcm(name, f"{path}.filters[0].typed_config", packed, known_filters)
+    tls = None
+    if chain.HasField("transport_socket"):
+        tls = downstream_tls(name, f"{path}.transport_socket", chain.transport_socket)
     return FilterChain(
         name=chain.name,
         match=FilterChainMatch(
@@ -248,8 +277,12 @@ def _filter_chain(
                 f"{r.address_prefix}/{r.prefix_len.value}" for r in match.source_prefix_ranges
             ),
             source_ports=tuple(match.source_ports),
+            server_names=tuple(match.server_names),
+            transport_protocol=match.transport_protocol,
+            application_protocols=tuple(match.application_protocols),
         ),
         http_connection_manager=manager,
+        downstream_tls=tls,
     )
 
 

@@ -7,8 +7,10 @@ wildcard, then prefix wildcard, then ``*``; longest pattern wins within a kind) 
 Rules (checked against grpcio's C-core by tests/differential): a path matcher is prefix, path
 or safe_regex (RE2); routes with query-parameter matchers are skipped, as gRPC does; header
 ranges must not be inverted and regexes must be RE2; weighted clusters need names and a
-positive total that fits in 32 bits; a cluster specifier plugin must be defined in the route
-configuration (plugin types are not checked, so ``is_optional`` changes nothing); retry
+positive total that fits in 32 bits; a route whose action has no cluster specifier gRPC
+supports (none, or ``cluster_header``) is ignored once the rest of its action is valid; a
+cluster specifier plugin must be named and defined in the route configuration, and a route
+naming an optional plugin of a type gRPC lacks is ignored (plugin types: `_plugins`); retry
 policies need num_retries >= 1 and valid durations; durations are non-negative and in range;
 per-route filter configs must be of a type gRPC can override (`_filters`); virtual hosts need
 at least one domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
@@ -31,6 +33,7 @@ from envoy.config.route.v3 import route_components_pb2, route_pb2
 
 from .._slots import slot_setters
 from ._filters import check_duration, validate_override
+from ._plugins import Plugins, cluster_specifier_plugins
 from ._regex import Regex, RegexError, compile_regex
 from ._view import View, invalid, parse, unpack
 
@@ -334,26 +337,16 @@ def _new_route(
 
 def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
     """The validated contents of a RouteConfiguration (also used for one inline in a Listener)."""
-    plugins: dict[str, tuple[str, bytes]] = {}
-    for i, plugin in enumerate(message.cluster_specifier_plugins):
-        extension = plugin.extension
-        if not extension.name:
-            raise invalid(
-                name, f"{prefix}cluster_specifier_plugins[{i}].extension.name", "required"
-            )
-        if extension.name in plugins:
-            raise invalid(
-                name, f"{prefix}cluster_specifier_plugins[{i}].extension.name", "duplicate"
-            )
-        plugins[extension.name] = (extension.typed_config.type_url, extension.typed_config.value)
+    plugins = cluster_specifier_plugins(name, prefix, message)
     vhosts = tuple(
         _virtual_host(name, f"{prefix}virtual_hosts[{i}]", vhost, plugins)
         for i, vhost in enumerate(message.virtual_hosts)
     )
-    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": plugins}
+    known = {key: value for key, value in plugins.items() if value is not None}
+    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": known}
 
 
-def _virtual_host(name: str, path: str, vhost: Any, plugins: Mapping[str, Any]) -> VirtualHost:
+def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> VirtualHost:
     domains = vhost.domains
     if not domains:
         raise invalid(name, f"{path}.domains", "must not be empty")
@@ -394,26 +387,26 @@ def _at(vhost_path: str, j: int) -> str:
     return f"{vhost_path}.routes[{j}]"
 
 
-def _route(
-    name: str, vhost_path: str, j: int, route: Any, plugins: Mapping[str, Any]
-) -> Route | None:
+def _route(name: str, vhost_path: str, j: int, route: Any, plugins: Plugins) -> Route | None:
     parsed_match = _route_match(name, vhost_path, j, route.match)
     if parsed_match is None:
         return None
+    kind = route.WhichOneof("action")
+    action = None
+    if kind == "route":
+        action = _route_action(name, vhost_path, j, route.route, plugins)
+        if action is None:
+            return None  # ignored before its typed_per_filter_config is read, as in C-core
+        action_type = _ROUTE
+    else:
+        action_type = _NON_FORWARDING if kind == "non_forwarding_action" else _UNSUPPORTED
     configs = route.typed_per_filter_config
     if configs:
         where = f"{_at(vhost_path, j)}.typed_per_filter_config"
         configs = _filter_configs(name, where, configs)
     else:
         configs = _NO_CONFIGS
-    kind = route.WhichOneof("action")
-    if kind == "route":
-        action = _route_action(name, vhost_path, j, route.route, plugins)
-        if action is None:
-            return None
-        return _new_route(parsed_match, _ROUTE, action, configs)
-    action_type = _NON_FORWARDING if kind == "non_forwarding_action" else _UNSUPPORTED
-    return _new_route(parsed_match, action_type, None, configs)
+    return _new_route(parsed_match, action_type, action, configs)
 
 
 def _route_match(name: str, vhost_path: str, j: int, match: Any) -> RouteMatch | None:
@@ -495,7 +488,7 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
 
 
 def _route_action(
-    name: str, vhost_path: str, j: int, action: Any, plugins: Mapping[str, Any]
+    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins
 ) -> RouteAction | None:
     present = action.ListFields()  # one call finds the common shape: a cluster alone
     if len(present) == 1:
@@ -504,6 +497,7 @@ def _route_action(
             return _new_route_action(cluster, (), "", None, None, ())
     cluster, plugin = "", ""
     weighted: tuple[ClusterWeight, ...] = ()
+    ignored = False  # gRPC ignores the route, once the rest of its action is valid
     kind = action.WhichOneof("cluster_specifier")
     if kind == "cluster":
         cluster = action.cluster
@@ -514,14 +508,14 @@ def _route_action(
         weighted = _weighted_clusters(name, where, action.weighted_clusters)
     elif kind == "cluster_specifier_plugin":
         plugin = action.cluster_specifier_plugin
+        where = f"{_at(vhost_path, j)}.route.cluster_specifier_plugin"
+        if not plugin:
+            raise invalid(name, where, "must not be empty")
         if plugin not in plugins:
-            where = f"{_at(vhost_path, j)}.route.cluster_specifier_plugin"
             raise invalid(name, where, f"no plugin named {plugin!r}")
-    elif kind == "cluster_header":
-        return None  # gRPC ignores routes that pick the cluster from a header
+        ignored = plugins[plugin] is None  # optional, of a type gRPC lacks
     else:
-        where = f"{_at(vhost_path, j)}.route"
-        raise invalid(name, where, f"unsupported cluster specifier {kind or '(none)'}")
+        ignored = True  # none, or cluster_header: no cluster specifier gRPC supports
     max_duration = (
         _max_stream_duration(name, f"{_at(vhost_path, j)}.route", action.max_stream_duration)
         if action.HasField("max_stream_duration")
@@ -534,6 +528,8 @@ def _route_action(
     )
     policies = action.hash_policy
     hashes = _hash_policies(name, f"{_at(vhost_path, j)}.route", policies) if policies else ()
+    if ignored:
+        return None
     return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes)
 
 
