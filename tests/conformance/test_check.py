@@ -14,8 +14,9 @@ import pytest
 
 from tests.builders import cluster
 from tests.test_cli import cli
-from xdsclient.conformance import RULES, Level, check
+from xdsclient.conformance import RULES, Finding, Level, Report, RuleId, check
 from xdsclient.conformance._mutations import run_seeded
+from xdsclient.conformance._report import summarize
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import ControlPlane, SeededBug, builders, demo_resources
 
@@ -137,3 +138,15 @@ async def test_a_ttl_must_be_refreshed_before_it_expires(heartbeat: bool) -> Non
             beating.cancel()
     statuses = {r.variant: r.status for r in report.results if r.rule.id == "ttl-refreshed"}
     assert statuses == dict.fromkeys(("ads-delta", "ads-sotw"), "PASS" if heartbeat else "FAIL")
+
+
+def test_a_misspelt_rule_id_is_an_error_not_a_silent_na() -> None:
+    """Rules are named by `RuleId`: a finding or a look-up with an unknown id raises."""
+    assert set(RULES) == set(RuleId)
+    with pytest.raises(ValueError, match="nonce-presnt"):
+        Finding("nonce-presnt", "ads-sotw", True)
+    found = [Finding(RuleId.NONCE_PRESENT, "ads-sotw", True)]
+    report = Report(results=tuple(summarize(found, ["ads-sotw"])), discovered={"ads-sotw": 1})
+    assert report.status("nonce-present", "ads-sotw") == "PASS"
+    with pytest.raises(ValueError, match="nonce-presnt"):
+        report.status("nonce-presnt", "ads-sotw")

@@ -1,5 +1,10 @@
 """What a check found, per variant and rule, and three ways to print it: a table for people,
-JSON for tools, JUnit XML for CI systems."""
+JSON for tools, JUnit XML for CI systems.
+
+Why "not served" is part of the verdict: a check that ran no rule (no xDS service on that port,
+a variant asked for that is not served, no resource for this node) has proved nothing, so it
+must not read as a pass; it is said once, in every format, and makes the report not ok.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,8 @@ from xml.etree import ElementTree
 
 import attrs
 
-from ._checks import Finding
-from ._rules import RULES, Level, Rule
+from ._context import Finding
+from ._rules import RULES, Level, Rule, RuleId
 
 __all__ = ["Report", "RuleResult", "summarize"]
 
@@ -32,22 +37,47 @@ class RuleResult:
 
 @attrs.frozen
 class Report:
-    """Every rule in every variant checked; ``skipped``: variants the server does not serve."""
+    """Every rule in every variant checked.
+
+    ``skipped``: variants the server does not serve (why), when no variants were asked for;
+    ``unserved``: variants asked for by name that the server does not serve (why);
+    ``discovered``: per variant checked, how many resources discovery found.
+    """
 
     results: tuple[RuleResult, ...]
     skipped: dict[str, str] = attrs.field(factory=dict)
+    unserved: dict[str, str] = attrs.field(factory=dict)
+    discovered: dict[str, int] = attrs.field(factory=dict)
 
     @property
     def failures(self) -> list[RuleResult]:
+        """The rules that failed, MUST and SHOULD."""
         return [r for r in self.results if r.status == FAIL]
 
     @property
-    def ok(self) -> bool:
-        """No MUST rule failed."""
-        return not any(r.rule.level is Level.MUST for r in self.failures)
+    def not_served(self) -> str:
+        """Why this check proved nothing ("" when it checked something): a variant asked for
+        is not served, no variant is, or no resource was found for this node in any."""
+        if self.unserved:
+            return "not served: " + "; ".join(f"{v} ({why})" for v, why in self.unserved.items())
+        if not self.discovered:
+            return "no xDS service: no variant is served"
+        if not any(self.discovered.values()):
+            return "no resources were served to this node in any variant"
+        return ""
 
-    def status(self, rule: str, variant: str) -> str:
-        return next(r.status for r in self.results if r.rule.id == rule and r.variant == variant)
+    @property
+    def ok(self) -> bool:
+        """Something was served, and no MUST rule failed."""
+        return not self.not_served and not any(r.rule.level is Level.MUST for r in self.failures)
+
+    def status(self, rule: RuleId | str, variant: str) -> str:
+        """PASS, FAIL or N/A; ValueError for a rule id or a variant not in the report."""
+        rule = RuleId(rule)
+        found = [r.status for r in self.results if r.rule.id is rule and r.variant == variant]
+        if not found:
+            raise ValueError(f"variant {variant!r} was not checked")
+        return found[0]
 
     def table(self) -> str:
         variants = sorted({r.variant for r in self.results})
@@ -60,6 +90,8 @@ class Report:
             )
         for name, why in self.skipped.items():
             lines.append(f"skipped {name}: {why}")
+        if self.not_served:
+            lines.append(f"NOT SERVED: {self.not_served}")
         for failure in self.failures:
             lines.append(
                 f"\nFAIL {failure.rule.id} ({failure.rule.level.value}, "
@@ -72,7 +104,10 @@ class Report:
     def to_json(self) -> str:
         data: dict[str, Any] = {
             "ok": self.ok,
+            "not_served": self.not_served,
             "skipped": self.skipped,
+            "unserved": self.unserved,
+            "discovered": self.discovered,
             "results": [
                 {
                     "rule": r.rule.id,
@@ -89,13 +124,17 @@ class Report:
         return json.dumps(data, indent=2)
 
     def to_junit(self) -> str:
+        failed = bool(self.not_served)
         suite = ElementTree.Element(
             "testsuite",
             name="xdsclient check",
-            tests=str(len(self.results)),
-            failures=str(len(self.failures)),
+            tests=str(len(self.results) + 1),
+            failures=str(len(self.failures) + failed),
             skipped=str(sum(r.status == NOT_APPLICABLE for r in self.results)),
         )
+        served = ElementTree.SubElement(suite, "testcase", classname="xds.server", name="served")
+        if failed:
+            ElementTree.SubElement(served, "failure", message=self.not_served)
         for r in self.results:
             case = ElementTree.SubElement(
                 suite,
@@ -113,7 +152,7 @@ class Report:
 
 def summarize(findings: Iterable[Finding], variants: Iterable[str]) -> list[RuleResult]:
     """Per variant and rule: FAIL if any finding failed, PASS if one passed, else N/A."""
-    by_key: dict[tuple[str, str], list[Finding]] = {}
+    by_key: dict[tuple[str, RuleId], list[Finding]] = {}
     for finding in findings:
         by_key.setdefault((finding.variant, finding.rule), []).append(finding)
     results = []

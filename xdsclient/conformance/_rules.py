@@ -12,17 +12,57 @@ import enum
 
 import attrs
 
-__all__ = ["RULES", "Level", "Rule"]
+__all__ = ["RULES", "Level", "Rule", "RuleId"]
+
+
+class RuleId(enum.StrEnum):
+    """Every rule's id. Findings name rules by member, so a misspelt id fails type checking
+    (and `RuleId("...")` raises) instead of leaving a rule silently N/A."""
+
+    RESPONSE_TYPE_URL = "response-type-url"
+    NONCE_PRESENT = "nonce-present"
+    NONCE_UNIQUE = "nonce-unique"
+    ANY_TYPE_CONSISTENT = "any-type-consistent"
+    SOTW_VERSION_PRESENT = "sotw-version-present"
+    NO_DUPLICATE_NAMES = "no-duplicate-names"
+    RESOURCES_VALID = "resources-valid"
+    REFERENCES_RESOLVE = "references-resolve"
+    RESPONSE_SIZE = "response-size"
+    INITIAL_REQUEST_ANSWERED = "initial-request-answered"
+    REQUESTED_RESOURCES_SUPPLIED = "requested-resources-supplied"
+    ONLY_REQUESTED_RESOURCES = "only-requested-resources"
+    SOTW_FULL_STATE = "sotw-full-state"
+    WILDCARD_ANSWERED = "wildcard-answered"
+    NO_RESPONSE_TO_ACK = "no-response-to-ack"
+    NO_RESEND_AFTER_NACK = "no-resend-after-nack"
+    NACK_KEEPS_STREAM = "nack-keeps-stream"
+    NEW_NAME_RESENT = "new-name-resent"
+    RESUBSCRIBE_ANSWERED = "resubscribe-answered"
+    STALE_NONCE_IGNORED = "stale-nonce-ignored"
+    NODE_FIRST_REQUEST_ONLY = "node-first-request-only"
+    UNKNOWN_TYPE_SURVIVES = "unknown-type-survives"
+    DELTA_RESOURCE_NAME = "delta-resource-name"
+    DELTA_RESOURCE_VERSION = "delta-resource-version"
+    DELTA_DOES_NOT_EXIST = "delta-does-not-exist"
+    DELTA_INITIAL_VERSIONS = "delta-initial-versions"
+    DELTA_PHANTOM_UNSUBSCRIBE = "delta-phantom-unsubscribe"
+    DELTA_RESUBSCRIBE_RESENT = "delta-resubscribe-resent"
+    DELTA_EXPLICIT_WILDCARD = "delta-explicit-wildcard"
+    TTL_REFRESHED = "ttl-refreshed"
 
 
 class Level(enum.Enum):
+    """How strongly the spec asks for a rule; only a failing MUST makes a report not ok."""
+
     MUST = "MUST"
     SHOULD = "SHOULD"
 
 
 @attrs.frozen
 class Rule:
-    id: str
+    """One rule: its id, how strongly the spec asks for it, where it says so, and what it asks."""
+
+    id: RuleId = attrs.field(converter=RuleId)
     level: Level
     source: str
     text: str
@@ -31,188 +71,191 @@ class Rule:
 _SPEC = "xds-protocol"
 _M, _S = Level.MUST, Level.SHOULD
 
-RULES: dict[str, Rule] = {
+RULES: dict[RuleId, Rule] = {
     rule.id: rule
     for rule in (
         Rule(
-            "response-type-url",
+            RuleId.RESPONSE_TYPE_URL,
             _M,
             f"{_SPEC}: DiscoveryResponse, type_url",
             "a response carries the type URL of the request it answers",
         ),
         Rule(
-            "nonce-present",
+            RuleId.NONCE_PRESENT,
             _M,
             f"{_SPEC}: ACK/NACK and versioning; incremental nonce",
             "every response carries a nonce",
         ),
         Rule(
-            "nonce-unique",
+            RuleId.NONCE_UNIQUE,
             _S,
             f"{_SPEC}: When to send an update (stale nonces)",
             "nonces are not reused on a stream, or stale requests cannot be told apart",
         ),
         Rule(
-            "any-type-consistent",
+            RuleId.ANY_TYPE_CONSISTENT,
             _M,
             f"{_SPEC}: Resource types",
             "every resource is packed with the response's type URL (or in a Resource wrapper)",
         ),
         Rule(
-            "sotw-version-present",
+            RuleId.SOTW_VERSION_PRESENT,
             _S,
             f"{_SPEC}: ACK/NACK and versioning",
             "SotW responses carry a version_info the client can ACK",
         ),
         Rule(
-            "no-duplicate-names",
+            RuleId.NO_DUPLICATE_NAMES,
             _M,
             f"{_SPEC}: Duplicate Resource Names",
             "a response never names the same resource twice",
         ),
         Rule(
-            "resources-valid",
+            RuleId.RESOURCES_VALID,
             _M,
             "gRFC A27 and the gRFCs it builds on",
             "every served resource passes gRPC's client validation (a gRPC client would NACK it)",
         ),
         Rule(
-            "references-resolve",
+            RuleId.REFERENCES_RESOLVE,
             _S,
             "gRFC A27: the LDS -> RDS -> CDS -> EDS walk",
             "every route configuration, cluster and endpoint assignment referenced is served",
         ),
         Rule(
-            "response-size",
+            RuleId.RESPONSE_SIZE,
             _S,
             "gRPC default max receive message size (4 MiB)",
             "responses fit in gRPC's default 4 MiB receive limit",
         ),
         Rule(
-            "initial-request-answered",
+            RuleId.INITIAL_REQUEST_ANSWERED,
             _M,
             f"{_SPEC}: How the client specifies what resources",
             "the first request for a type that has resources is answered",
         ),
         Rule(
-            "requested-resources-supplied",
+            RuleId.REQUESTED_RESOURCES_SUPPLIED,
             _M,
             f"{_SPEC}: How the client specifies (must supply)",
             "the management server must supply the requested resources if they exist",
         ),
         Rule(
-            "only-requested-resources",
+            RuleId.ONLY_REQUESTED_RESOURCES,
             _S,
             f"{_SPEC}: How the client specifies what resources",
             "for non-wildcard subscriptions only requested resources are sent",
         ),
         Rule(
-            "sotw-full-state",
+            RuleId.SOTW_FULL_STATE,
             _M,
             f"{_SPEC}: Grouping Resources into Responses",
             "SotW LDS/CDS responses carry every subscribed resource, changed or not",
         ),
         Rule(
-            "wildcard-answered",
+            RuleId.WILDCARD_ANSWERED,
             _S,
             f"{_SPEC}: How the client specifies (wildcard mode)",
             "a wildcard subscription to LDS/CDS is answered with the resources for the node",
         ),
         Rule(
-            "no-response-to-ack",
+            RuleId.NO_RESPONSE_TO_ACK,
             _S,
             f"{_SPEC}: When to send an update",
             "a plain ACK gets no response while nothing changed (no echo loop)",
         ),
         Rule(
-            "no-resend-after-nack",
+            RuleId.NO_RESEND_AFTER_NACK,
             _S,
             f"{_SPEC}: When to send an update",
             "a NACKed version is not sent again at once (no hot loop)",
         ),
         Rule(
-            "nack-keeps-stream",
+            RuleId.NACK_KEEPS_STREAM,
             _M,
             f"{_SPEC}: ACK/NACK and versioning",
             "a NACK does not end the stream",
         ),
         Rule(
-            "new-name-resent",
+            RuleId.NEW_NAME_RESENT,
             _M,
             f"{_SPEC}: How the client specifies (newly requested)",
             "newly requested resources are sent even if sent before and unchanged",
         ),
         Rule(
-            "resubscribe-answered",
+            RuleId.RESUBSCRIBE_ANSWERED,
             _M,
             f"{_SPEC}: Unsubscribing From Resources",
             "a resource unsubscribed and subscribed again is sent again",
         ),
         Rule(
-            "stale-nonce-ignored",
+            RuleId.STALE_NONCE_IGNORED,
             _S,
             f"{_SPEC}: Resource updates (stale nonces)",
             "no response is sent for a request carrying a stale nonce",
         ),
         Rule(
-            "node-first-request-only",
+            RuleId.NODE_FIRST_REQUEST_ONLY,
             _M,
             f"{_SPEC}: Streams (node identifier)",
             "requests after the first on a stream are served without a node",
         ),
         Rule(
-            "unknown-type-survives",
+            RuleId.UNKNOWN_TYPE_SURVIVES,
             _S,
             "gRFC A27 (ADS carries every type)",
             "a request for an unknown type URL does not end an ADS stream",
         ),
         Rule(
-            "delta-resource-name",
+            RuleId.DELTA_RESOURCE_NAME,
             _M,
             f"{_SPEC}: Incremental xDS, Resource names",
             "every Delta resource has a name",
         ),
         Rule(
-            "delta-resource-version",
+            RuleId.DELTA_RESOURCE_VERSION,
             _M,
             f"{_SPEC}: Incremental xDS",
             "every Delta resource with a body has a version",
         ),
         Rule(
-            "delta-does-not-exist",
+            RuleId.DELTA_DOES_NOT_EXIST,
             _S,
             f"{_SPEC}: Knowing When a Requested Resource Does Not Exist",
             "a subscribed resource that does not exist is sent as a Resource without a body",
         ),
         Rule(
-            "delta-initial-versions",
+            RuleId.DELTA_INITIAL_VERSIONS,
             _S,
             f"{_SPEC}: Incremental reconnect",
             "resources whose initial_resource_versions are current are not resent",
         ),
         Rule(
-            "delta-phantom-unsubscribe",
+            RuleId.DELTA_PHANTOM_UNSUBSCRIBE,
             _M,
             f"{_SPEC}: Unsubscribing from Resources (Delta)",
             "unsubscribing a name never subscribed is processed cleanly",
         ),
         Rule(
-            "delta-resubscribe-resent",
+            RuleId.DELTA_RESUBSCRIBE_RESENT,
             _M,
             f"{_SPEC}: Subscribing to Resources (Delta)",
             "subscribing again to a resource the client has is answered with it",
         ),
         Rule(
-            "delta-explicit-wildcard",
+            RuleId.DELTA_EXPLICIT_WILDCARD,
             _M,
             f"{_SPEC}: How the client specifies (wildcard '*')",
             "an explicit '*' subscription gets the same resources as the implicit wildcard",
         ),
         Rule(
-            "ttl-refreshed",
+            RuleId.TTL_REFRESHED,
             _S,
             f"{_SPEC}: TTL",
             "a resource served with a TTL is refreshed (heartbeat or update) before it expires",
         ),
     )
 }
+
+if set(RULES) != set(RuleId):  # pragma: no cover - a rule added to one table but not the other
+    raise RuntimeError(f"rules without an entry in RULES: {sorted(set(RuleId) - set(RULES))}")
