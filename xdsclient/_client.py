@@ -24,7 +24,7 @@ from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
-from ._dependencies import Resolved
+from ._dependencies import Resolved, XdsConfig
 from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError, XdsError
 from ._logs import ProtocolLogger
 from ._metrics import enable_metrics
@@ -40,7 +40,7 @@ from ._sources import FileSource, RestSource, Source
 from ._stats import ClientStats, StatsRecorder
 from ._targets import listener_for
 from ._transports import TransportFactory
-from ._wait import wait_for
+from ._wait import wait_for, wait_for_config
 from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
 from ._xdstp import XDSTP_SCHEME, InvalidNameError, canonical_name
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
@@ -282,6 +282,23 @@ class XdsClient:
         closes first. Errors and does-not-exist events do not end the wait: a later value may.
         """
         return await wait_for(self, resource_type, name, predicate, timeout)
+
+    async def wait_for_config(
+        self,
+        listener: str,
+        predicate: Callable[[XdsConfig], bool] | None = None,
+        *,
+        timeout: float,
+        authority: str | None = None,
+    ) -> XdsConfig:
+        """The first complete `XdsConfig` of ``listener`` (as `watch_config` yields it) for
+        which ``predicate`` holds.
+
+        Raises `WaitTimeoutError` after ``timeout`` seconds (naming the last update),
+        `ClientClosedError` if the client closes first. Error snapshots and ambient errors do
+        not end the wait: a later snapshot may satisfy it.
+        """
+        return await wait_for_config(self, listener, predicate, timeout, authority)
 
     def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.

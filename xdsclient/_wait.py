@@ -1,7 +1,10 @@
-"""`XdsClient.wait_for`: the first value of a resource that satisfies a predicate.
+"""`XdsClient.wait_for` and `XdsClient.wait_for_config`: the first value of a resource, or the
+first complete configuration of a listener, that satisfies a predicate.
 
 Lives apart from the client so tests against any control plane can say "wait until the cluster
-has three endpoints" in one line; it is only a consumer of `XdsClient.watch`.
+has three endpoints" in one line; it is only a consumer of `XdsClient.watch` and
+`XdsClient.watch_config`. Errors do not end a wait (a later value may satisfy it); they are
+named in the timeout's message, the last one seen, so a failing test says why.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ._dependencies import XdsConfig
 from ._errors import ClientClosedError, WaitTimeoutError
 from ._protocol import ResourceChanged
 
@@ -40,3 +44,40 @@ async def wait_for(
             f"{name!r} did not satisfy the predicate within {timeout:g}s; last event: {last!r}"
         ) from None
     raise ClientClosedError(f"the client closed while waiting for {name!r}; last event: {last!r}")
+
+
+async def wait_for_config(
+    client: XdsClient,
+    listener: str,
+    predicate: Callable[[XdsConfig], bool] | None,
+    timeout: float,
+    authority: str | None,
+) -> XdsConfig:
+    """The first complete configuration of ``listener`` for which ``predicate`` holds."""
+    last: object = None
+    try:
+        async with (
+            asyncio.timeout(timeout),
+            client.watch_config(listener, authority=authority) as updates,
+        ):
+            async for update in updates:
+                last = update
+                if isinstance(update, XdsConfig) and (predicate is None or predicate(update)):
+                    return update
+    except TimeoutError:
+        raise WaitTimeoutError(
+            f"listener {listener!r}: no configuration satisfied the predicate within"
+            f" {timeout:g}s; last update: {_brief(last)}"
+        ) from None
+    raise ClientClosedError(
+        f"the client closed while waiting for listener {listener!r}; last update: {_brief(last)}"
+    )
+
+
+def _brief(update: object) -> str:
+    """An update in a line: a snapshot of thousands of clusters is not repeated in full."""
+    if update is None:
+        return "none"
+    if isinstance(update, XdsConfig):
+        return f"a configuration of {len(update.clusters)} cluster(s)"
+    return f"{type(update).__name__}: {update}"

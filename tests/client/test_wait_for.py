@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from xdsclient import ClientClosedError, WaitTimeoutError, XdsClient, XdsError
+from xdsclient import ClientClosedError, WaitTimeoutError, XdsClient, XdsConfig, XdsError
 from xdsclient.resources import CLUSTER, ENDPOINT
 from xdsclient.testing import ControlPlane, builders
 
@@ -53,4 +53,76 @@ async def test_wait_for_raises_when_the_client_closes(client: XdsClient) -> None
     await asyncio.sleep(0)
     await client.close()
     with pytest.raises(ClientClosedError, match="closed while waiting"):
+        await waiting
+
+
+def shop(addresses: list[str]) -> list[object]:
+    return [
+        builders.api_listener("shop"),
+        builders.route_configuration("shop-routes", {"/": "web"}),
+        builders.cluster("web"),
+        builders.cluster_load_assignment("web", [(address, 80) for address in addresses]),
+    ]
+
+
+def web_addresses(config: XdsConfig) -> list[str]:
+    endpoints = config.clusters["web"].endpoints
+    return [] if endpoints is None else [e.address for e in endpoints.healthy_endpoints()]
+
+
+async def test_wait_for_config_returns_the_first_complete_configuration(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    """Without a predicate, the first complete snapshot of the listener."""
+    control_plane.set_all(shop(["10.0.0.1"]))
+    config = await client.wait_for_config("shop", timeout=5)
+    assert isinstance(config, XdsConfig)
+    assert web_addresses(config) == ["10.0.0.1"]
+
+
+@pytest.mark.parametrize("variant", [{"ads": True, "delta": True}], indirect=True)
+async def test_wait_for_config_skips_snapshots_until_the_predicate_holds(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    """Snapshots (and error snapshots) before the one the predicate accepts are passed over."""
+    control_plane.set_all(shop(["10.0.0.1"])[:3])  # no endpoints yet: an unusable cluster
+    waiting = asyncio.create_task(
+        client.wait_for_config("shop", lambda c: web_addresses(c) == ["10.0.0.2"], timeout=5)
+    )
+    await client.wait_for_config("shop", timeout=5)  # the listener resolves meanwhile
+    control_plane.set_all(shop(["10.0.0.1"]))
+    await client.wait_for(ENDPOINT, "web", timeout=5)
+    assert not waiting.done()
+    control_plane.set_all(shop(["10.0.0.2"]))
+    config = await waiting
+    assert web_addresses(config) == ["10.0.0.2"]
+
+
+@pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)
+async def test_wait_for_config_raises_a_timeout_naming_the_last_update(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    """No accepted snapshot in time: `WaitTimeoutError`, saying what came last, in brief."""
+    control_plane.set_all(shop(["10.0.0.1"]))
+    with pytest.raises(WaitTimeoutError, match="listener 'shop'") as raised:
+        await client.wait_for_config("shop", lambda config: False, timeout=0.5)
+    assert "last update: a configuration of 1 cluster(s)" in str(raised.value)
+
+
+@pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)
+async def test_wait_for_config_names_the_error_when_the_listener_is_unusable(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    """A listener never sent times out naming the error the client reported for it."""
+    with pytest.raises(WaitTimeoutError, match="last update: ResourceTimeoutError: Listener"):
+        await client.wait_for_config("missing", timeout=1.5)  # the fixture's timer is 1 s
+
+
+@pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)
+async def test_wait_for_config_raises_when_the_client_closes(client: XdsClient) -> None:
+    """Closing the client ends the wait with `ClientClosedError`."""
+    waiting = asyncio.create_task(client.wait_for_config("never", timeout=5))
+    await asyncio.sleep(0)
+    await client.close()
+    with pytest.raises(ClientClosedError, match="closed while waiting for listener 'never'"):
         await waiting

@@ -4,15 +4,13 @@ clear errors for bad settings and a missing pytest-asyncio."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.builders import cluster
+from tests.testing_kit.runner import INI, run_pytest
 from xdsclient.testing import ControlPlane
 
 USER_TEST = """
@@ -40,20 +38,6 @@ async def test_nothing_is_nacked(xds_client, xds_recorder):
     await xds_recorder.answer(CLUSTER.type_url)
     xds_recorder.assert_no_nacks()
 """
-INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
-
-
-async def run_pytest(
-    directory: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *args,
-        cwd=directory, env={**os.environ, "GRPC_VERBOSITY": "NONE", **(env or {})},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode()
 
 
 @pytest.fixture

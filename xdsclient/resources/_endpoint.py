@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
@@ -153,6 +153,18 @@ class ClusterLoadAssignmentView(View):
     def localities(self) -> tuple[LocalityEndpoints, ...]:
         """Every locality, highest priority (0) first."""
         return tuple(locality for group in self.priorities for locality in group)
+
+    def healthy_endpoints(self, priority: int | None = None) -> Iterator[Endpoint]:
+        """Every endpoint gRPC balances over (health UNKNOWN or HEALTHY), flat: priority 0
+        first, each locality in order, its endpoints in order; only those of ``priority`` when
+        given (none for a priority the assignment lacks). `localities` keeps the grouping
+        (locality weights, priorities) for a balancer that needs it."""
+        groups = self.priorities if priority is None else self.priorities[priority : priority + 1]
+        for group in groups:
+            for locality in group:
+                for endpoint in locality.endpoints:
+                    if endpoint.healthy:
+                        yield endpoint
 
     @classmethod
     def from_proto(cls, message: Any, raw: bytes | None = None) -> ClusterLoadAssignmentView:

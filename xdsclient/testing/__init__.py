@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._bootstraps import bootstrap
-from ._control_plane import ControlPlane, ReceivedRequest, SentResponse
+from ._control_plane import ControlPlane, ListenError, ReceivedRequest, SentResponse
 from ._demo_config import assignment, changing_endpoints, demo_resources
 from ._fake_clock import FakeClock
 from ._fake_transport import FakeStream, FakeTransport
@@ -15,6 +15,7 @@ __all__ = [
     "FakeClock",
     "FakeStream",
     "FakeTransport",
+    "ListenError",
     "ProtocolRecorder",
     "ReceivedRequest",
     "SeededBug",
@@ -30,6 +31,7 @@ for _cls in (
     FakeClock,
     FakeStream,
     FakeTransport,
+    ListenError,
     ProtocolRecorder,
     ReceivedRequest,
     SentResponse,

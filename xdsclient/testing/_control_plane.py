@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import socket
 import ssl
 import tempfile
 import time
@@ -32,6 +33,7 @@ import attrs
 import grpc
 from google.protobuf import any_pb2
 
+from .._errors import XdsError
 from .._names import RESOURCE_WRAPPER_TYPE_URL, WILDCARD
 from .._protocol._messages import (
     DeltaDiscoveryRequest,
@@ -46,7 +48,7 @@ from ..resources import BUILTIN_TYPES, CLUSTER, ENDPOINT, LISTENER
 from ._rest_endpoint import RestEndpoint, wait_event
 from ._seeded import SeededBug
 
-__all__ = ["ControlPlane", "ReceivedRequest", "SentResponse"]
+__all__ = ["ControlPlane", "ListenError", "ReceivedRequest", "SentResponse"]
 
 _FULL_STATE = frozenset({LISTENER.type_url, CLUSTER.type_url})
 _KNOWN_TYPES = frozenset(rtype.type_url for rtype in BUILTIN_TYPES)
@@ -188,8 +190,11 @@ class ControlPlane:
     async def start(self) -> None:
         """Start serving (again, on the same port after `stop`)."""
         # Tests run clients with short keepalives: accept their pings instead of GOAWAY-ing them.
+        # No SO_REUSEPORT (gRPC's default): a port another server listens on must be refused,
+        # or clients would land on either server at random.
         server = grpc.aio.server(
             options=[
+                ("grpc.so_reuseport", 0),
                 ("grpc.http2.min_ping_interval_without_data_ms", 100),
                 ("grpc.http2.max_ping_strikes", 0),
                 ("grpc.keepalive_permit_without_calls", 1),
@@ -197,10 +202,14 @@ class ControlPlane:
         )
         server.add_generic_rpc_handlers(self._handlers())
         address = f"{self._host}:{self._port}"
-        if self._credentials is None:
-            port = server.add_insecure_port(address)
-        else:
-            port = server.add_secure_port(address, self._credentials)
+        try:
+            if self._credentials is None:
+                port = server.add_insecure_port(address)
+            else:
+                port = server.add_secure_port(address, self._credentials)
+        except RuntimeError:  # grpc says only "Failed to bind": ask the OS why
+            await server.stop(None)
+            raise _listen_error(self._host, self._port) from None
         await server.start()
         self._port = port
         self._server = server
@@ -736,6 +745,27 @@ class ControlPlane:
             )
         )
         return response
+
+
+class ListenError(XdsError, OSError):
+    """Local: the control plane cannot listen on its address; ``errno`` says why
+    (``EADDRINUSE``: another server listens there)."""
+
+    def __init__(self, address: str, code: int | None, reason: str) -> None:
+        super().__init__(f"cannot listen on {address}: {reason}")
+        self.errno = code  # OSError's own field, as the OS would set it
+
+
+def _listen_error(host: str, port: int) -> ListenError:
+    """Why ``host:port`` cannot be bound, found by binding it as gRPC does (SO_REUSEADDR)."""
+    address = f"{host}:{port}"
+    try:
+        with socket.create_server((host.strip("[]"), port)):
+            pass
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        return ListenError(address, exc.errno, reason.lower())
+    return ListenError(address, None, "gRPC could not bind it")
 
 
 def _sotw_name(packed: Any) -> str:

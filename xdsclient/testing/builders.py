@@ -152,7 +152,9 @@ class EndpointSpec:
 
     address: str
     port: int
+    #: unknown, healthy, unhealthy, draining, timeout or degraded
     health: str = "healthy"
+    #: the endpoint's ``load_balancing_weight``
     weight: int = 1
 
 
@@ -164,7 +166,10 @@ class LocalitySpec:
     zone: str = "zone-a"
     region: str = ""
     sub_zone: str = ""
+    #: the locality's priority, 0 first
     priority: int = 0
+    #: ``load_balancing_weight``: a gRPC client shares its priority's traffic between localities
+    #: in proportion; 0 is sent as 0, and a gRPC client (and our view) skips the locality
     weight: int = 1
 
 
