@@ -251,6 +251,20 @@ def resource_type(name: str) -> Any:
     raise CliError(f"unknown type {name!r}: one of {', '.join(TYPES)} or a type URL", USAGE)
 
 
+def known_type(name: str) -> Any:
+    """`resource_type`, for a client of the built-in types only: a type URL none of them has
+    is a usage error (the CLI cannot decode it)."""
+    from ..resources import BUILTIN_TYPES
+
+    rtype = resource_type(name)
+    if isinstance(rtype, str):
+        rtype = next((t for t in BUILTIN_TYPES if t.type_url == rtype), None)
+        if rtype is None:
+            raise CliError(f"unknown type {name!r}: one of {', '.join(TYPES)} or their type URLs",
+                           USAGE)  # fmt: skip
+    return rtype
+
+
 _COLOURS = {"good": "32", "warn": "33", "bad": "31", "dim": "2"}
 
 
