@@ -33,7 +33,7 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (INCOMPLETE, "dump, watch: a resource NACKed, missing, timed out or in error"),
     (INTERNAL, "internal error (a bug: please report it)"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
-    (BROKEN_PIPE, "the output was closed early (as `| head` does); nothing on stderr"),
+    (BROKEN_PIPE, "the output was closed early (a pipe into `head`): quietly, as SIGPIPE"),
 )
 
 
