@@ -49,9 +49,10 @@ async def _ok(cp: ControlPlane) -> str:
 async def _must_failed(_: ControlPlane) -> str:
     async with ControlPlane(bugs={SeededBug.NO_NONCE}) as bad:
         bad.set_all([])
-        status, _, err = await cli("check", "--server", bad.address, "--variants", "ads-sotw",
-                                   "--quiet-window", "0.3", "--timeout", "1.5")  # fmt: skip
+        status, out, err = await cli("check", "--server", bad.address, "--variants", "ads-sotw",
+                                     "--quiet-window", "0.3", "--timeout", "1.5")  # fmt: skip
     assert status == 1
+    assert "FAIL nonce-present (MUST" in out
     return one_error_line(err)
 
 
