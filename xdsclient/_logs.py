@@ -9,6 +9,9 @@ holds no log calls. Rules (docs/observability.md lists every line):
 - ``xdsclient.connectivity`` WARNING when a server is lost (gRFC A57's connectivity failure),
   INFO when it answers again; on changes only, never once per retry.
 - ``xdsclient.protocol`` DEBUG: a one-line summary of each request and response.
+- Names the authority as an operator knows it: gRFC A47's ``#old`` (the authority of every
+  name that is not an xdstp:// name) is an internal key, so `authority_words` says "plain
+  (non-xdstp) names" instead.
 - Never a credential: lines carry server URIs, type URLs, versions, nonces, names and the
   NACK's text; no node metadata, headers or call credentials.
 """
@@ -17,9 +20,10 @@ from __future__ import annotations
 
 import logging
 
+from ._names import OLD_AUTHORITY
 from ._observe import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
 
-__all__ = ["ProtocolLogger"]
+__all__ = ["ProtocolLogger", "authority_words"]
 
 protocol_logger = logging.getLogger("xdsclient.protocol")
 connectivity_logger = logging.getLogger("xdsclient.connectivity")
@@ -84,6 +88,14 @@ class ProtocolLogger:
         elif event.server in self._lost:
             self._lost.discard(event.server)
             connectivity_logger.info("xDS server %s answers again", event.server)
+
+
+def authority_words(authority: str) -> str:
+    """An authority as a log line or an error message names it: ``authority 'x'``, or for
+    the internal ``#old`` key, the names it stands for."""
+    if authority == OLD_AUTHORITY:
+        return "plain (non-xdstp) names"
+    return f"authority {authority!r}"
 
 
 def _short(type_url: str) -> str:
