@@ -3,9 +3,12 @@ configuration, held together until the dump is read."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from google.protobuf import json_format
 
 from tests.cli.helpers import cli, one_error_line
+from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 
 
@@ -40,3 +43,17 @@ async def test_a_nacked_resource_ends_the_wait_and_the_dump_exits_5(cp: ControlP
     assert status == 5
     assert "NACKED" in out
     assert one_error_line(err) == "xdsclient: not usable: Cluster bad (NACKED)"
+
+
+async def test_a_resource_no_source_serves_is_named_and_exits_5(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """A resource asked for that is not in the dump at all (no source serves its type) is a
+    failure, named on stderr, not an empty dump with status 0."""
+    path = tmp_path / "cds.yaml"
+    cp.write_file(path, CLUSTER.type_url)
+    status, out, err = await cli("dump", "--resource", "cluster:c", "--resource", "listener:l",
+                                 "--file", str(path))  # fmt: skip
+    assert status == 5
+    assert "ACKED" in out
+    assert one_error_line(err) == "xdsclient: not usable: Listener l (not served)"

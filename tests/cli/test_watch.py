@@ -4,8 +4,10 @@ or ``--timeout``, and exits as ``dump`` does when a resource is NACKed or missin
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.cli.helpers import cli, one_error_line
+from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 
 
@@ -93,3 +95,13 @@ async def test_timeout_with_everything_usable_exits_0(cp: ControlPlane) -> None:
         "d:",
     ]
     assert err == ""
+
+
+async def test_a_resource_no_source_serves_exits_5(cp: ControlPlane, tmp_path: Path) -> None:
+    """Watching a type that none of the given sources serves prints why and exits 5, not 0."""
+    path = tmp_path / "cds.yaml"
+    cp.write_file(path, CLUSTER.type_url)
+    status, out, err = await cli("watch", "listener", "l", "--file", str(path), "--count", "1")
+    assert status == 5
+    assert out.startswith('error    Listener l: Listener "l": no xDS server is configured')
+    assert one_error_line(err) == "xdsclient: not usable: Listener l (not served)"

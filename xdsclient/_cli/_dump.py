@@ -58,7 +58,16 @@ async def _run(args: argparse.Namespace) -> int:
         text = _render(client, config, output)
     print(text)
     unfinished = f"incomplete after {args.timeout:g} s"
-    return outcome(config, lambda _: True, finished=complete, unfinished=unfinished)
+    return outcome(config, lambda _: True, _asked(args.listener, wanted), finished=complete,
+                   unfinished=unfinished)  # fmt: skip
+
+
+def _asked(listener: str | None, wanted: list[tuple[Any, str]]) -> list[tuple[str, str]]:
+    """(type URL, name) of each resource asked for by name."""
+    from ..resources import LISTENER
+
+    asked = [(rtype.type_url, name) for rtype, name in wanted]
+    return asked if listener is None else [(LISTENER.type_url, listener), *asked]
 
 
 def _resource(item: str) -> tuple[Any, str]:

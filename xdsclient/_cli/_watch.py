@@ -59,7 +59,9 @@ async def _run(args: argparse.Namespace) -> int:
     finished = args.count is None or printed >= args.count
     after = f" after {args.timeout:g} s" if args.timeout is not None else ""
     unfinished = f"{printed} of {args.count} updates{after}"
-    return outcome(config, _wanted(rtype, args.names), finished=finished, unfinished=unfinished)
+    asked = _asked(rtype, args)
+    return outcome(config, _wanted(rtype, args.names), asked, finished=finished,
+                   unfinished=unfinished)  # fmt: skip
 
 
 async def _follow(lines: Lines, count: int | None, timeout: float | None) -> int:
@@ -81,6 +83,15 @@ def _wanted(rtype: Any, names: list[str]) -> Any:
         return lambda _: True
     everything = "*" in names
     return lambda item: item.type_url == rtype.type_url and (everything or item.name in names)
+
+
+def _asked(rtype: Any, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(type URL, name) of each resource asked for by name (not ``'*'``)."""
+    if rtype is None:
+        from ..resources import LISTENER
+
+        return [(LISTENER.type_url, args.listener)]
+    return [(rtype.type_url, name) for name in args.names if name != "*"]
 
 
 async def _config_lines(client: Any, args: argparse.Namespace) -> Lines:
