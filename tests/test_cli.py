@@ -15,7 +15,8 @@ from envoy.service.status.v3 import csds_pb2
 from google.protobuf import json_format
 
 from tests.builders import cluster, endpoints, listener, routes
-from tests.cli.helpers import cli, closed_port, interrupted, started
+from tests.cli.helpers import cli as cli  # re-exported: tests/conformance uses it
+from tests.cli.helpers import closed_port, interrupted, started
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 
