@@ -3,12 +3,8 @@ control plane over gRPC, a file and REST: output, exit statuses, one-line errors
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
-import os
-import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,23 +15,10 @@ from envoy.service.status.v3 import csds_pb2
 from google.protobuf import json_format
 
 from tests.builders import cluster, endpoints, listener, routes
+from tests.cli.helpers import cli as cli  # re-exported: tests/conformance uses it
+from tests.cli.helpers import closed_port, interrupted, started
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
-
-
-async def cli(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "xdsclient",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "GRPC_VERBOSITY": "NONE"},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 @pytest.fixture
@@ -135,15 +118,8 @@ async def test_a_malformed_bootstrap_is_one_line_naming_the_field(tmp_path: Path
     assert "Traceback" not in err
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 async def test_an_unreachable_server_makes_dump_exit_4_with_the_requested_resources() -> None:
-    address = f"127.0.0.1:{_closed_port()}"
+    address = f"127.0.0.1:{closed_port()}"
     code, out, err = await cli("dump", "--listener", "l", "--server", address, "--timeout", "1")
     assert code == 4
     assert "REQUESTED" in out
@@ -151,29 +127,10 @@ async def test_an_unreachable_server_makes_dump_exit_4_with_the_requested_resour
     assert "Traceback" not in err
 
 
-async def _started(*args: str) -> tuple[asyncio.subprocess.Process, str]:
-    """A CLI process and its first line of output."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "xdsclient", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "GRPC_VERBOSITY": "NONE"},
-    )  # fmt: skip
-    assert process.stdout is not None
-    first = await asyncio.wait_for(process.stdout.readline(), 30)
-    return process, first.decode()
-
-
-async def _interrupted(process: asyncio.subprocess.Process) -> tuple[int, str]:
-    process.send_signal(signal.SIGINT)
-    _, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode is not None
-    return process.returncode, err.decode()
-
-
 async def test_ctrl_c_ends_a_watch_with_status_130_and_no_traceback(cp: ControlPlane) -> None:
-    process, first = await _started("watch", "cluster", "c", "--server", cp.address)
+    process, first = await started("watch", "cluster", "c", "--server", cp.address)
     assert first.startswith("changed  Cluster c")
-    code, err = await _interrupted(process)
+    code, err = await interrupted(process)
     assert code == 130
     assert "Traceback" not in err
 
@@ -181,7 +138,7 @@ async def test_ctrl_c_ends_a_watch_with_status_130_and_no_traceback(cp: ControlP
 async def test_serve_runs_the_demo_for_dump_and_watch_until_ctrl_c() -> None:
     from xdsclient._demo import LISTENER
 
-    process, first = await _started("serve", "--port", "0")
+    process, first = await started("serve", "--port", "0")
     address = first.split(" on ")[1].split()[0]
     try:
         code, out, _ = await cli("dump", "--listener", LISTENER, "--server", address,
@@ -196,7 +153,7 @@ async def test_serve_runs_the_demo_for_dump_and_watch_until_ctrl_c() -> None:
         assert update["listener"] == LISTENER
         assert update["clusters"]["web"]["endpoints"]
     finally:
-        code, err = await _interrupted(process)
+        code, err = await interrupted(process)
     assert code == 130
     assert "Traceback" not in err
 

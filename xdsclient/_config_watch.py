@@ -15,6 +15,12 @@ cached values usable reaches the consumer as that `AmbientError`, and the last s
 An ambient error is handled with the rest of its batch (the events delivered before the re-walk
 runs): it comes after the snapshot that batch produced, since a failed reconnect yields both at
 once, unless its own resource changed after it in the batch; a later snapshot drops it if unread.
+
+A state change is reported once: an ambient error equal to the last one delivered (the same
+resource, error type and text) is not delivered again, so a server that stays unreachable is
+one warning, not one per backoff cycle. A new snapshot, or any change of that resource, makes
+the next one news again. (A recovery that changes nothing reaches the watch as no event at all,
+so the same failure right after such a recovery stays quiet until something changes.)
 """
 
 from __future__ import annotations
@@ -115,6 +121,8 @@ class ConfigWatch:
         self._snapshot: XdsConfig | XdsError | None = None  # waiting for the consumer
         self._warning: AmbientError | None = None  # waiting for the consumer, after it
         self._batch_warning: AmbientError | None = None  # of the batch the next walk follows
+        #: the last ambient error delivered, as `_warning_key` has it; None once stale
+        self._warned: tuple[str, str, type, str] | None = None
         #: the last walk's complete snapshot, and which of its clusters use each assignment
         self._last: XdsConfig | None = None
         self._users: dict[str, list[str]] | None = None
@@ -177,10 +185,15 @@ class ConfigWatch:
             config = self._full_walk()
         if config is not None and not _same(config, self._published):
             self._published = self._snapshot = config
-            self._warning = None  # older warnings were about the snapshot it replaces
+            self._warning = self._warned = (
+                None  # older warnings were about the snapshot it replaces
+            )
             self._ready.set()
-        if warning is not None and self._published is not None:  # no snapshot: nothing to warn of
-            self._warning = warning
+        if warning is None or self._published is None:  # no snapshot: nothing to warn of
+            return
+        key = _warning_key(warning)
+        if key != self._warned:  # the same again (a retry failing alike) is no news
+            self._warning, self._warned = warning, key
             self._ready.set()
 
     def _full_walk(self) -> XdsConfig | XdsError | None:
@@ -223,6 +236,8 @@ class ConfigWatch:
         warning = self._batch_warning
         if warning is not None and (warning.type_url, warning.name) == (event.type_url, event.name):
             self._batch_warning = None  # that resource changed since: the warning is stale
+        if self._warned is not None and self._warned[:2] == (event.type_url, event.name):
+            self._warned = None  # so is the one delivered: the same failure again is news
         self._schedule()
 
     def _ambient(self, event: AmbientError) -> None:
@@ -256,6 +271,11 @@ class ConfigWatch:
         if not self._cancelled:
             warn_never_cancelled(self)
             self.cancel()
+
+
+def _warning_key(warning: AmbientError) -> tuple[str, str, type, str]:
+    """What makes two ambient errors the same news (errors compare by identity)."""
+    return (warning.type_url, warning.name, type(warning.error), str(warning.error))
 
 
 async def _run_callback(

@@ -11,6 +11,9 @@ holds no log calls. Rules (docs/observability.md lists every line):
   ``http(s)://`` URL) says so: WARNING at its first failed poll (HTTP error, timeout, a body
   that is not a response), INFO at its next good one.
 - ``xdsclient.protocol`` DEBUG: a one-line summary of each request and response.
+- Names the authority as an operator knows it: gRFC A47's ``#old`` (the authority of every
+  name that is not an xdstp:// name) is an internal key, so `authority_words` says "plain
+  (non-xdstp) names" instead.
 - Never a credential: lines carry server URIs, type URLs, versions, nonces, names and the
   NACK's text; no node metadata, headers or call credentials.
 """
@@ -19,9 +22,10 @@ from __future__ import annotations
 
 import logging
 
+from ._names import OLD_AUTHORITY
 from ._observe import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
 
-__all__ = ["ProtocolLogger"]
+__all__ = ["ProtocolLogger", "authority_words"]
 
 protocol_logger = logging.getLogger("xdsclient.protocol")
 connectivity_logger = logging.getLogger("xdsclient.connectivity")
@@ -96,6 +100,14 @@ class ProtocolLogger:
                 connectivity_logger.info("REST-JSON source %s answers again", event.server)
             else:
                 connectivity_logger.info("xDS server %s answers again", event.server)
+
+
+def authority_words(authority: str) -> str:
+    """An authority as a log line or an error message names it: ``authority 'x'``, or for
+    the internal ``#old`` key, the names it stands for."""
+    if authority == OLD_AUTHORITY:
+        return "plain (non-xdstp) names"
+    return f"authority {authority!r}"
 
 
 def _short(type_url: str) -> str:

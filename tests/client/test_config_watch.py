@@ -8,11 +8,20 @@ from typing import Any
 import pytest
 from envoy.config.route.v3 import route_pb2
 
+from tests import builders
 from tests.builders import cluster, endpoints, listener
 from tests.client.conftest import Variant, eventually
-from xdsclient import ConfigUpdate, ResourceDoesNotExistError, XdsClient, XdsConfig, XdsError
+from tests.shell.conftest import OPTIONS as FAKE_OPTIONS
+from tests.shell.conftest import settle
+from xdsclient import (
+    AmbientError,
+    ConfigUpdate,
+    ResourceDoesNotExistError,
+    XdsClient,
+    XdsConfig,
+)
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, FakeClock, FakeTransport
 
 
 def routes(*clusters: str) -> Any:
@@ -33,9 +42,9 @@ def serve(cp: ControlPlane, *clusters: str) -> None:
         cp.set(endpoints(name))
 
 
-async def next_config(watch: Any, timeout: float = 5.0) -> XdsConfig | XdsError:
+async def next_config(watch: Any, timeout: float = 5.0) -> ConfigUpdate:
     async with asyncio.timeout(timeout):
-        update: XdsConfig | XdsError = await anext(watch)
+        update: ConfigUpdate = await anext(watch)
         return update
 
 
@@ -186,3 +195,66 @@ async def test_an_unreachable_server_gives_an_error_snapshot_and_a_resource_erro
         state = client.resource_state(LISTENER, "l")
         assert state is not None
         assert isinstance(state.error, TransportError)
+
+
+async def _served(fake: FakeTransport, configs: Any) -> XdsConfig:
+    """Serve the listener's whole configuration on the fake stream; its first snapshot."""
+    stream = await fake.stream()
+    for resource in (listener("l", route="r"), builders.routes("c", name="r"), cluster("c")):
+        stream.send([resource])
+        await settle()
+    stream.send([endpoints("c")])
+    snapshot = await next_config(configs)
+    assert isinstance(snapshot, XdsConfig)
+    return snapshot
+
+
+async def test_a_server_that_stays_down_is_one_ambient_error_not_one_per_retry() -> None:
+    """While the server stays unreachable the same way, the watch says so once, not at every
+    backoff cycle; a different failure is news again."""
+    fake, clock = FakeTransport(), FakeClock()
+    async with (
+        XdsClient("fake:1", node_id="n", transport=fake, clock=clock, options=FAKE_OPTIONS) as c,
+        c.watch_config("l") as configs,
+    ):
+        await _served(fake, configs)
+        fake.refuse("xDS server gone")
+        fake.current.fail()
+        warning = await next_config(configs)
+        assert isinstance(warning, AmbientError)
+        attempts = fake.open_attempts
+        reader = asyncio.ensure_future(next_config(configs))
+        for _ in range(4):  # four more backoff cycles, each failing the same way
+            clock.advance(200)
+            await settle()
+        assert fake.open_attempts >= attempts + 4  # the client did retry
+        assert not reader.done()
+        fake.refuse("xDS server gone elsewhere")
+        clock.advance(200)
+        news = await reader
+        assert isinstance(news, AmbientError)
+        assert "elsewhere" in str(news.error)
+
+
+async def test_the_same_failure_after_a_new_snapshot_is_reported_again() -> None:
+    """An ambient error is about the snapshot before it: after a new snapshot the same failure
+    is reported again."""
+    fake, clock = FakeTransport(), FakeClock()
+    async with (
+        XdsClient("fake:1", node_id="n", transport=fake, clock=clock, options=FAKE_OPTIONS) as c,
+        c.watch_config("l") as configs,
+    ):
+        await _served(fake, configs)
+        fake.refuse("xDS server gone")
+        fake.current.fail()
+        assert isinstance(await next_config(configs), AmbientError)
+        fake.accept()
+        clock.advance(200)
+        stream = await fake.stream()
+        stream.send([endpoints("c", port=9090)])
+        assert isinstance(await next_config(configs), XdsConfig)
+        fake.refuse("xDS server gone")
+        stream.fail()
+        again = await next_config(configs)
+        assert isinstance(again, AmbientError)
+        assert "xDS server gone" in str(again.error)

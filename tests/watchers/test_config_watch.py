@@ -1,8 +1,9 @@
 """`ConfigWatch` over a small in-test `ConfigSource`: real resource views decoded from real
 protobuf messages, a real dispatcher, no client and no server. What it must do: subscribe to what
 the walk needs, publish only complete snapshots that differ, report a resource that holds only an
-error as an error snapshot, deliver ambient errors (conflated) after the snapshot, run the
-callback form on one owned task, and end cleanly (cancelled, or dropped with a warning)."""
+error as an error snapshot, deliver ambient errors (conflated, once per change) after the
+snapshot, run the callback form on one owned task, and end cleanly (cancelled, or dropped with a
+warning)."""
 
 from __future__ import annotations
 
@@ -346,6 +347,43 @@ async def test_an_ambient_error_while_nothing_was_published_is_not_delivered(
         assert not reader.done()
         source.set(endpoints("c"))
         assert isinstance(await reader, XdsConfig)
+
+
+async def test_an_ambient_error_equal_to_the_last_delivered_is_not_delivered_again(
+    source: Source,
+) -> None:
+    """The same resource failing the same way again (a retry) is no news; another error is."""
+    source.set(*GRAPH)
+    async with ConfigWatch(source, "l", "l") as watch:
+        assert isinstance(await next_update(watch), XdsConfig)
+        source.warn(CLUSTER, "c", TransportError("unreachable"))
+        assert isinstance(await next_update(watch), AmbientError)
+        reader = asyncio.ensure_future(next_update(watch))
+        for _ in range(3):
+            source.warn(CLUSTER, "c", TransportError("unreachable"))
+            await settle()
+        assert not reader.done()
+        source.warn(CLUSTER, "c", TransportError("refused"))
+        warning = await reader
+        assert isinstance(warning, AmbientError)
+        assert str(warning.error) == "refused"
+
+
+async def test_a_change_of_the_warned_resource_makes_the_same_error_news_again(
+    source: Source,
+) -> None:
+    """Once the resource an ambient error was about changes, the same error is delivered again."""
+    source.set(*GRAPH)
+    async with ConfigWatch(source, "l", "l") as watch:
+        assert isinstance(await next_update(watch), XdsConfig)
+        source.warn(ENDPOINT, "c", TransportError("unreachable"))
+        assert isinstance(await next_update(watch), AmbientError)
+        source.set(endpoints("c", port=9090))
+        assert isinstance(await next_update(watch), XdsConfig)
+        source.warn(ENDPOINT, "c", TransportError("unreachable"))
+        warning = await next_update(watch)
+        assert isinstance(warning, AmbientError)
+        assert str(warning.error) == "unreachable"
 
 
 async def test_cancel_ends_iteration_and_drops_every_subscription(source: Source) -> None:

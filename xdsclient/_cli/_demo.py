@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import random
 
-from ._common import OK, Command
+from ._common import OK, Command, positive_int
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     from .._demo import LISTENER
 
-    parser.add_argument("--updates", type=int, default=None, help="stop after this many")
+    parser.add_argument("--updates", type=positive_int, help="stop after this many")
     parser.add_argument("--bootstrap", help="a gRPC xDS bootstrap file: watch a real server")
     parser.add_argument("--listener", default=LISTENER, help=f"default {LISTENER}")
     parser.add_argument(
@@ -34,7 +34,14 @@ async def _demo(args: argparse.Namespace) -> int:
 
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=18000, help="port (18000; 0: any free one)")
+    parser.add_argument("--port", type=_port, default=18000, help="port (18000; 0: any free one)")
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return int(text)
 
 
 async def _serve(args: argparse.Namespace) -> int:

@@ -1,32 +1,34 @@
-"""``xdsclient dump``: connect, wait until a listener's whole configuration (or the named
-resources) is complete or ``--timeout`` passes, print the CSDS dump as a table, JSON or YAML,
-and exit nonzero when anything is NACKed, missing or timed out."""
+"""``xdsclient dump``: connect, wait until a listener's whole configuration and every named
+resource has arrived (or ``--timeout`` passes), print the CSDS dump as a table, JSON or YAML,
+and exit nonzero when anything is NACKED, missing or timed out (`._outcome`).
+
+Everything asked for is watched at once, and held until the dump is read: a resource the client
+no longer watches leaves its cache, so waiting for one resource after another would dump only
+the last.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from .._errors import XdsError
 from ._common import (
     CONFIG,
-    INCOMPLETE,
-    OK,
-    UNAVAILABLE,
     USAGE,
     CliError,
     Command,
     Style,
     add_source_options,
+    known_type,
     make_client,
-    resource_type,
+    positive_float,
 )
-
-#: CSDS statuses that make the dump a failure
-_BAD = ("NACKED", "DOES_NOT_EXIST", "TIMEOUT", "RECEIVED_ERROR")
+from ._outcome import outcome
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +36,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resource", action="append", default=[], help="TYPE:NAME to wait for (repeatable)"
     )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (10)")
+    parser.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait (10)")
     parser.add_argument(
         "--format", choices=("table", "json", "yaml"), help="output (default table; --json: json)"
     )
@@ -48,45 +50,61 @@ async def _run(args: argparse.Namespace) -> int:
     output = args.format or ("json" if args.json else "table")
     if output == "yaml":
         _yaml()  # fail before connecting when PyYAML is missing
-    async with make_client(args) as client:
-        complete = await _wait(client, args.listener, wanted, args.timeout)
+    async with make_client(args) as client, contextlib.AsyncExitStack() as held:
+        watches = [await held.enter_async_context(watch)
+                   for watch in _watches(client, args.listener, wanted)]  # fmt: skip
+        complete = await _all_answered(watches, args.timeout)
         config = client.csds()
         text = _render(client, config, output)
     print(text)
-    from envoy.admin.v3 import config_dump_shared_pb2 as shared
+    unfinished = f"incomplete after {args.timeout:g} s"
+    return outcome(config, lambda _: True, _asked(args.listener, wanted), finished=complete,
+                   unfinished=unfinished)  # fmt: skip
 
-    bad = {shared.ClientResourceStatus.Value(status) for status in _BAD}
-    if any(item.client_status in bad for item in config.generic_xds_configs):
-        return INCOMPLETE
-    if not complete:
-        print(f"xdsclient: incomplete after {args.timeout:g} s", file=sys.stderr)
-        return UNAVAILABLE
-    return OK
+
+def _asked(listener: str | None, wanted: list[tuple[Any, str]]) -> list[tuple[str, str]]:
+    """(type URL, name) of each resource asked for by name."""
+    from ..resources import LISTENER
+
+    asked = [(rtype.type_url, name) for rtype, name in wanted]
+    return asked if listener is None else [(LISTENER.type_url, listener), *asked]
 
 
 def _resource(item: str) -> tuple[Any, str]:
     kind, _, name = item.partition(":")
     if not name:
         raise CliError(f"--resource {item!r}: expected TYPE:NAME", USAGE)
-    return resource_type(kind), name
+    return known_type(kind), name
 
 
-async def _wait(
-    client: Any, listener: str | None, wanted: list[tuple[Any, str]], timeout: float
-) -> bool:
-    """Whether everything asked for arrived within ``timeout``."""
-    from .._dependencies import XdsConfig
+def _watches(client: Any, listener: str | None, wanted: list[tuple[Any, str]]) -> Iterator[Any]:
+    """A watch of the listener's configuration, if asked for, and of each resource."""
+    if listener is not None:
+        yield client.watch_config(listener)
+    for rtype, name in wanted:
+        yield client.watch(rtype, name)
 
+
+async def _answer(updates: AsyncIterator[Any]) -> None:
+    """Until the first answer from the server: a value or complete snapshot, or an error the
+    server gave (NACKed, does not exist); a server not reached yet is no answer."""
+    from .. import TransportError, XdsConfig
+    from .._protocol import AmbientError, DataError, ResourceChanged
+
+    async for update in updates:
+        if isinstance(update, ResourceChanged | XdsConfig | AmbientError):
+            return
+        error = update.error if isinstance(update, DataError) else update
+        if not isinstance(error, TransportError):
+            return
+
+
+async def _all_answered(watches: list[AsyncIterator[Any]], timeout: float) -> bool:
+    """Whether every watch had its answer within ``timeout``."""
     try:
         async with asyncio.timeout(timeout):
-            if listener is not None:
-                async with client.watch_config(listener) as configs:
-                    async for config in configs:
-                        if isinstance(config, XdsConfig):  # snapshots are complete
-                            break
-            for rtype, name in wanted:
-                await client.wait_for(rtype, name, timeout=timeout)
-    except (TimeoutError, XdsError):
+            await asyncio.gather(*map(_answer, watches))
+    except TimeoutError:
         return False  # what did arrive is dumped; the statuses say what did not
     return True
 

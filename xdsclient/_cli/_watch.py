@@ -1,37 +1,100 @@
 """``xdsclient watch``: stream updates of resources, or of a listener's whole configuration, as
-human lines or JSON lines, until Ctrl-C or ``--count N``."""
+human lines or JSON lines, until Ctrl-C, ``--count N`` or ``--timeout S``; then exit as ``dump``
+does for the same state (`._outcome`).
+
+A resource update prints the resource (a summary in text, proto3 JSON with ``--json``). An
+error is printed when it changes, not on every retry: a server that cannot be reached is one
+line, and another only once something else happens to that resource.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
-from typing import Any
+from collections.abc import AsyncGenerator
+from typing import Any, TypeAlias
 
-from ._common import OK, TYPES, USAGE, CliError, Command, Style, add_source_options, make_client
+from ._common import (
+    TYPES,
+    USAGE,
+    CliError,
+    Command,
+    Style,
+    add_source_options,
+    known_type,
+    make_client,
+    positive_float,
+    positive_int,
+)
+from ._outcome import outcome
+from ._summary import resource_json, summary
+
+Lines: TypeAlias = AsyncGenerator[str, None]
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("type", nargs="?", help=f"{', '.join(TYPES)} or a type URL")
     parser.add_argument("names", nargs="*", help="resource names ('*': every one)")
     parser.add_argument("--listener", help="watch a listener's whole configuration instead")
-    parser.add_argument("--count", type=int, help="stop after this many updates")
+    parser.add_argument("--count", type=positive_int, help="stop after this many updates")
+    parser.add_argument(
+        "--timeout", type=positive_float, help="stop after this many seconds (default: never)"
+    )
     add_source_options(parser)
 
 
 async def _run(args: argparse.Namespace) -> int:
+    if args.listener is not None and args.type is not None:
+        raise CliError("watch takes TYPE NAME... or --listener NAME, not both", USAGE)
     if args.listener is None and (args.type is None or not args.names):
         raise CliError("watch needs TYPE NAME... or --listener NAME", USAGE)
+    rtype = None if args.listener is not None else known_type(args.type)
     async with make_client(args) as client:
-        if args.listener is not None:
-            await _configs(client, args)
-        else:
-            await _resources(client, args)
-    return OK
+        lines = _config_lines(client, args) if rtype is None else _event_lines(client, rtype, args)
+        printed = await _follow(lines, args.count, args.timeout)
+        config = client.csds()
+    finished = args.count is None or printed >= args.count
+    after = f" after {args.timeout:g} s" if args.timeout is not None else ""
+    unfinished = f"{printed} of {args.count} updates{after}"
+    asked = _asked(rtype, args)
+    return outcome(config, _wanted(rtype, args.names), asked, finished=finished,
+                   unfinished=unfinished)  # fmt: skip
 
 
-async def _configs(client: Any, args: argparse.Namespace) -> None:
+async def _follow(lines: Lines, count: int | None, timeout: float | None) -> int:
+    """Print ``lines`` until ``count`` of them or ``timeout`` seconds; how many were printed."""
+    printed = 0
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout), contextlib.aclosing(lines):
+            async for line in lines:
+                print(line, flush=True)
+                printed += 1
+                if count is not None and printed >= count:
+                    break
+    return printed
+
+
+def _wanted(rtype: Any, names: list[str]) -> Any:
+    """Which CSDS entries the exit status looks at: those watched (all, for a listener)."""
+    if rtype is None:
+        return lambda _: True
+    everything = "*" in names
+    return lambda item: item.type_url == rtype.type_url and (everything or item.name in names)
+
+
+def _asked(rtype: Any, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(type URL, name) of each resource asked for by name (not ``'*'``)."""
+    if rtype is None:
+        from ..resources import LISTENER
+
+        return [(LISTENER.type_url, args.listener)]
+    return [(rtype.type_url, name) for name in args.names if name != "*"]
+
+
+async def _config_lines(client: Any, args: argparse.Namespace) -> Lines:
     from .._demo import summarize
 
     count = 0
@@ -39,19 +102,17 @@ async def _configs(client: Any, args: argparse.Namespace) -> None:
         async for config in configs:
             count += 1
             if args.json:
-                print(json.dumps({"update": count, **config_json(config)}), flush=True)
+                yield json.dumps({"update": count, **config_json(config)})
             else:
-                print(f"--- update {count}\n{summarize(config)}", flush=True)
-            if args.count is not None and count >= args.count:
-                return
+                yield f"--- update {count}\n{summarize(config)}"
 
 
-async def _resources(client: Any, args: argparse.Namespace) -> None:
-    from ._common import resource_type
-
-    rtype = resource_type(args.type)
+async def _event_lines(client: Any, rtype: Any, args: argparse.Namespace) -> Lines:
+    """A line for each event of each name, but an error only when it differs from the last
+    line of its resource (a retry that fails the same way is not news)."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     style = Style(sys.stdout)
+    last: dict[tuple[str, str], str] = {}
 
     async def pump(watch: Any) -> None:
         async with watch:
@@ -60,10 +121,14 @@ async def _resources(client: Any, args: argparse.Namespace) -> None:
 
     tasks = [asyncio.ensure_future(pump(client.watch(rtype, name))) for name in args.names]
     try:
-        count = 0
-        while args.count is None or count < args.count:
-            print(event_line(await queue.get(), args.json, style), flush=True)
-            count += 1
+        while True:
+            event = await queue.get()
+            line = event_line(event, args.json, style)
+            key = (event.type_url, event.name)
+            if hasattr(event, "error") and last.get(key) == line:
+                continue
+            last[key] = line
+            yield line
     finally:
         for task in tasks:
             task.cancel()
@@ -71,7 +136,8 @@ async def _resources(client: Any, args: argparse.Namespace) -> None:
 
 
 def event_line(event: Any, as_json: bool, style: Style | None = None) -> str:
-    """One watch event as a human line (coloured by kind on a terminal) or a JSON line."""
+    """One watch event as human lines (coloured by kind on a terminal: the event, then a summary
+    of the resource) or a JSON line (with the resource as proto3 JSON)."""
     from .._protocol import AmbientError, DataError
 
     kind, colour = (
@@ -79,12 +145,21 @@ def event_line(event: Any, as_json: bool, style: Style | None = None) -> str:
         else ("warning", "warn") if isinstance(event, AmbientError)
         else ("changed", "good")
     )  # fmt: skip
-    detail = str(getattr(event, "error", "")) or f"version {event.version}"
+    error = getattr(event, "error", None)
     if as_json:
-        return json.dumps({"event": kind, "type_url": event.type_url, "name": event.name,
-                           "detail": detail})  # fmt: skip
+        data: dict[str, Any] = {"event": kind, "type_url": event.type_url, "name": event.name}
+        if error is not None:
+            data["error"] = str(error)
+        else:
+            data.update(version=event.version, resource=resource_json(event.value))
+        return json.dumps(data)
     label = style(f"{kind:<8}", colour) if style is not None else f"{kind:<8}"
-    return f"{label} {event.type_url.rsplit('.', 1)[-1]} {event.name}: {detail}"
+    head = f"{label} {event.type_url.rsplit('.', 1)[-1]} {event.name}"
+    if error is not None:
+        return f"{head}: {error}"
+    lines = [f"{head}: version {event.version}"]
+    lines.extend(f"  {line}" for line in summary(event.value))
+    return "\n".join(lines)
 
 
 def config_json(config: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
+from .._logs import authority_words
 from .._names import WILDCARD, authority_of
 from .._observe import Observers
 from .._options import ClientOptions
@@ -198,10 +199,10 @@ class ServerPool:
         previous.standby.add(authority.name)
         target.standby.discard(authority.name)
         logger.warning(
-            "xDS server %s unreachable with resources missing: authority %s falls back to %s",
+            "xDS server %s unreachable with resources missing: falling back to %s for %s",
             previous.server.uri,
-            authority.name,
             target.server.uri,
+            authority_words(authority.name),
         )
         for type_url, names in authority.watched.items():
             target.drivers[type_url].subscribe_all(type_url, names)
@@ -227,10 +228,10 @@ class ServerPool:
             index = authority.servers.index(channel.server)
             current = self._channels[authority.servers[authority.active]]
             logger.warning(
-                "xDS server %s answers again: authority %s goes back to it from %s",
+                "xDS server %s answers again: going back to it from %s for %s",
                 channel.server.uri,
-                name,
                 current.server.uri,
+                authority_words(name),
             )
             self._hand_over(authority, current, channel)
             for lower in authority.servers[index + 1 : authority.active + 1]:
