@@ -84,6 +84,14 @@ async def _incomplete(cp: ControlPlane) -> str:
     return one_error_line(err)
 
 
+async def _not_served(_: ControlPlane) -> str:
+    async with ControlPlane() as empty:
+        status, _out, err = await cli("check", "--server", empty.address, "--variants", "ads-sotw",
+                                      "--quiet-window", "0.3", "--timeout", "1.5")  # fmt: skip
+    assert status == 6
+    return one_error_line(err)
+
+
 async def _internal(_: ControlPlane) -> str:
     program = (
         "import sys\n"
@@ -133,6 +141,7 @@ CASES: dict[int, tuple[Callable[[ControlPlane], Awaitable[str]], str]] = {
     3: (_configuration, "xdsclient: cannot read bootstrap"),
     4: (_unavailable, "xdsclient: incomplete after 0.5 s"),
     5: (_incomplete, "xdsclient: not usable: Cluster bad (NACKED)"),
+    6: (_not_served, "xdsclient: nothing to check at 127.0.0.1:"),
     70: (_internal, "xdsclient: internal error: RuntimeError: a bug"),
     130: (_interrupted, ""),
     141: (_broken_pipe, ""),

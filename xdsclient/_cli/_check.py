@@ -13,9 +13,20 @@ import argparse
 from pathlib import Path
 
 from .._errors import TransportError
-from ._common import CONFIG, OK, UNAVAILABLE, USAGE, CliError, Command, resource_type
-
-FAILED, NOT_SERVED = 1, 6
+from ._common import (
+    CONFIG,
+    FAILED,
+    NOT_SERVED,
+    OK,
+    UNAVAILABLE,
+    USAGE,
+    CliError,
+    Command,
+    metadata_of,
+    parse_metadata,
+    positive_float,
+    resource_type,
+)
 
 EPILOG = """exit status:
   0  every variant checked passed its MUST rules
@@ -46,53 +57,24 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--node-metadata",
         action="append",
-        type=_parse_metadata,
+        type=parse_metadata,
         metavar="KEY=VALUE",
         help="node metadata to present (repeatable; servers select resources by node)",
     )
     parser.add_argument(
         "--quiet-window",
-        type=_positive,
+        type=positive_float,
         default=1.0,
         help="seconds of silence that count as no response (1)",
     )
     parser.add_argument(
         "--timeout",
-        type=_positive,
+        type=positive_float,
         default=5.0,
         help="seconds to wait for the connection and for answers (5)",
     )
     parser.add_argument("--json", action="store_true", help="JSON output")
     parser.add_argument("--junit", type=Path, help="also write a JUnit XML report here")
-
-
-def _positive(text: str) -> float:
-    """An argparse type: a number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0")
-    return value
-
-
-def _parse_metadata(text: str) -> tuple[str, str]:
-    """An argparse type for ``--node-metadata KEY=VALUE`` (the value may be empty)."""
-    key, equals, value = text.partition("=")
-    if not equals or not key:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE")
-    return key, value
-
-
-def _metadata(pairs: list[tuple[str, str]] | None) -> dict[str, str]:
-    """The node metadata of repeated ``--node-metadata``; a key given twice is a usage error."""
-    metadata: dict[str, str] = {}
-    for key, value in pairs or ():
-        if key in metadata:
-            raise CliError(f"--node-metadata: {key!r} given twice", USAGE)
-        metadata[key] = value
-    return metadata
 
 
 def _resources(items: list[str]) -> list[tuple[str, str]]:
@@ -119,7 +101,7 @@ async def _run(args: argparse.Namespace) -> int:
             listeners=args.listener,
             resources=_resources(args.resource),
             node_id=args.node_id,
-            node_metadata=_metadata(args.node_metadata),
+            node_metadata=metadata_of(args.node_metadata),
             quiet=args.quiet_window,
             timeout=args.timeout,
         )

@@ -21,7 +21,7 @@ from .._config import Locality, NodeConfig
 from .._errors import XdsError
 
 OK, USAGE, CONFIG, UNAVAILABLE, INCOMPLETE, INTERRUPTED, BROKEN_PIPE = 0, 2, 3, 4, 5, 130, 141
-FAILED, INTERNAL = 1, 70  # ``check`` only; a bug (sysexits' EX_SOFTWARE)
+FAILED, NOT_SERVED, INTERNAL = 1, 6, 70  # ``check`` only (1, 6); a bug (sysexits' EX_SOFTWARE)
 
 #: Every exit status and what it means: the ``--help`` epilog and the README's table.
 EXIT_STATUSES: tuple[tuple[int, str], ...] = (
@@ -31,6 +31,7 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (CONFIG, "configuration: a bad bootstrap, file or name, or a missing extra"),
     (UNAVAILABLE, "nothing usable in time: unreachable, incomplete at --timeout"),
     (INCOMPLETE, "dump, watch: a resource NACKed, missing, timed out or in error"),
+    (NOT_SERVED, "check: nothing to check (no xDS service, variant or resource for this node)"),
     (INTERNAL, "internal error (a bug: please report it)"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
     (BROKEN_PIPE, "the output was closed early (a pipe into `head`): quietly, as SIGPIPE"),
