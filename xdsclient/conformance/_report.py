@@ -39,6 +39,7 @@ class Report:
 
     @property
     def failures(self) -> list[RuleResult]:
+        """Every result that failed, MUST and SHOULD rules alike."""
         return [r for r in self.results if r.status == FAIL]
 
     @property
@@ -47,9 +48,12 @@ class Report:
         return not any(r.rule.level is Level.MUST for r in self.failures)
 
     def status(self, rule: str, variant: str) -> str:
+        """PASS, FAIL or N/A: the status of the rule with id ``rule`` in ``variant``."""
         return next(r.status for r in self.results if r.rule.id == rule and r.variant == variant)
 
     def table(self) -> str:
+        """For people: a row per rule and a column per variant, then each failure with its detail
+        and evidence (what ``xdsclient check`` prints)."""
         variants = sorted({r.variant for r in self.results})
         width = max(len(rule) for rule in RULES)
         lines = [f"{'rule':<{width}}  {'level':<6}  " + "  ".join(f"{v:<9}" for v in variants)]
@@ -70,6 +74,7 @@ class Report:
         return "\n".join(lines)
 
     def to_json(self) -> str:
+        """For tools: ``ok``, ``skipped`` and every result, as JSON (``xdsclient check --json``)."""
         data: dict[str, Any] = {
             "ok": self.ok,
             "skipped": self.skipped,
@@ -89,6 +94,8 @@ class Report:
         return json.dumps(data, indent=2)
 
     def to_junit(self) -> str:
+        """For CI systems: JUnit XML, a test case per rule and variant; failures carry their
+        evidence, N/A results are skipped (``xdsclient check --junit FILE``)."""
         suite = ElementTree.Element(
             "testsuite",
             name="xdsclient check",

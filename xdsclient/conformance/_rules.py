@@ -16,12 +16,18 @@ __all__ = ["RULES", "Level", "Rule"]
 
 
 class Level(enum.Enum):
+    """How binding a rule is, from the spec's wording: a failing MUST rule fails the check
+    (`Report.ok`), a failing SHOULD rule is reported only."""
+
     MUST = "MUST"
     SHOULD = "SHOULD"
 
 
 @attrs.frozen
 class Rule:
+    """One rule: its ``id``, its `Level`, its ``source`` (a section of the xDS protocol document
+    or a gRFC) and the ``text`` of what it asks."""
+
     id: str
     level: Level
     source: str
@@ -31,6 +37,7 @@ class Rule:
 _SPEC = "xds-protocol"
 _M, _S = Level.MUST, Level.SHOULD
 
+#: Every rule the checker reports, by id, in the order reports list them.
 RULES: dict[str, Rule] = {
     rule.id: rule
     for rule in (
