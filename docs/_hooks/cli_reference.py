@@ -19,7 +19,7 @@ from typing import Any
 MARKER = "<!-- cli-reference -->"
 #: the width argparse wraps help at (it reads ``COLUMNS``), so the page does not depend on the
 #: terminal that built it
-WIDTH = "88"
+WIDTH = "80"
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
