@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench clean compiled test-compiled
+.PHONY: test lint typecheck unit demo bench clean compiled test-compiled docs docs-serve docs-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,39 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
+
+# The documentation site (issue 27): MkDocs with the tools of the `docs` extra, into build/site.
+DOCS_STAMP := $(VENV)/.installed-docs
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+HOOKS := docs/_hooks
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+# --strict: a warning (a broken link, a missing snippet, an unresolved reference) fails the build.
+docs: $(DOCS_STAMP)
+	$(BIN)/ruff check $(HOOKS)
+	$(BIN)/ruff format --check $(HOOKS)
+	$(BIN)/mypy --strict $(HOOKS)
+	$(MKDOCS) build --strict
+
+docs-serve: $(DOCS_STAMP)
+	$(MKDOCS) serve --strict --dev-addr 127.0.0.1:8000
+
+# The built site in headless Chromium (Debian's chromium and chromium-driver, installed here when
+# missing and we are root); with XDSCLIENT_REQUIRE_BROWSER=1 a missing browser fails, not skips.
+docs-check: docs
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -q && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+		else \
+			echo "make docs-check: needs chromium and chromium-driver (apt-get install as root)"; \
+			exit 1; \
+		fi; \
+	fi
+	XDSCLIENT_REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/docs
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build

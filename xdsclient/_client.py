@@ -112,14 +112,17 @@ class XdsClient:
 
     @property
     def config(self) -> ClientConfig:
+        """The `ClientConfig` the client runs with: from its arguments or the bootstrap."""
         return self._config
 
     @property
     def options(self) -> ClientOptions:
+        """The `ClientOptions` in force."""
         return self._options
 
     @property
     def closed(self) -> bool:
+        """Whether `close` was called; a closed client refuses calls with `ClientClosedError`."""
         return self._closed
 
     async def __aenter__(self) -> XdsClient:

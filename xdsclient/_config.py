@@ -39,6 +39,8 @@ class BootstrapError(XdsError):
 
 @attrs.frozen(kw_only=True)
 class Locality:
+    """Where endpoints (or the client, in its node) are: ``envoy.config.core.v3.Locality``."""
+
     region: str = ""
     zone: str = ""
     sub_zone: str = ""

@@ -145,6 +145,7 @@ class ConfigWatch:
 
     @property
     def cancelled(self) -> bool:
+        """Whether `cancel` was called (leaving ``async with`` calls it)."""
         return self._cancelled
 
     def cancel(self) -> None:

@@ -83,6 +83,7 @@ class ClusterConfig:
 
     @property
     def ok(self) -> bool:
+        """Whether the cluster is usable: ``error`` is None."""
         return self.error is None
 
 

@@ -39,6 +39,7 @@ class FileSource:
 
     @property
     def uri(self) -> str:
+        """How the client names this source where it names a server: ``file://`` and the path."""
         return f"file://{self.path}"
 
 
@@ -62,6 +63,7 @@ class RestSource:
 
     @property
     def uri(self) -> str:
+        """How the client names this source where it names a server: the URL."""
         return self.url
 
     def __repr__(self) -> str:  # headers hold credentials: show their names only

@@ -85,9 +85,11 @@ class CallbackWatcher:
     on_ambient: Callable[[AmbientError], Awaitable[None] | None] | None = None
 
     def on_resource_changed(self, event: ResourceChanged | DataError) -> Awaitable[None] | None:
+        """Pass the event to ``on_event``."""
         return self.on_event(event)
 
     def on_ambient_error(self, event: AmbientError) -> Awaitable[None] | None:
+        """Pass the event to ``on_ambient``, or to ``on_event`` when that is None."""
         return (self.on_ambient or self.on_event)(event)
 
     def __str__(self) -> str:

@@ -86,6 +86,7 @@ class XdstpName:
 
     @property
     def type_url(self) -> str:
+        """The type URL of ``resource_type`` (``type.googleapis.com/`` and the message name)."""
         return _TYPE_PREFIX + self.resource_type
 
 

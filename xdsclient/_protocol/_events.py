@@ -47,6 +47,8 @@ class AmbientError:
     error: XdsError = attrs.field(eq=False)
 
 
+#: What a watcher is told about one resource: a new value, no usable value (and why), or a
+#: warning that leaves the last value in use.
 Event: TypeAlias = ResourceChanged | DataError | AmbientError
 
 _new = object.__new__

@@ -119,6 +119,7 @@ class Session:
 
     @property
     def type_urls(self) -> tuple[str, ...]:
+        """The type URLs this session serves, in the order its resource types were given."""
         return tuple(self._types)
 
     def _state(self, type_url: str) -> SotwTypeState | DeltaTypeState:

@@ -80,6 +80,8 @@ class Report:
         return found[0]
 
     def table(self) -> str:
+        """For people: a row per rule and a column per variant, then each failure with its detail
+        and evidence (what ``xdsclient check`` prints)."""
         variants = sorted({r.variant for r in self.results})
         width = max(len(rule) for rule in RULES)
         lines = [f"{'rule':<{width}}  {'level':<6}  " + "  ".join(f"{v:<9}" for v in variants)]
@@ -102,6 +104,7 @@ class Report:
         return "\n".join(lines)
 
     def to_json(self) -> str:
+        """For tools: ``ok``, ``skipped`` and every result, as JSON (``xdsclient check --json``)."""
         data: dict[str, Any] = {
             "ok": self.ok,
             "not_served": self.not_served,
@@ -124,6 +127,9 @@ class Report:
         return json.dumps(data, indent=2)
 
     def to_junit(self) -> str:
+        """For CI systems: JUnit XML, a test case per rule and variant (and one saying whether
+        anything was served); failures carry their evidence, N/A results are skipped
+        (``xdsclient check --junit FILE``)."""
         failed = bool(self.not_served)
         suite = ElementTree.Element(
             "testsuite",

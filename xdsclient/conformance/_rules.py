@@ -71,6 +71,7 @@ class Rule:
 _SPEC = "xds-protocol"
 _M, _S = Level.MUST, Level.SHOULD
 
+#: Every rule the checker reports, by id, in the order reports list them.
 RULES: dict[RuleId, Rule] = {
     rule.id: rule
     for rule in (

@@ -36,31 +36,40 @@ __all__ = [
 
 _URL = "type.googleapis.com/"
 
+#: LDS: Listeners, decoded into validated `ListenerView` values; a full-state type in SotW.
 LISTENER: ResourceType[ListenerView] = ResourceType(
     type_url=_URL + listener_pb2.Listener.DESCRIPTOR.full_name,
     decode=decode_listener,
     all_resources_required_in_sotw=True,
 )
+#: RDS: RouteConfigurations, decoded into validated `RouteConfigurationView` values.
 ROUTE_CONFIGURATION: ResourceType[RouteConfigurationView] = ResourceType(
     type_url=_URL + route_pb2.RouteConfiguration.DESCRIPTOR.full_name,
     decode=decode_route_configuration,
 )
+#: SRDS: ScopedRouteConfigurations, delivered as their protobuf messages.
 SCOPED_ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType.for_message(
     scoped_route_pb2.ScopedRouteConfiguration
 )
+#: VHDS: VirtualHosts, delivered as their protobuf messages.
 VIRTUAL_HOST: ResourceType[Any] = ResourceType.for_message(route_components_pb2.VirtualHost)
+#: CDS: Clusters, decoded into validated `ClusterView` values; a full-state type in SotW.
 CLUSTER: ResourceType[ClusterView] = ResourceType(
     type_url=_URL + cluster_pb2.Cluster.DESCRIPTOR.full_name,
     decode=decode_cluster,
     all_resources_required_in_sotw=True,
 )
+#: EDS: ClusterLoadAssignments, decoded into validated `ClusterLoadAssignmentView` values.
 ENDPOINT: ResourceType[ClusterLoadAssignmentView] = ResourceType(
     type_url=_URL + endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR.full_name,
     decode=decode_cluster_load_assignment,
 )
+#: SDS: Secrets, delivered as their protobuf messages.
 SECRET: ResourceType[Any] = ResourceType.for_message(secret_pb2.Secret)
+#: RTDS: Runtime layers, delivered as their protobuf messages.
 RUNTIME: ResourceType[Any] = ResourceType.for_message(rtds_pb2.Runtime)
 
+#: Every built-in type above.
 BUILTIN_TYPES: tuple[ResourceType[Any], ...] = (
     LISTENER,
     ROUTE_CONFIGURATION,

@@ -56,6 +56,9 @@ _NO_MAPPING: Mapping[str, Any] = MappingProxyType({})
 
 
 class ClusterType(enum.Enum):
+    """How a cluster finds its endpoints: from EDS, by resolving a DNS name, or as an aggregate
+    of other clusters."""
+
     EDS = "eds"
     LOGICAL_DNS = "logical_dns"
     AGGREGATE = "aggregate"
@@ -63,7 +66,7 @@ class ClusterType(enum.Enum):
 
 @attrs.frozen
 class RoundRobin:
-    pass
+    """ROUND_ROBIN, the default policy: it has no settings."""
 
 
 _ROUND_ROBIN = RoundRobin()  # the default policy: one shared (immutable) value
@@ -71,17 +74,25 @@ _ROUND_ROBIN = RoundRobin()  # the default policy: one shared (immutable) value
 
 @attrs.frozen(kw_only=True)
 class RingHash:
+    """RING_HASH (gRFC A42): consistent hashing over a ring of ``min_ring_size`` to
+    ``max_ring_size`` entries."""
+
     min_ring_size: int = 1024
     max_ring_size: int = _MAX_RING
 
 
 @attrs.frozen(kw_only=True)
 class LeastRequest:
+    """LEAST_REQUEST: the least loaded of ``choice_count`` endpoints picked at random."""
+
     choice_count: int = 2
 
 
 @attrs.frozen(kw_only=True)
 class PickFirst:
+    """pick_first: the first address that connects, the list shuffled first when
+    ``shuffle_address_list`` is set."""
+
     shuffle_address_list: bool = False
 
 
@@ -104,6 +115,7 @@ class WrrLocality:
     child: LbPolicy
 
 
+#: A cluster's load-balancing policy (`ClusterView.lb_policy`): one of these values.
 LbPolicy: TypeAlias = (
     RoundRobin | RingHash | LeastRequest | PickFirst | WeightedRoundRobin | WrrLocality
 )

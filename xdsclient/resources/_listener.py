@@ -77,6 +77,9 @@ class HttpConnectionManager:
 
 @attrs.frozen(kw_only=True)
 class FilterChainMatch:
+    """When a server listener's filter chain applies: destination port and prefixes, source
+    type, prefixes and ports (prefixes as ``address/length``)."""
+
     destination_port: int | None = None
     prefix_ranges: tuple[str, ...] = ()
     source_type: int = 0
@@ -89,6 +92,8 @@ class FilterChainMatch:
 
 @attrs.frozen(kw_only=True)
 class FilterChain:
+    """A server listener's filter chain: when it applies and the HTTP connection manager it runs."""
+
     name: str
     match: FilterChainMatch
     http_connection_manager: HttpConnectionManager

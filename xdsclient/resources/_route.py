@@ -63,6 +63,8 @@ _PPM_PER_UNIT = {0: 10_000, 1: 100, 2: 1}
 
 
 class PathMatch(enum.Enum):
+    """How a route matches the path: by prefix, the whole path, or a regex (RE2)."""
+
     PREFIX = "prefix"
     PATH = "path"
     SAFE_REGEX = "safe_regex"
@@ -83,6 +85,8 @@ class HeaderMatcher:
     regex: Regex | None = attrs.field(default=None, eq=False, repr=False)
 
     def matches(self, headers: Mapping[str, str]) -> bool:
+        """Whether ``headers`` meet this condition (a missing header never matches, inverted or
+        not)."""
         value = headers.get(self.name)
         if self.kind == "present":
             result = (value is not None) == self.present
@@ -153,6 +157,8 @@ class RouteMatch:
 
 @attrs.frozen(kw_only=True)
 class ClusterWeight:
+    """One cluster of a weighted split: its name, its weight and its per-filter config overrides."""
+
     name: str
     weight: int
     typed_per_filter_config: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
@@ -180,6 +186,8 @@ class HashPolicy:
 
 
 class RouteActionType(enum.Enum):
+    """What a route does with the requests it matches."""
+
     ROUTE = "route"  #: forward to a cluster
     NON_FORWARDING = "non_forwarding"  #: server side: handled locally
     UNSUPPORTED = "unsupported"  #: redirect, direct response...: RPCs matching it fail
@@ -207,6 +215,9 @@ class RouteAction:
 
 @attrs.frozen(kw_only=True)
 class Route:
+    """One route: what it matches, what it does (``action`` when it forwards to clusters), and its
+    per-filter config overrides."""
+
     match: RouteMatch
     action_type: RouteActionType
     action: RouteAction | None = None
@@ -215,6 +226,9 @@ class Route:
 
 @attrs.frozen(kw_only=True)
 class VirtualHost:
+    """The routes of a set of domains, in order, with the host's retry policy and per-filter
+    config overrides."""
+
     name: str
     domains: tuple[str, ...]
     routes: tuple[Route, ...]

@@ -76,11 +76,13 @@ class ReceivedRequest:
 
     @property
     def type_url(self) -> str:
+        """The request's type URL."""
         type_url: str = self.message.type_url
         return type_url
 
     @property
     def is_delta(self) -> bool:
+        """Whether it is a ``DeltaDiscoveryRequest`` (else a SotW ``DiscoveryRequest``)."""
         return isinstance(self.message, DeltaDiscoveryRequest)
 
 
@@ -230,6 +232,7 @@ class ControlPlane:
 
     @property
     def port(self) -> int:
+        """The port it listens on (chosen when it starts, unless given)."""
         return self._port
 
     @property
@@ -286,6 +289,7 @@ class ControlPlane:
         return {name: stored.packed for name, stored in self._store.get(type_url, {}).items()}
 
     def version(self, type_url: str, name: str) -> str | None:
+        """The version a resource is served at, or None when it is not served."""
         stored = self._store.get(type_url, {}).get(name)
         return None if stored is None else stored.version
 

@@ -27,6 +27,10 @@ __all__ = ["assignment", "changing_endpoints", "demo_resources"]
 
 
 def demo_resources(listener_name: str) -> list[Any]:
+    """The demo configuration (``make demo``): an API listener ``listener_name`` whose routes,
+    ``demo-routes`` over ADS, send ``/api/`` to the aggregate cluster ``api`` (children
+    ``api-primary`` and ``api-secondary``) and ``web`` by weights 90 and 10, and everything
+    else to ``web``; the three EDS clusters have two healthy endpoints each."""
     manager = hcm_pb2.HttpConnectionManager(stat_prefix="demo")
     manager.rds.route_config_name = "demo-routes"
     manager.rds.config_source.ads.SetInParent()
@@ -59,6 +63,8 @@ def demo_resources(listener_name: str) -> list[Any]:
 
 
 def assignment(name: str, endpoints: Sequence[tuple[str, int, bool]]) -> Any:
+    """A ClusterLoadAssignment for ``name``: one locality (``zone-a``, weight 1) holding an
+    endpoint per (address, port, healthy), each HEALTHY or UNHEALTHY."""
     message = endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
     group = message.endpoints.add()
     group.locality.zone = "zone-a"

@@ -27,9 +27,11 @@ class FakeClock:
         self._seq = itertools.count()
 
     def time(self) -> float:
+        """The fake time, in seconds."""
         return self._now
 
     async def sleep_until(self, when: float) -> None:
+        """Wait until the fake time reaches ``when``; at once (after one yield) when it has."""
         if when <= self._now:
             await asyncio.sleep(0)
             return

@@ -120,6 +120,8 @@ class FakeStream:
     # ------------------------------------------------------------- the client's side
 
     async def write(self, request: Any) -> None:
+        """The client's side: send a request for the test to read; blocks while writes are
+        stalled, and raises `TransportError` once the stream failed or closed."""
         await asyncio.sleep(0)  # a write yields to the loop, as a real one does
         await self._writable.wait()
         if self._error is not None:
@@ -132,6 +134,8 @@ class FakeStream:
         self._unread.put_nowait(copy)
 
     async def read(self) -> Any:
+        """The client's side: the next response the test sent; raises the stream's error once it
+        ended."""
         response = await self._responses.get()
         if response is _END:
             self._responses.put_nowait(_END)  # every later read fails too
@@ -140,6 +144,7 @@ class FakeStream:
         return response
 
     def close(self) -> None:
+        """The client's side: close the stream; its reads and writes fail from now on."""
         if not self.closed:
             self.closed = True
             self._error = TransportError(f"xDS stream to {self.server} was closed by the client")

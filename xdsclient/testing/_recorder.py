@@ -58,6 +58,7 @@ class ProtocolRecorder:
 
     @property
     def requests(self) -> list[RequestSent]:
+        """Every `RequestSent` recorded, in order."""
         return [e for e in self.events if isinstance(e, RequestSent)]
 
     @property
@@ -67,10 +68,12 @@ class ProtocolRecorder:
 
     @property
     def responses(self) -> list[ResponseReceived]:
+        """Every `ResponseReceived` recorded, in order."""
         return [e for e in self.events if isinstance(e, ResponseReceived)]
 
     @property
     def connectivity(self) -> list[ConnectivityChanged]:
+        """Every `ConnectivityChanged` recorded, in order."""
         return [e for e in self.events if isinstance(e, ConnectivityChanged)]
 
     def updates(
