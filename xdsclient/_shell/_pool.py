@@ -310,7 +310,7 @@ class ServerPool:
         if isinstance(server, FileSource):
             from .._transports._file import FileTransport
 
-            return FileTransport(server, self._options)
+            return FileTransport(server, self._options, clock=self._clock)
         if isinstance(server, RestSource):
             from .._transports._rest import RestTransport
 
