@@ -278,6 +278,8 @@ class ServerPool:
                     ignore_resource_deletion=isinstance(server, ServerConfig)
                     and server.ignore_resource_deletion,
                     complete_state=isinstance(server, FileSource),
+                    resource_timer_is_transient_failure=isinstance(server, ServerConfig)
+                    and server.resource_timer_is_transient_failure,
                 ),
             )
             driver = StreamDriver(
