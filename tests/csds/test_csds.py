@@ -85,7 +85,9 @@ async def test_every_client_status_is_reported_as_c_core_does(
     assert not by_name["nacked"].HasField("xds_config")
     assert cached.error_state.details.startswith("invalid resource: ")  # C-core's words
     assert cached.error_state.version_info == "2"  # the rejected version
-    assert "backend unavailable" in by_name["error"].error_state.details
+    assert by_name["error"].error_state.details == "backend unavailable"  # the server's words
+    assert by_name["error"].error_state.version_info == "2"  # the response's, as C-core keeps it
+    assert by_name["error"].error_state.HasField("last_update_attempt")
     gone = by_name["gone"]
     assert not gone.HasField("xds_config")
     assert gone.error_state.details == "does not exist: deleted by the server in version 2"

@@ -415,8 +415,10 @@ class TypeState:
     def apply_server_errors(
         self, resource_errors: Any, now: float, events: list[Event]
     ) -> set[str]:
-        """``resource_errors`` of a response (gRFC A88); returns the names they covered."""
+        """``resource_errors`` of a response (gRFC A88); returns the names they covered. Each
+        error carries the response's version (SotW), as C-core records it for CSDS."""
         covered: set[str] = set()
+        version = self.last_classified.version if self.last_classified is not None else ""
         for item in resource_errors:
             name = item.resource_name.name
             if not self.wants(name):
@@ -427,6 +429,7 @@ class TypeState:
             error = ServerResourceError(
                 self.type_url, name, text or "error reported by the server", code=status.code
             )
+            error.version = version
             cause = Input.DATA_ERROR if error.is_data_error else Input.TRANSIENT_ERROR
             self.apply_error(name, cause, error, now, events)
         return covered
