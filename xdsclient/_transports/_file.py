@@ -62,8 +62,10 @@ class Settler:
     ``read`` is the stat of the content last read (or last failed to read). A stat naming
     another file (another inode, or a file appearing or disappearing) may be read at once: an
     atomic move. Any other change is an in-place write: it may be read once the file has kept
-    the same stat for ``interval`` seconds; every further change (or a change event, since a
-    coarse file time may hide one) restarts that wait.
+    the same stat for ``interval`` seconds; every further change of the stat restarts that
+    wait. A change event with the stat unchanged (a coarse file time may hide a rewrite) starts
+    a wait but never prolongs one: events of other files in a busy directory must not keep a
+    change from being read.
     """
 
     def __init__(self, interval: float, read: _Stat) -> None:
@@ -84,7 +86,7 @@ class Settler:
             return None
         if _replaced(self.read, stat):
             return now
-        if self._since is None or stat != self._seen or event:
+        if self._since is None or stat != self._seen:
             self._seen, self._since = stat, now
         return self._since + self.interval
 
