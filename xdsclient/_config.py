@@ -29,6 +29,12 @@ __all__ = [
     "ServerConfig",
 ]
 
+#: The server feature of gRFC A88's transient resource timer, as the gRFC's states and as
+#: C-core's bootstrap name it.
+_TRANSIENT_TIMER_FEATURES = frozenset(
+    {"resource_timer_is_transient_failure", "resource_timer_is_transient_error"}
+)
+
 #: Client features this library implements, advertised in Node.client_features.
 CLIENT_FEATURES = ("xds.config.resource-in-sotw", "xds.config.supports-resource-ttl")
 
@@ -108,6 +114,14 @@ class ServerConfig:
     def ignore_resource_deletion(self) -> bool:
         """gRFC A53: keep resources the server deletes."""
         return "ignore_resource_deletion" in self.server_features
+
+    @property
+    def resource_timer_is_transient_failure(self) -> bool:
+        """gRFC A88: the does-not-exist timer is 30 s and, when it fires, the resource is in
+        status TIMEOUT with a transient error, not DOES_NOT_EXIST. Both spellings count:
+        ``resource_timer_is_transient_failure`` (A88's states) and
+        ``resource_timer_is_transient_error`` (the string gRPC C-core's bootstrap parses)."""
+        return not self.server_features.isdisjoint(_TRANSIENT_TIMER_FEATURES)
 
 
 @attrs.frozen(kw_only=True)

@@ -7,14 +7,22 @@ message gRPC C-core fills: one ``generic_xds_configs`` entry per resource with i
 version, the resource itself, when it was last updated (wall clock), its client status and, for
 a rejected or failed update, the error state. Several clients go in one response, each with its
 ``client_scope`` (gRFC A71).
+
+The error state follows C-core's (gRFC A88): every status that carries an error has one (NACKED,
+RECEIVED_ERROR, DOES_NOT_EXIST, TIMEOUT, and a deletion ignored under ``ignore_resource_deletion``,
+which keeps its resource and says how it was deleted); its ``details`` are the error's text
+without the type and name the entry already has (``invalid resource: ...`` for a NACK, as
+C-core words it), and ``version_info`` / ``last_update_attempt`` are set only when an update
+caused it (the rejected or deleting version): a fired timer has neither. A connectivity error
+is not a resource's error state.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ResourceError
+from ._errors import ResourceError, ResourceValidationError, XdsError
 from ._protocol import ResourceState, ResourceStatus
 
 if TYPE_CHECKING:
@@ -37,9 +45,13 @@ _CLIENT_STATUS = {
     ResourceStatus.RECEIVED_ERROR: "RECEIVED_ERROR",
     ResourceStatus.RECEIVED_ERROR_BUT_CACHED: "RECEIVED_ERROR",
 }
+#: Statuses whose entry carries the error that put it there (C-core: a non-OK failed status).
 _ERROR_STATUSES = frozenset(
     {
         ResourceStatus.DOES_NOT_EXIST,
+        ResourceStatus.DOES_NOT_EXIST_BUT_CACHED,
+        ResourceStatus.EXPIRED,
+        ResourceStatus.TIMEOUT,
         ResourceStatus.NACKED,
         ResourceStatus.NACKED_BUT_CACHED,
         ResourceStatus.RECEIVED_ERROR,
@@ -80,14 +92,37 @@ def client_config(
                 entry.xds_config.value = raw
         if state.last_updated is not None and state.status is not ResourceStatus.DOES_NOT_EXIST:
             entry.last_updated.FromNanoseconds(int((state.last_updated + offset) * 1e9))
-        if state.status in _ERROR_STATUSES and state.error is not None:
-            entry.error_state.details = str(state.error)
-            if isinstance(state.error, ResourceError):
-                entry.error_state.version_info = state.error.version
-            if state.error_time is not None:
-                when = int((state.error_time + offset) * 1e9)
-                entry.error_state.last_update_attempt.FromNanoseconds(when)
+        error = state.error
+        if state.status in _ERROR_STATUSES and _about_the_resource(state.status, error):
+            assert error is not None
+            entry.error_state.details = _details(error, state)
+            version = error.version if isinstance(error, ResourceError) else ""
+            if version:  # an update caused it: which one, and when
+                entry.error_state.version_info = version
+                if state.error_time is not None:
+                    when = int((state.error_time + offset) * 1e9)
+                    entry.error_state.last_update_attempt.FromNanoseconds(when)
     return config
+
+
+def _about_the_resource(status: ResourceStatus, error: XdsError | None) -> bool:
+    """Whether ``error`` put the entry in ``status``: a resource's own error, or the transient
+    error of a fired timer (TIMEOUT); not a connectivity error recorded on every entry since."""
+    return isinstance(error, ResourceError) or (
+        status is ResourceStatus.TIMEOUT and error is not None
+    )
+
+
+def _details(error: XdsError, state: ResourceState) -> str:
+    """The error's text as C-core words ``error_state.details``: without the type and name the
+    entry already carries; a NACK's reasons after ``invalid resource:``."""
+    if isinstance(error, ResourceValidationError):
+        return f"invalid resource: {error.message}"
+    if isinstance(error, ResourceError):
+        return error.message
+    text = str(error)
+    named = f'{state.type_url.rsplit(".", 1)[-1]} "{state.name}": '
+    return text[len(named) :] if text.startswith(named) else text
 
 
 def _raw(value: Any) -> bytes | None:
@@ -102,20 +137,25 @@ def _raw(value: Any) -> bytes | None:
     return None
 
 
-def add_csds_service(server: Any, clients: Sequence[XdsClient] | XdsClient) -> None:
+def add_csds_service(
+    server: Any, clients: XdsClient | Sequence[XdsClient] | Mapping[str, XdsClient]
+) -> None:
     """Serve CSDS (``FetchClientStatus`` and ``StreamClientStatus``) for ``clients`` on a
-    ``grpc.aio.Server`` (before it starts). Each client is one ``ClientConfig``; with several,
-    give each a ``scope`` (`XdsClient.csds`)."""
+    ``grpc.aio.Server`` (before it starts). Each client is one ``ClientConfig``. To tell several
+    apart, pass a mapping of ``client_scope`` to client (gRFC A71: C-core names each client by
+    its channel target, ``xds:///svc``): ``{"xds:///a": a, "xds:///b": b}``. A client, or a
+    sequence of clients, is served with an empty ``client_scope``. Closed clients are left out.
+    """
     import grpc
     from envoy.service.status.v3 import csds_pb2
 
-    targets = [clients] if not isinstance(clients, Sequence) else list(clients)
+    scoped = _scoped(clients)
 
     def status() -> Any:
         response = csds_pb2.ClientStatusResponse()
-        for client in targets:
+        for scope, client in scoped:
             if not client.closed:
-                response.config.append(client.csds())
+                response.config.append(client.csds(scope=scope))
         return response
 
     async def fetch(request: Any, context: Any) -> Any:
@@ -141,3 +181,14 @@ def add_csds_service(server: Any, clients: Sequence[XdsClient] | XdsClient) -> N
         },
     )
     server.add_generic_rpc_handlers((handler,))
+
+
+def _scoped(
+    clients: XdsClient | Sequence[XdsClient] | Mapping[str, XdsClient],
+) -> list[tuple[str, XdsClient]]:
+    """(client_scope, client) pairs, in the order given."""
+    if isinstance(clients, Mapping):
+        return [(str(scope), client) for scope, client in clients.items()]
+    if isinstance(clients, Sequence):
+        return [("", client) for client in clients]
+    return [("", clients)]

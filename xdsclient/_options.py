@@ -23,7 +23,9 @@ class ClientOptions:
     """How an `XdsClient` talks to its servers and treats what they send.
 
     ``ads`` (one aggregated stream, the default) or one stream per type; ``delta`` for the
-    incremental variant. ``does_not_exist_timeout`` is gRFC A57's timer.
+    incremental variant. ``does_not_exist_timeout`` is gRFC A57's timer;
+    ``transient_resource_timeout`` replaces it for a server with the
+    ``resource_timer_is_transient_failure`` feature (gRFC A88: 30 s).
     ``max_receive_message_length`` defaults far above gRPC's 4 MiB, which a 14k-cluster SotW
     response exceeds. ``max_resources_per_response`` and ``max_name_length`` bound what a hostile
     server can make the client hold (a response over the first is NACKed whole; a resource whose
@@ -35,6 +37,7 @@ class ClientOptions:
     ads: bool = True
     delta: bool = False
     does_not_exist_timeout: float = attrs.field(default=15.0, validator=positive)
+    transient_resource_timeout: float = attrs.field(default=30.0, validator=positive)
     max_resources_per_response: int = attrs.field(default=1_000_000, validator=positive)
     max_name_length: int = attrs.field(default=4096, validator=positive)
     max_nack_message_length: int = attrs.field(default=4096, validator=positive)
@@ -47,13 +50,20 @@ class ClientOptions:
     slow_watcher_threshold: float = attrs.field(default=1.0, validator=positive)
 
     def protocol(
-        self, *, ignore_resource_deletion: bool, complete_state: bool = False
+        self,
+        *,
+        ignore_resource_deletion: bool,
+        complete_state: bool = False,
+        resource_timer_is_transient_failure: bool = False,
     ) -> ProtocolOptions:
         """The protocol core's options for a server (server features vary by server) or a
         source (a file is the complete state)."""
         return ProtocolOptions(
-            does_not_exist_timeout=self.does_not_exist_timeout,
+            does_not_exist_timeout=self.transient_resource_timeout
+            if resource_timer_is_transient_failure
+            else self.does_not_exist_timeout,
             ignore_resource_deletion=ignore_resource_deletion,
+            resource_timer_is_transient_failure=resource_timer_is_transient_failure,
             complete_state=complete_state,
             max_nack_message_length=self.max_nack_message_length,
             max_resources_per_response=self.max_resources_per_response,

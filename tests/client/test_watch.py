@@ -74,7 +74,7 @@ async def test_a_missing_resource_is_reported_after_the_timeout_or_at_once_in_de
             assert state.status is ResourceStatus.DOES_NOT_EXIST
         else:  # SotW has no way to say so: the does-not-exist timer (gRFC A57)
             assert isinstance(event.error, ResourceTimeoutError)
-            assert state.status is ResourceStatus.TIMEOUT
+            assert state.status is ResourceStatus.DOES_NOT_EXIST  # gRFC A88: not TIMEOUT
 
 
 async def test_a_resource_created_after_its_timeout_is_delivered(

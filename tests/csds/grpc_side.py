@@ -20,13 +20,14 @@ import grpc
 from envoy.service.status.v3 import csds_pb2, csds_pb2_grpc
 
 _CHILD = r"""
-import sys, grpc, grpc_csds
+import json, sys, grpc, grpc_csds
 from concurrent import futures
 server = grpc.server(futures.ThreadPoolExecutor(2))
 grpc_csds.add_csds_servicer(server)
 port = server.add_insecure_port("127.0.0.1:0")
 server.start()
-channels = [grpc.insecure_channel(target) for target in sys.argv[1:]]
+options = list(json.loads(sys.argv[1]).items())
+channels = [grpc.insecure_channel(target, options=options) for target in sys.argv[2:]]
 for channel in channels:
     grpc.channel_ready_future(channel)
 print(port, flush=True)
@@ -35,25 +36,42 @@ sys.stdin.read()
 
 
 @contextlib.asynccontextmanager
-async def grpc_client(server: str, node_id: str, targets: Sequence[str]) -> AsyncIterator[Any]:
-    """Yields a function returning C-core's `ClientStatusResponse` now."""
+async def grpc_client(
+    server: str,
+    node_id: str,
+    targets: Sequence[str],
+    *,
+    server_features: Sequence[str] = (),
+    does_not_exist_timeout: float | None = None,
+    data_error_handling: bool = False,
+) -> AsyncIterator[Any]:
+    """Yields a function returning C-core's `ClientStatusResponse` now. ``server_features`` go
+    in the bootstrap beside ``xds_v3``; ``does_not_exist_timeout`` sets C-core's resource timer
+    (its channel argument ``grpc.xds_resource_does_not_exist_timeout_ms``);
+    ``data_error_handling`` turns on C-core's gRFC A88 behaviour (an experiment there)."""
     bootstrap = {
         "xds_servers": [
             {
                 "server_uri": server,
                 "channel_creds": [{"type": "insecure"}],
-                "server_features": ["xds_v3"],
+                "server_features": ["xds_v3", *server_features],
             }
         ],
         "node": {"id": node_id},
     }
+    options = {}
+    if does_not_exist_timeout is not None:
+        options["grpc.xds_resource_does_not_exist_timeout_ms"] = int(does_not_exist_timeout * 1000)
+    env = {**os.environ, "GRPC_VERBOSITY": "NONE"}
+    if data_error_handling:
+        env["GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING"] = "true"
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "bootstrap.json")
         with open(path, "w") as file:
             json.dump(bootstrap, file)
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _CHILD, *targets,
-            env={**os.environ, "GRPC_XDS_BOOTSTRAP": path, "GRPC_VERBOSITY": "NONE"},
+            sys.executable, "-c", _CHILD, json.dumps(options), *targets,
+            env={**env, "GRPC_XDS_BOOTSTRAP": path},
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert process.stdin is not None

@@ -11,9 +11,17 @@ from google.protobuf import json_format
 
 from tests.builders import CDS, cluster, sotw_response, wrapped
 from tests.shell.conftest import OPTIONS, clock, fake, settle
-from xdsclient import CallbackWatcher, XdsClient, add_csds_service
+from xdsclient import (
+    CallbackWatcher,
+    DataError,
+    ResourceStatus,
+    TransportError,
+    XdsClient,
+    add_csds_service,
+    load_bootstrap,
+)
 from xdsclient.resources import CLUSTER
-from xdsclient.testing import ControlPlane, FakeClock, FakeTransport
+from xdsclient.testing import ControlPlane, FakeClock, FakeTransport, bootstrap
 
 __all__ = ["clock", "fake"]  # the shell tests' fake clock and transport fixtures
 
@@ -58,10 +66,10 @@ async def test_every_client_status_is_reported_as_c_core_does(
         "nacked_cached": "NACKED",
         "nacked": "NACKED",
         "gone": "DOES_NOT_EXIST",
-        "timeout": "TIMEOUT",
+        "timeout": "DOES_NOT_EXIST",  # gRFC A88: the timer is a does-not-exist verdict
         "error": "RECEIVED_ERROR",
         "ttl": "DOES_NOT_EXIST",
-        "waiting": "TIMEOUT",
+        "waiting": "DOES_NOT_EXIST",
         "late": "REQUESTED",
     }
     acked = by_name["acked"]
@@ -75,9 +83,82 @@ async def test_every_client_status_is_reported_as_c_core_does(
     assert "eds_config" in cached.error_state.details
     assert cached.error_state.HasField("last_update_attempt")
     assert not by_name["nacked"].HasField("xds_config")
-    assert "backend unavailable" in by_name["error"].error_state.details
-    assert not by_name["gone"].HasField("xds_config")
+    assert cached.error_state.details.startswith("invalid resource: ")  # C-core's words
+    assert cached.error_state.version_info == "2"  # the rejected version
+    assert by_name["error"].error_state.details == "backend unavailable"  # the server's words
+    assert by_name["error"].error_state.version_info == "2"  # the response's, as C-core keeps it
+    assert by_name["error"].error_state.HasField("last_update_attempt")
+    gone = by_name["gone"]
+    assert not gone.HasField("xds_config")
+    assert gone.error_state.details == "does not exist: deleted by the server in version 2"
+    assert gone.error_state.version_info == "2"  # the deleting version
+    assert gone.error_state.HasField("last_update_attempt")
+    timeout = by_name["timeout"].error_state
+    assert timeout.details == "does not exist: not received within 15 s of being requested"
+    assert timeout.version_info == ""  # no update caused it, as C-core leaves it
+    assert not timeout.HasField("last_update_attempt")
+    assert not by_name["late"].HasField("error_state")
     assert wall_now > 1e9  # a wall-clock timestamp, not the client's monotonic clock
+
+
+async def test_with_resource_timer_is_transient_failure_the_timer_is_30_s_and_reports_timeout(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    """gRFC A88's server feature in the bootstrap: the timer waits 30 s, the status is TIMEOUT
+    and the error is transient (UNAVAILABLE), said in the entry's error state."""
+    config = load_bootstrap(
+        bootstrap(["fake:1"], server_features=["resource_timer_is_transient_failure"])
+    )
+    seen: list[Any] = []
+    async with XdsClient(bootstrap=config, transport=fake, clock=clock, options=OPTIONS) as c:
+        c.add_watcher(CLUSTER, "slow", CallbackWatcher(seen.append))
+        await (await fake.stream()).request()
+        clock.advance(29.0)
+        await settle()
+        assert c.resource_state(CLUSTER, "slow").status is ResourceStatus.REQUESTED  # type: ignore[union-attr]
+        clock.advance(1.0)
+        await settle()
+        entry = c.csds().generic_xds_configs[0]
+    assert Status.Name(entry.client_status) == "TIMEOUT"
+    assert entry.error_state.details.startswith("timeout obtaining resource from the xDS server")
+    assert entry.error_state.version_info == ""
+    assert not entry.HasField("xds_config")
+    assert [type(e) for e in seen] == [DataError]  # nothing cached: the resource has failed
+    assert isinstance(seen[0].error, TransportError)
+    assert seen[0].error.code == "UNAVAILABLE"
+
+
+async def test_a_deletion_ignored_keeps_the_resource_and_says_how_it_was_deleted(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    """ignore_resource_deletion (gRFC A53/A88): DOES_NOT_EXIST with the resource still there,
+    and an error state naming the deletion and the version that made it."""
+    config = load_bootstrap(bootstrap(["fake:1"], server_features=["ignore_resource_deletion"]))
+    async with XdsClient(bootstrap=config, transport=fake, clock=clock, options=OPTIONS) as c:
+        for name in ("kept", "other"):
+            c.add_watcher(CLUSTER, name, CallbackWatcher(lambda event: None))
+        stream = await fake.stream()
+        await stream.request()
+        stream.respond(
+            sotw_response(CDS, [cluster("kept"), cluster("other")], version="1", nonce="a")
+        )
+        await settle()
+        clock.advance(1.0)
+        stream.respond(sotw_response(CDS, [cluster("other")], version="2", nonce="b"))
+        await settle()
+        stream.respond(sotw_response(CDS, [cluster("other")], version="3", nonce="c"))
+        await settle()
+        entry = next(x for x in c.csds().generic_xds_configs if x.name == "kept")
+    assert Status.Name(entry.client_status) == "DOES_NOT_EXIST"
+    assert entry.xds_config.value == cluster("kept").SerializeToString()  # still in use
+    assert entry.version_info == "1"
+    assert entry.HasField("last_updated")
+    assert entry.error_state.details == (
+        "does not exist: deleted by the server in version 2; "
+        "the cached value is kept (ignore_resource_deletion)"
+    )
+    assert entry.error_state.version_info == "2"  # the deleting version, not a later one
+    assert entry.error_state.HasField("last_update_attempt")
 
 
 async def test_the_dump_round_trips_through_json_and_can_leave_resources_out(
@@ -106,7 +187,7 @@ async def test_the_csds_service_answers_fetch_and_stream_for_several_clients() -
             for client in (first, second):
                 client.add_watcher(CLUSTER, "a", CallbackWatcher(lambda event: None))
             server = grpc.aio.server()
-            add_csds_service(server, [first, second])
+            add_csds_service(server, {"xds:///one": first, "xds:///two": second})
             port = server.add_insecure_port("127.0.0.1:0")
             await server.start()
             try:
@@ -137,4 +218,5 @@ async def test_the_csds_service_answers_fetch_and_stream_for_several_clients() -
             finally:
                 await server.stop(None)
     assert [cfg.node.id for cfg in fetched.config] == ["one", "two"]
+    assert [cfg.client_scope for cfg in fetched.config] == ["xds:///one", "xds:///two"]
     assert streamed == fetched

@@ -4,20 +4,25 @@ grpcio's built-in xDS client (C-core, in a subprocess) and ours watch the same l
 same control plane at the same time. First: a valid chain, a cluster both NACK, a cluster never
 served. Then: a NACKed update of a cached cluster and a cluster deleted from the CDS state.
 After each, once both clients answered, their CSDS entries must agree on every field but the
-node's user agent, the timestamps and the wording of error details.
+node's user agent, the timestamps and the wording of error details. Then gRFC A88's statuses:
+a fired resource timer (DOES_NOT_EXIST; TIMEOUT on a server with the transient-timer feature,
+C-core's data error handling on) and a deletion ignored under ``ignore_resource_deletion`` (the
+resource kept, an error state with the deleting version).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from envoy.admin.v3 import config_dump_shared_pb2 as shared
 
 from tests.builders import cluster, endpoints, listener, routes
 from tests.csds.grpc_side import grpc_client
-from xdsclient import XdsClient
+from xdsclient import ClientOptions, XdsClient, load_bootstrap
 from xdsclient.resources import CLUSTER, ENDPOINT
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, bootstrap
 
 NODE = "csds-parity"
 
@@ -105,3 +110,75 @@ async def test_our_csds_entries_match_c_cores_field_by_field() -> None:
     assert ours == _entries(theirs[0])
     assert ours["Cluster", "c"][0] == "NACKED"
     assert ours["Cluster", "cgone"][0] == "DOES_NOT_EXIST"
+
+
+async def _until_settled(
+    fetch: Callable[[], Awaitable[Any]], ours: XdsClient, expected: dict[str, str]
+) -> tuple[Any, Any]:
+    """Both dumps once every cluster named in ``expected`` has that status in each."""
+
+    def done(config: Any) -> bool:
+        statuses = {
+            x.name: shared.ClientResourceStatus.Name(x.client_status)
+            for x in config.generic_xds_configs
+            if x.type_url == CLUSTER.type_url
+        }
+        return all(statuses.get(name) == status for name, status in expected.items())
+
+    async with asyncio.timeout(20):
+        while True:
+            theirs = (await fetch()).config[0]
+            mine = ours.csds()
+            if done(theirs) and done(mine):
+                return theirs, mine
+            await asyncio.sleep(0.05)
+
+
+async def test_an_ignored_deletion_matches_c_cores() -> None:
+    """ignore_resource_deletion: both keep the deleted cluster, in DOES_NOT_EXIST, with an error
+    state carrying the deleting version (gRFC A88)."""
+    features = ["ignore_resource_deletion"]
+    async with ControlPlane() as cp:
+        cp.set_all([listener("l"), routes("c", "cgone"), cluster("c"), cluster("cgone")])
+        cp.set_all([_assignment("c"), _assignment("cgone")])
+        async with grpc_client(cp.address, NODE, ["xds:///l"], server_features=features) as fetch:
+            config = load_bootstrap(bootstrap([cp.address], node_id=NODE, server_features=features))
+            async with XdsClient(bootstrap=config) as client, client.watch_config("l"):
+                await _until_settled(fetch, client, {"cgone": "ACKED"})
+                cp.remove(CLUSTER.type_url, "cgone")
+                theirs, ours = await _until_settled(fetch, client, {"cgone": "DOES_NOT_EXIST"})
+    assert _entries(ours) == _entries(theirs)
+    gone = next(x for x in ours.generic_xds_configs if x.name == "cgone")
+    assert gone.HasField("xds_config")  # kept
+    assert gone.error_state.version_info  # the version that deleted it
+
+
+async def test_the_resource_timer_statuses_match_c_cores() -> None:
+    """The timer fired: DOES_NOT_EXIST by default, TIMEOUT on a server with the transient-timer
+    feature (C-core with its gRFC A88 data error handling on). C-core's timer is 15 s and cannot
+    be shortened from Python, so this test takes that long; both variants share the wait."""
+    transient = ["resource_timer_is_transient_error"]  # the spelling C-core's bootstrap reads
+    options = ClientOptions(does_not_exist_timeout=0.5, transient_resource_timeout=0.5)
+    async with ControlPlane() as cp:
+        cp.set_all([listener("l"), routes("c", "cmissing"), cluster("c"), _assignment("c")])
+        async with (
+            grpc_client(cp.address, NODE, ["xds:///l"]) as fetch_default,
+            grpc_client(
+                cp.address, NODE, ["xds:///l"], server_features=transient, data_error_handling=True
+            ) as fetch_transient,
+            XdsClient(cp.address, node_id=NODE, options=options) as ours_default,
+            XdsClient(
+                bootstrap=load_bootstrap(
+                    bootstrap([cp.address], node_id=NODE, server_features=transient)
+                ),
+                options=options,
+            ) as ours_transient,
+            ours_default.watch_config("l"),
+            ours_transient.watch_config("l"),
+        ):
+            default, transient_ = await asyncio.gather(
+                _until_settled(fetch_default, ours_default, {"cmissing": "DOES_NOT_EXIST"}),
+                _until_settled(fetch_transient, ours_transient, {"cmissing": "TIMEOUT"}),
+            )
+    for theirs, ours in (default, transient_):
+        assert _entries(ours) == _entries(theirs)

@@ -30,7 +30,8 @@ def test_every_pair_either_has_a_transition_or_raises(status: S, event: Input) -
         (S.ACKED, Input.DELETED, S.DOES_NOT_EXIST),
         (S.ACKED, Input.DELETION_IGNORED, S.DOES_NOT_EXIST_BUT_CACHED),
         (S.NACKED, Input.DELETION_IGNORED, S.DOES_NOT_EXIST),
-        (S.REQUESTED, Input.TIMED_OUT, S.TIMEOUT),
+        (S.REQUESTED, Input.TIMED_OUT, S.DOES_NOT_EXIST),
+        (S.REQUESTED, Input.TIMED_OUT_TRANSIENT, S.TIMEOUT),
         (S.ACKED, Input.EXPIRED, S.EXPIRED),
         (S.ACKED, Input.DATA_ERROR, S.RECEIVED_ERROR),
         (S.ACKED, Input.TRANSIENT_ERROR, S.RECEIVED_ERROR_BUT_CACHED),
@@ -41,10 +42,13 @@ def test_transitions(status: S, event: Input, expected: S) -> None:
     assert next_status(status, event) is expected
 
 
+@pytest.mark.parametrize("event", [Input.TIMED_OUT, Input.TIMED_OUT_TRANSIENT])
 @pytest.mark.parametrize("status", [s for s in S if s is not S.REQUESTED])
-def test_the_does_not_exist_timer_cannot_fire_once_anything_was_heard(status: S) -> None:
+def test_the_does_not_exist_timer_cannot_fire_once_anything_was_heard(
+    status: S, event: Input
+) -> None:
     with pytest.raises(ProtocolError):
-        next_status(status, Input.TIMED_OUT)
+        next_status(status, event)
 
 
 @pytest.mark.parametrize("status", [s for s in S if not s.holds_value])

@@ -18,9 +18,11 @@ from tests.builders import (
 from xdsclient import (
     DataError,
     ResourceChanged,
+    ResourceDoesNotExistError,
     ResourceExpiredError,
     ResourceStatus,
     ResourceTimeoutError,
+    TransportError,
 )
 
 # --------------------------------------------------------------------------- does-not-exist
@@ -44,6 +46,7 @@ def test_no_timer_starts_while_disconnected() -> None:
 
 
 def test_firing_declares_the_resource_missing_with_a_timeout_error() -> None:
+    """gRFC A88: without the server feature, the timer is a does-not-exist verdict."""
     s, _ = connected(subscribe={EDS: ["a"]}, does_not_exist_timeout=3.0)
     assert s.expire(2.9) == []
     events = s.expire(3.0)
@@ -51,9 +54,37 @@ def test_firing_declares_the_resource_missing_with_a_timeout_error() -> None:
     assert isinstance(events[0], DataError)
     error = events[0].error
     assert isinstance(error, ResourceTimeoutError)
-    assert str(error) == 'ClusterLoadAssignment "a": not received within 3 s of being requested'
-    assert status_of(s, EDS, "a") is ResourceStatus.TIMEOUT
+    assert isinstance(error, ResourceDoesNotExistError)
+    assert str(error) == (
+        'ClusterLoadAssignment "a": does not exist: not received within 3 s of being requested'
+    )
+    assert status_of(s, EDS, "a") is ResourceStatus.DOES_NOT_EXIST
     assert s.next_deadline() is None
+
+
+def test_with_resource_timer_is_transient_failure_firing_is_a_transient_timeout() -> None:
+    """gRFC A88's server feature: status TIMEOUT, and an UNAVAILABLE error, not does-not-exist."""
+    s, _ = connected(
+        subscribe={EDS: ["a"]},
+        does_not_exist_timeout=30.0,
+        resource_timer_is_transient_failure=True,
+    )
+    assert s.expire(29.9) == []
+    events = s.expire(30.0)
+    assert [(type(e), e.name) for e in events] == [(DataError, "a")]  # nothing cached to keep
+    assert isinstance(events[0], DataError)
+    error = events[0].error
+    assert isinstance(error, TransportError)
+    assert not isinstance(error, ResourceDoesNotExistError)
+    assert error.code == "UNAVAILABLE"
+    assert str(error) == (
+        'ClusterLoadAssignment "a": timeout obtaining resource from the xDS server: '
+        "not received within 30 s of being requested"
+    )
+    assert status_of(s, EDS, "a") is ResourceStatus.TIMEOUT
+    later = s.receive(sotw_response(EDS, [endpoints("a")], version="1", nonce="n"), 40.0)
+    assert [type(e) for e in later] == [ResourceChanged]
+    assert status_of(s, EDS, "a") is ResourceStatus.ACKED
 
 
 def test_a_resource_that_arrives_after_the_timeout_is_accepted() -> None:

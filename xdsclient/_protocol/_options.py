@@ -17,11 +17,15 @@ __all__ = ["ProtocolOptions"]
 class ProtocolOptions:
     """How the protocol core behaves where the xDS spec leaves a choice."""
 
-    #: Seconds after the request naming a resource was sent before it is declared missing
-    #: (gRFC A57; the spec recommends 15 s).
+    #: Seconds after the request naming a resource was sent before its timer fires (gRFC A57;
+    #: the spec recommends 15 s, gRFC A88 30 s with ``resource_timer_is_transient_failure``).
     does_not_exist_timeout: float = attrs.field(default=15.0, validator=positive)
     #: Keep resources the server deletes, reporting the deletion once (gRFC A53 server feature).
     ignore_resource_deletion: bool = False
+    #: The does-not-exist timer firing means a slow server, not a missing resource: status
+    #: TIMEOUT and a transient error (UNAVAILABLE) instead of DOES_NOT_EXIST (gRFC A88 server
+    #: feature ``resource_timer_is_transient_failure``; the shell also makes the timer 30 s).
+    resource_timer_is_transient_failure: bool = False
     #: Longest ``error_detail.message`` a NACK carries; longer lists of errors are cut short.
     #: Error texts a server reports are cut to this length too.
     max_nack_message_length: int = attrs.field(default=4096, validator=positive)

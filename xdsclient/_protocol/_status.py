@@ -8,7 +8,9 @@ ACKED), so "drop the value" is decided by the table too.
 
 The statuses follow CSDS / gRFC A78 and A88: requested, acked, nacked, nacked_but_cached,
 does_not_exist, does_not_exist_but_cached, timeout, received_error, received_error_but_cached;
-plus expired (Envoy's TTL), which CSDS reports as DOES_NOT_EXIST.
+plus expired (Envoy's TTL), which CSDS reports as DOES_NOT_EXIST. The does-not-exist timer
+leads to does_not_exist (a data error), or to timeout where the server's bootstrap entry lists
+``resource_timer_is_transient_failure`` (a transient error: a slow server), as gRFC A88 says.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ class ResourceStatus(enum.Enum):
     ACKED = "acked"  #: a valid value is cached
     NACKED = "nacked"  #: the last update was invalid and nothing valid is cached
     NACKED_BUT_CACHED = "nacked_but_cached"  #: the last update was invalid; the previous one kept
-    DOES_NOT_EXIST = "does_not_exist"  #: the server deleted it or said it does not exist
+    #: the server deleted it or said it does not exist, or the does-not-exist timer fired
+    DOES_NOT_EXIST = "does_not_exist"
     DOES_NOT_EXIST_BUT_CACHED = "does_not_exist_but_cached"  #: deletion ignored (gRFC A53)
-    TIMEOUT = "timeout"  #: the does-not-exist timer fired before it arrived (gRFC A57)
+    #: the timer fired on a server with ``resource_timer_is_transient_failure`` (gRFC A88)
+    TIMEOUT = "timeout"
     EXPIRED = "expired"  #: its TTL ran out and it was removed
     RECEIVED_ERROR = "received_error"  #: the server reported an error; nothing cached
     RECEIVED_ERROR_BUT_CACHED = "received_error_but_cached"  #: transient server error; value kept
@@ -61,7 +65,9 @@ class Input(enum.Enum):
     INVALID = "invalid"  #: an update arrived and was rejected
     DELETED = "deleted"  #: the server deleted it / said it does not exist
     DELETION_IGNORED = "deletion_ignored"  #: as DELETED, with ignore_resource_deletion on
-    TIMED_OUT = "timed_out"  #: its does-not-exist deadline passed
+    TIMED_OUT = "timed_out"  #: its does-not-exist deadline passed: a data error
+    #: as TIMED_OUT, on a server whose timer means a slow server (a transient error, gRFC A88)
+    TIMED_OUT_TRANSIENT = "timed_out_transient"
     EXPIRED = "expired"  #: its TTL deadline passed
     DATA_ERROR = "data_error"  #: the server reported NOT_FOUND or PERMISSION_DENIED for it
     TRANSIENT_ERROR = "transient_error"  #: the server reported any other error for it
@@ -83,7 +89,8 @@ TRANSITIONS: dict[tuple[ResourceStatus, Input], ResourceStatus] = {
     **{(s, Input.DELETION_IGNORED): _S.DOES_NOT_EXIST_BUT_CACHED for s in _CACHED},
     **{(s, Input.DELETION_IGNORED): _S.DOES_NOT_EXIST for s in _UNCACHED},
     # The does-not-exist timer runs only while nothing at all has been heard of the resource.
-    (_S.REQUESTED, Input.TIMED_OUT): _S.TIMEOUT,
+    (_S.REQUESTED, Input.TIMED_OUT): _S.DOES_NOT_EXIST,
+    (_S.REQUESTED, Input.TIMED_OUT_TRANSIENT): _S.TIMEOUT,
     # A TTL runs only while a value is cached.
     **{(s, Input.EXPIRED): _S.EXPIRED for s in _CACHED},
     **{(s, Input.DATA_ERROR): _S.RECEIVED_ERROR for s in _ALL},

@@ -31,6 +31,7 @@ from .._errors import (
     ResourceTimeoutError,
     ResourceValidationError,
     ServerResourceError,
+    TransportError,
     XdsError,
 )
 from .._names import WILDCARD
@@ -50,6 +51,7 @@ TTL = 1  #: deadline kind: TTL expiry
 DeadlineKey = tuple[int, str, str]  # (kind, type_url, name)
 
 _REQUESTED = ResourceStatus.REQUESTED
+_IGNORED_DELETION = ResourceStatus.DOES_NOT_EXIST_BUT_CACHED
 
 
 @attrs.frozen
@@ -327,13 +329,18 @@ class TypeState:
         """The server said ``name`` does not exist (or deleted it), in the response at
         ``version`` when there is one."""
         entry = self.entries.get(name)
+        if (
+            entry is not None
+            and entry.status is _IGNORED_DELETION
+            and isinstance(entry.error, ResourceDoesNotExistError)
+        ):
+            return  # still absent: the deletion (and the version that made it) stands
+        how = f"deleted by the server in version {version}" if version else "removed by the server"
         if self.options.ignore_resource_deletion and entry is not None and entry.status.holds_value:
-            cause, message = (
-                Input.DELETION_IGNORED,
-                "deleted by the server; kept (ignore_resource_deletion)",
-            )
+            cause = Input.DELETION_IGNORED
+            message = f"does not exist: {how}; the cached value is kept (ignore_resource_deletion)"
         else:
-            cause, message = Input.DELETED, "the server says it does not exist"
+            cause, message = Input.DELETED, f"does not exist: {how}"
         error = ResourceDoesNotExistError(self.type_url, name, message, version=version)
         self.apply_error(name, cause, error, now, events)
 
@@ -408,8 +415,10 @@ class TypeState:
     def apply_server_errors(
         self, resource_errors: Any, now: float, events: list[Event]
     ) -> set[str]:
-        """``resource_errors`` of a response (gRFC A88); returns the names they covered."""
+        """``resource_errors`` of a response (gRFC A88); returns the names they covered. Each
+        error carries the response's version (SotW), as C-core records it for CSDS."""
         covered: set[str] = set()
+        version = self.last_classified.version if self.last_classified is not None else ""
         for item in resource_errors:
             name = item.resource_name.name
             if not self.wants(name):
@@ -420,6 +429,7 @@ class TypeState:
             error = ServerResourceError(
                 self.type_url, name, text or "error reported by the server", code=status.code
             )
+            error.version = version
             cause = Input.DATA_ERROR if error.is_data_error else Input.TRANSIENT_ERROR
             self.apply_error(name, cause, error, now, events)
         return covered
@@ -427,20 +437,33 @@ class TypeState:
     def expire(self, kind: int, name: str, now: float, events: list[Event]) -> None:
         """A deadline of ours passed."""
         if kind == DNE:
-            timeout = self.options.does_not_exist_timeout
-            error: XdsError = ResourceTimeoutError(
-                self.type_url, name, f"not received within {timeout:g} s of being requested"
-            )
-            self.apply_error(name, Input.TIMED_OUT, error, now, events)
+            self.apply_error(name, *self._timer_fired(name), now, events)
         else:
             error = ResourceExpiredError(self.type_url, name, "its TTL expired without a refresh")
             self.apply_error(name, Input.EXPIRED, error, now, events)
+
+    def _timer_fired(self, name: str) -> tuple[Input, XdsError]:
+        """What a fired does-not-exist timer means (gRFC A88): the resource does not exist (a
+        data error), or, on a server with ``resource_timer_is_transient_failure``, the server
+        is slow (a transient error, UNAVAILABLE). The texts follow C-core's."""
+        late = f"not received within {self.options.does_not_exist_timeout:g} s of being requested"
+        if not self.options.resource_timer_is_transient_failure:
+            missing = ResourceTimeoutError(self.type_url, name, f"does not exist: {late}")
+            return Input.TIMED_OUT, missing
+        what = f'{short_type(self.type_url)} "{name}"'
+        text = f"{what}: timeout obtaining resource from the xDS server: {late}"
+        return Input.TIMED_OUT_TRANSIENT, TransportError(text, code="UNAVAILABLE")
 
     # ----------------------------------------------------------------- introspection
 
     def state(self, name: str) -> ResourceState | None:
         entry = self.entries.get(name)
         return None if entry is None else entry.snapshot(self.type_url, name)
+
+
+def short_type(type_url: str) -> str:
+    """The message name of a type URL, as error texts name it."""
+    return type_url.rsplit(".", 1)[-1]
 
 
 def nack_message(errors: list[str], limit: int) -> str:

@@ -279,6 +279,8 @@ class ServerPool:
                     ignore_resource_deletion=isinstance(server, ServerConfig)
                     and server.ignore_resource_deletion,
                     complete_state=isinstance(server, FileSource),
+                    resource_timer_is_transient_failure=isinstance(server, ServerConfig)
+                    and server.resource_timer_is_transient_failure,
                 ),
             )
             driver = StreamDriver(
@@ -312,7 +314,7 @@ class ServerPool:
         if isinstance(server, FileSource):
             from .._transports._file import FileTransport
 
-            return FileTransport(server, self._options)
+            return FileTransport(server, self._options, clock=self._clock)
         if isinstance(server, RestSource):
             from .._transports._rest import RestTransport
 
