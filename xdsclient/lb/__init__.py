@@ -1,0 +1,38 @@
+"""Load-balancing building blocks for custom balancers over xDS endpoint data (issue 25).
+
+Transport-free and sans-I/O: each block takes the validated views, the connectivity the user's
+transport reports, a random source and ``now``, and returns picks. They agree with gRPC's xDS
+load-balancing tree where gRPC is deterministic. This package imports only the client's public
+API and is never imported by it.
+"""
+
+from __future__ import annotations
+
+from ._base import (
+    ChildPolicy,
+    ConnectivityState,
+    EndpointKey,
+    EndpointPicker,
+    PickOutcome,
+    PickRequest,
+    PickResult,
+    aggregate_state,
+    key_of,
+)
+
+__all__ = [
+    "ChildPolicy",
+    "ConnectivityState",
+    "EndpointKey",
+    "EndpointPicker",
+    "PickOutcome",
+    "PickRequest",
+    "PickResult",
+    "aggregate_state",
+    "key_of",
+]
+
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith(__name__ + "."):
+        _value.__module__ = __name__

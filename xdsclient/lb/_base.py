@@ -1,0 +1,143 @@
+"""The contract every load-balancing building block keeps: states in, picks out, time passed in.
+
+Why a contract of its own: the blocks (endpoint pickers, the per-priority child, priority
+failover, drops, the composed picker) are written and tested separately, and a user may swap
+any of them. gRPC's balancers are a tree of policies, each told its children's connectivity and
+handing a picker up; here every block is a plain synchronous object, sans-I/O like the protocol
+core:
+- the user's transport reports each endpoint's connectivity in (`set_endpoint_state`); a block
+  never opens a connection, it *asks* for one (`PickResult.connect`, `wanted_connections`);
+- time and randomness are arguments (`now`, a `random.Random`), so a test replays a run exactly;
+- an update with a new assignment keeps what it can (states, weights, ejections) by endpoint
+  key, as gRPC keeps subchannels by address.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+import attrs
+
+from ..resources import Endpoint, LocalityEndpoints
+
+__all__ = [
+    "ChildPolicy",
+    "ConnectivityState",
+    "EndpointKey",
+    "EndpointPicker",
+    "PickOutcome",
+    "PickRequest",
+    "PickResult",
+    "aggregate_state",
+    "key_of",
+]
+
+#: An endpoint's identity across updates: its first (address, port), as gRPC keys subchannels.
+EndpointKey = tuple[str, int]
+
+
+def key_of(endpoint: Endpoint) -> EndpointKey:
+    """The key an endpoint keeps across assignments."""
+    return (endpoint.address, endpoint.port)
+
+
+class ConnectivityState(enum.Enum):
+    """gRPC's connectivity states (``grpc_connectivity_state``), of an endpoint or a block."""
+
+    IDLE = "IDLE"
+    CONNECTING = "CONNECTING"
+    READY = "READY"
+    TRANSIENT_FAILURE = "TRANSIENT_FAILURE"
+
+
+def aggregate_state(states: Iterable[ConnectivityState]) -> ConnectivityState:
+    """gRPC's aggregation rule (round_robin, weighted_target): READY if any is READY, else
+    CONNECTING if any is, else IDLE if any is, else TRANSIENT_FAILURE (also for none)."""
+    seen = set(states)
+    for state in (
+        ConnectivityState.READY,
+        ConnectivityState.CONNECTING,
+        ConnectivityState.IDLE,
+    ):
+        if state in seen:
+            return state
+    return ConnectivityState.TRANSIENT_FAILURE
+
+
+@attrs.frozen(kw_only=True)
+class PickRequest:
+    """What a pick may look at: the call's headers (lower-case names; a repeated header is its
+    values joined with ``,`` as gRPC joins them) and the request hash computed from the route's
+    hash policies (ring hash; None when the route has none)."""
+
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    request_hash: int | None = None
+
+
+class PickOutcome(enum.Enum):
+    """gRPC's pick results: use an endpoint, wait for a new picker, fail the call, drop it."""
+
+    COMPLETE = "COMPLETE"
+    QUEUE = "QUEUE"
+    FAIL = "FAIL"
+    DROP = "DROP"
+
+
+@attrs.frozen(kw_only=True)
+class PickResult:
+    """One pick. ``endpoint`` with COMPLETE; ``connect``: endpoints the transport should start
+    connecting now (ring hash on an IDLE endpoint, pick first), with any outcome; ``cluster`` and
+    ``locality`` say where the pick went (load reporting); ``drop_category`` with DROP;
+    ``error`` with FAIL."""
+
+    outcome: PickOutcome
+    endpoint: Endpoint | None = None
+    connect: tuple[Endpoint, ...] = ()
+    cluster: str = ""
+    locality: LocalityEndpoints | None = None
+    drop_category: str = ""
+    error: str = ""
+
+
+class EndpointPicker(Protocol):
+    """Picks among one locality's endpoints (gRPC: round_robin, weighted_round_robin,
+    least_request, pick_first under weighted_target)."""
+
+    def update(self, endpoints: Sequence[Endpoint], now: float) -> None:
+        """A new endpoint list; state kept for endpoints whose key stays."""
+
+    def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
+        """The user's transport reports an endpoint's connectivity."""
+
+    def state(self) -> ConnectivityState:
+        """This picker's aggregated state."""
+
+    def wanted_connections(self) -> tuple[Endpoint, ...]:
+        """Endpoints this picker wants connected now (all of them for round robin; the first
+        for pick first)."""
+
+    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+        """One pick."""
+
+
+class ChildPolicy(Protocol):
+    """Picks among the endpoints of one priority (gRPC: the priority policy's child: a
+    locality-weighted target of endpoint pickers, or ring hash over all of the priority)."""
+
+    def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
+        """The priority's localities; state kept by locality and endpoint key."""
+
+    def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
+        """The user's transport reports an endpoint's connectivity."""
+
+    def state(self) -> ConnectivityState:
+        """This child's aggregated state."""
+
+    def wanted_connections(self) -> tuple[Endpoint, ...]:
+        """Endpoints this child wants connected now."""
+
+    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+        """One pick."""
