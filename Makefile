@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench clean compiled test-compiled docs docs-serve docs-check
+.PHONY: test lint typecheck unit demo bench clean compiled test-compiled test-long docs docs-serve docs-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,13 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest
+
+# The property-based and fuzz tests with their full budgets (`make test` runs a fifth of each;
+# tests/fuzz.py). CI runs both.
+PROPERTIES := tests/reliability/test_fuzz.py tests/resources tests/protocol/test_stateful.py \
+	tests/test_dependencies.py
+test-long: $(STAMP)
+	XDSCLIENT_FUZZ=long $(BIN)/pytest -q $(PROPERTIES)
 
 # The optional compiled EDS wire reader (issue 14): mypyc builds it beside its source, where it is
 # imported instead of the .py. Needs a C compiler; without it the upb path does the same work.

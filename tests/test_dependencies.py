@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders import cluster, endpoints, listener, routes
+from tests.fuzz import examples
 from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
 from xdsclient._dependencies import XdsConfig, endpoint_users, rewalk_endpoints, walk
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
@@ -301,7 +302,7 @@ _CHANGES = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(changes=_CHANGES)
 def test_redoing_only_changed_assignments_gives_the_snapshot_a_full_walk_gives(
     changes: list[tuple[str, str]],

@@ -34,6 +34,7 @@ from tests.builders import (
     sotw_response,
     wrapped,
 )
+from tests.fuzz import examples
 from xdsclient import Event, TransportError
 from xdsclient._protocol._typestate import DNE
 
@@ -285,7 +286,7 @@ class DeltaProtocol(_Protocol):
 
 
 _settings = settings(
-    max_examples=150,
+    max_examples=examples(150),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

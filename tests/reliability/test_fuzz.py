@@ -8,7 +8,6 @@ session using the real validated-view decoders. Several thousand examples run in
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import cluster, endpoints, listener, session
+from tests.fuzz import examples
 from xdsclient import XdsError
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
 
@@ -142,7 +142,7 @@ _subscriptions = st.lists(
     st.tuples(st.sampled_from(TYPES), st.sampled_from(["a", "b", "*"])), min_size=1, max_size=5
 )
 _settings = settings(
-    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "1500")),
+    max_examples=examples(1500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -9,20 +9,20 @@ plain data, by class name and field.
 from __future__ import annotations
 
 import enum
-import os
 from typing import Any
 
 import attrs
 from hypothesis import HealthCheck, settings
 
+from tests.fuzz import examples
 from xdsclient import ResourceDecodeError
 from xdsclient.resources._regex import compile_regex
 
 _RE2: type[Any] = type(compile_regex(""))  # the compiled pattern class of google-re2
 
-#: ``XDS_FUZZ_EXAMPLES`` examples per property (400 by default).
+#: 400 examples per property in `make test-long`, a fifth in `make test` (`tests/fuzz.py`).
 FUZZ_SETTINGS = settings(
-    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "400")),
+    max_examples=examples(400),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

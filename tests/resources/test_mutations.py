@@ -7,7 +7,6 @@ repeated elements; put random or valid messages in Anys) and byte-level (flip, c
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
@@ -20,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import cluster, endpoints, listener
+from tests.fuzz import examples
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
 
@@ -147,7 +147,7 @@ def _decode(rtype: ResourceType[Any], data: bytes) -> None:
 
 
 _settings = settings(
-    max_examples=int(os.environ.get("XDS_FUZZ_EXAMPLES", "400")),
+    max_examples=examples(400),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
