@@ -22,8 +22,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict xdsclient
 	$(BIN)/mypy tests examples bench
 
+# Three workers on two cores: most tests wait on real sockets and servers, so the suite takes
+# half the time of one worker (measured: 3:23 against 6:48 on a loaded machine).
+WORKERS ?= 3
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS)
 
 # The property-based and fuzz tests with their full budgets (`make test` runs a fifth of each;
 # tests/fuzz.py). CI runs both.
