@@ -347,14 +347,19 @@ class ServerPool:
         ]
 
     def _publisher(self, channel: _Channel) -> Publish:
+        """What ``channel``'s drivers publish, less the events of names whose authority it
+        does not write: one it stands by for, one that left it, and one it never served (an
+        ``xdstp://b/...`` resource that came through the wildcard of another authority)."""
         publish = self._publish
+        if not isinstance(channel.server, ServerConfig):
+            return publish  # a file or REST source serves its types for every authority
 
         def publish_from(
             events: list[Event], after: asyncio.Future[None] | None = None
         ) -> asyncio.Future[None] | None:
-            if channel.standby and events:
-                standby = channel.standby
-                events = [e for e in events if authority_of(e.name) not in standby]
+            if events:
+                writes = channel.users - channel.standby
+                events = [e for e in events if authority_of(e.name) in writes]
             return publish(events, after)
 
         return publish_from
