@@ -353,13 +353,16 @@ class ServerPool:
         publish = self._publish
         if not isinstance(channel.server, ServerConfig):
             return publish  # a file or REST source serves its types for every authority
+        sourced = self._sources  # types whose source serves them for every authority
 
         def publish_from(
             events: list[Event], after: asyncio.Future[None] | None = None
         ) -> asyncio.Future[None] | None:
             if events:
                 writes = channel.users - channel.standby
-                events = [e for e in events if authority_of(e.name) in writes]
+                events = [
+                    e for e in events if authority_of(e.name) in writes or e.type_url in sourced
+                ]
             return publish(events, after)
 
         return publish_from
