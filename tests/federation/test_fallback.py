@@ -336,3 +336,32 @@ async def test_a_fallback_shows_as_a_failure_of_the_primary_and_updates_of_the_s
     assert stats.servers[PRIMARY].failures == 1
     assert stats.type_stats(ENDPOINT.type_url, SECONDARY).update_success == 1
     assert stats.type_stats(ENDPOINT.type_url).update_success == 2
+
+
+async def test_a_fallback_server_closed_after_going_back_is_no_longer_connected(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """Once the client is back on the primary and has closed the fallback's channel, the
+    fallback shows as not connected, in `stats()` and in A78's gauge, without a failure."""
+    reader = InMemoryMetricReader()
+    client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
+    fake.refuse(server=PRIMARY)
+    _watch(client)
+    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    assert client.stats().servers[SECONDARY].connected_state == 1
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    await settle()
+    assert SECONDARY in fake.closed_servers
+    stats = client.stats()
+    assert {s: stats.servers[s].connected_state for s in (PRIMARY, SECONDARY)} == {
+        PRIMARY: 1,
+        SECONDARY: 0,
+    }
+    assert stats.servers[SECONDARY].failures == 0
+    points = _points(reader)
+    connected = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.connected"]}
+    assert connected == {PRIMARY: 1, SECONDARY: 0}
+    failures = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.server_failure"]}
+    assert failures == {PRIMARY: 1}

@@ -30,7 +30,7 @@ from typing import Any
 from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
 from .._names import WILDCARD, authority_of
-from .._observe import Observers
+from .._observe import ChannelClosed, Observers
 from .._options import ClientOptions
 from .._protocol import Event, ResourceCache, ResourceStatus, Session
 from .._services import PER_TYPE_SERVICES
@@ -299,10 +299,14 @@ class ServerPool:
         return channel
 
     async def _stop(self, channel: _Channel) -> None:
+        """End the channel's drivers, then its transport; then observers hear it is closed
+        (after the drivers, so no event of theirs can say it is connected again)."""
         await channel.tasks.close()
         await channel.transport.close()
         if channel in self._closing:
             self._closing.remove(channel)
+        if self._observers:
+            self._observers.emit(ChannelClosed(server=channel.server.uri, time=self._clock.time()))
 
     def _transport_for(self, server: Source) -> Transport:
         if self._factory is not None:
