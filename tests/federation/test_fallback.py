@@ -365,3 +365,61 @@ async def test_a_fallback_server_closed_after_going_back_is_no_longer_connected(
     assert connected == {PRIMARY: 1, SECONDARY: 0}
     failures = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.server_failure"]}
     assert failures == {PRIMARY: 1}
+
+
+async def test_a_fallback_server_s_late_responses_never_take_a_watcher_back_in_time(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """Responses the fallback server sent while the primary took the authority back (read by
+    its driver before the channel was closed) are not delivered: the watcher saw 12 and 13
+    from the primary and must not see 12 and 13 again from the fallback."""
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=11)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    for port in (12, 13):  # both servers hold each version; the primary is read first
+        primary.send([endpoints("a", port=port)], version=str(port))
+        fallback.send([endpoints("a", port=port)], version=str(port))
+    await settle()
+    print("SEEN", _ports(seen), fake.closed_servers, [s.server for s in fake.streams])
+    assert _ports(seen) == [11, 12, 13]
+
+
+async def test_the_fallback_server_s_state_of_the_world_applies_to_cached_resources(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, variant: Variant
+) -> None:
+    """A cached cluster that the fallback server's SotW CDS response leaves out is deleted,
+    as any full state deletes what it omits (gRPC C-core does the same: the fallback is the
+    authority's server now); over Delta only an explicit removal deletes, so it stays."""
+    seen_a: list[Event] = []
+    client.add_watcher(CLUSTER, "a", CallbackWatcher(seen_a.append))
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    primary.send([cluster("a")], version="1")
+    await settle()
+    fake.refuse(server=PRIMARY)
+    primary.fail()
+    await settle()
+    client.add_watcher(CLUSTER, "b", CallbackWatcher(lambda event: None))  # missing: fall back
+    fallback = await fake.stream(SECONDARY)
+    await fallback.request()
+    fallback.send([cluster("b")], version="7")
+    await settle()
+    state_a, state_b = client.resource_state(CLUSTER, "a"), client.resource_state(CLUSTER, "b")
+    assert state_b is not None
+    assert state_b.status is ResourceStatus.ACKED
+    assert state_a is not None
+    if variant["delta"]:
+        assert state_a.status is ResourceStatus.ACKED
+        assert [type(e).__name__ for e in seen_a] == ["ResourceChanged", "AmbientError"]
+    else:
+        assert state_a.status is ResourceStatus.DOES_NOT_EXIST
+        assert [type(e).__name__ for e in seen_a] == [
+            "ResourceChanged",
+            "AmbientError",
+            "DataError",
+        ]
