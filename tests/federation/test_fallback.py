@@ -367,12 +367,11 @@ async def test_a_fallback_server_closed_after_going_back_is_no_longer_connected(
     assert failures == {PRIMARY: 1}
 
 
-async def test_a_fallback_server_s_late_responses_never_take_a_watcher_back_in_time(
+async def test_when_both_servers_send_the_same_versions_a_watcher_sees_each_once(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
-    """Responses the fallback server sent while the primary took the authority back (read by
-    its driver before the channel was closed) are not delivered: the watcher saw 12 and 13
-    from the primary and must not see 12 and 13 again from the fallback."""
+    """Both servers send versions 12 and 13 while the primary takes the authority back: the
+    watcher sees each version once, from the primary; the fallback's copies are not delivered."""
     fake.refuse(server=PRIMARY)
     seen = _watch(client)
     fallback = await fake.stream(SECONDARY)
@@ -381,12 +380,38 @@ async def test_a_fallback_server_s_late_responses_never_take_a_watcher_back_in_t
     clock.advance(1.0)
     primary = await fake.stream(PRIMARY)
     await primary.request()
-    for port in (12, 13):  # both servers hold each version; the primary is read first
+    for port in (12, 13):
         primary.send([endpoints("a", port=port)], version=str(port))
         fallback.send([endpoints("a", port=port)], version=str(port))
     await settle()
-    print("SEEN", _ports(seen), fake.closed_servers, [s.server for s in fake.streams])
     assert _ports(seen) == [11, 12, 13]
+
+
+async def test_a_primary_answering_with_an_older_state_than_the_fallback_s_is_followed(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """gRFC A71: the primary's first response after an outage makes it the authority's server,
+    and its contents apply even when older than what the fallback delivered meanwhile (gRPC
+    C-core does the same; the client cannot order two servers' versions). The watcher goes
+    back only because a server sent the older version, and never replays one by itself."""
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=11)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    for port in (12, 13):
+        fallback.send([endpoints("a", port=port)], version=str(port))
+        await settle()
+    primary.send([endpoints("a", port=12)], version="12")  # sent before it had 13
+    await settle()
+    assert _ports(seen) == [11, 12, 13, 12]
+    primary.send([endpoints("a", port=13)], version="13")
+    fallback.send([endpoints("a", port=14)], version="14")  # closing: not heard
+    await settle()
+    assert _ports(seen) == [11, 12, 13, 12, 13]
 
 
 async def test_the_fallback_server_s_state_of_the_world_applies_to_cached_resources(

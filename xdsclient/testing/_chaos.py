@@ -11,7 +11,9 @@ The verdict on what a watcher received, update by update (`_violations`):
 - no update is delivered twice in a row;
 - a watcher never goes back to a version it has already passed (an older one, or the one it
   has now again after an older one) unless a server sent it: a response carrying that version
-  of that resource reached the client after the watcher had passed it. With a fallback server
+  of that resource reached the client after the response that moved the watcher past it (the
+  last one carrying the version it had before, received before that was delivered). With a
+  fallback server
   (gRFC A71) this happens legitimately: the primary's first response after an outage may be
   older than what the fallback delivered meanwhile, and the primary serves the authority again
   from that response on (gRPC C-core does the same). A step back that no response explains is
@@ -211,7 +213,8 @@ def _violations(
     violations = []
     steps_back = 0
     positions: list[int] = []
-    newest, passed_at = -1, -1  # the newest version seen, and the step it was last left at
+    newest = -1  # the newest version delivered
+    cause = -1  # when the response carrying the version delivered last reached the client
     for step, raw in got:
         position = order.get(raw)
         if position is None:
@@ -220,14 +223,14 @@ def _violations(
         if positions and position == positions[-1]:
             violations.append(f"{name}: the same update delivered twice in a row: {position}")
         elif position <= newest:
-            if any(passed_at < s < step for s in arrived[name, raw]):
+            if any(cause < s < step for s in arrived[name, raw]):
                 steps_back += 1
             else:
                 history = [*positions[-4:], position]
                 violations.append(f"{name}: went back to a version no server sent again: {history}")
         if position >= newest:
             newest = position
-        passed_at = step
+        cause = max((s for s in arrived[name, raw] if s < step), default=step)
         positions.append(position)
     return violations, steps_back
 
