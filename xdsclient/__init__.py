@@ -36,6 +36,7 @@ from ._errors import (
     XdsError,
 )
 from ._observe import (
+    ChannelClosed,
     ConnectivityChanged,
     Observer,
     ProtocolEvent,
@@ -68,6 +69,7 @@ __all__ = [
     "Backoff",
     "BootstrapError",
     "CallbackWatcher",
+    "ChannelClosed",
     "ChannelCredentials",
     "ClientClosedError",
     "ClientConfig",

@@ -42,7 +42,7 @@ from ._targets import listener_for
 from ._transports import TransportFactory
 from ._wait import wait_for, wait_for_config
 from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
-from ._xdstp import XDSTP_SCHEME, InvalidNameError, canonical_name
+from ._xdstp import InvalidNameError, canonical_name, is_xdstp
 from .resources import BUILTIN_TYPES, LISTENER, ResourceType
 
 __all__ = ["XdsClient"]
@@ -469,7 +469,7 @@ class _WalkSource:
         clusters adds N names at once."""
         client = self._client
         if type_url not in self._plain_types or not all(
-            name and not name.startswith(XDSTP_SCHEME) for name in names
+            name and not is_xdstp(name) for name in names
         ):
             return [self.add_watcher(type_url, name, watcher) for name in names]
         client._check_open()
@@ -487,7 +487,7 @@ class _WalkSource:
             isinstance(resource_type, str)
             and resource_type in self._plain_types
             and name
-            and not name.startswith(XDSTP_SCHEME)
+            and not is_xdstp(name)
         ):  # the common case: the checks are done once per type
             client._check_open()
             table = client._cache.table(OLD_AUTHORITY, resource_type)
@@ -504,7 +504,7 @@ class _WalkSource:
         unknown = client._unknown_authority(type_url, name)
         if unknown is not None:
             return _unusable(type_url, name, unknown.error)  # already names the resource
-        if not name.startswith(XDSTP_SCHEME):
+        if not is_xdstp(name):
             self._plain_types.add(type_url)  # old-style names of this type pass every check
         client._check_open()
         return client._cache.entry(type_url, name)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ._errors import MissingExtraError
 from ._names import authority_of
-from ._observe import ConnectivityChanged, ProtocolEvent, ResourceUpdate
+from ._observe import ChannelClosed, ConnectivityChanged, ProtocolEvent, ResourceUpdate
 from ._protocol import ResourceState
 
 __all__ = ["METRICS", "MetricsRecorder", "enable_metrics"]
@@ -72,6 +72,8 @@ class MetricsRecorder:
             if not event.connected and self.connected.get(event.server, 1):
                 self.failures[event.server] += 1
             self.connected[event.server] = int(event.connected)
+        elif type(event) is ChannelClosed and event.server in self.connected:
+            self.connected[event.server] = 0  # closed on purpose: not a failure
 
     def connected_values(self) -> list[tuple[int, dict[str, str]]]:
         return [(value, self._server(server)) for server, value in self.connected.items()]

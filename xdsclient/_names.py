@@ -20,13 +20,16 @@ WILDCARD = "*"
 #: The authority of old-style (non-xdstp) names, as gRPC C-core calls it (gRFC A47).
 OLD_AUTHORITY = "#old"
 
-_XDSTP = "xdstp://"
+_XDSTP = "xdstp:"
 
 
 def authority_of(name: str) -> str:
-    """The authority of a resource name: ``xdstp://authority/type/id`` -> ``authority``;
-    an old-style name -> `OLD_AUTHORITY`."""
+    """The authority of a resource name: ``xdstp://authority/type/id`` -> ``authority``
+    (``xdstp:/type/id``, C-core's spelling of an empty one -> ``""``); an old-style name ->
+    `OLD_AUTHORITY`."""
     if not name.startswith(_XDSTP):
         return OLD_AUTHORITY
-    authority = name[len(_XDSTP) :].split("/", 1)[0]
+    if not name.startswith("//", 6):
+        return ""
+    authority = name[8:].split("/", 1)[0]
     return urllib.parse.unquote(authority) if "%" in authority else authority

@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import attrs
 
 __all__ = [
+    "ChannelClosed",
     "ConnectivityChanged",
     "Observer",
     "Observers",
@@ -122,8 +123,21 @@ class ConnectivityChanged:
     type_urls: tuple[str, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
+class ChannelClosed:
+    """The client closed its channel to a server no authority uses any more (a fallback
+    server once the primary is back, gRFC A71; every server when the client closes). The server
+    is no longer connected; this is not a failure. Its streams have ended: no event of that
+    server follows until a channel to it is opened again."""
+
+    server: str
+    time: float
+
+
 #: Everything an observer can be told.
-ProtocolEvent: TypeAlias = RequestSent | ResponseReceived | ResourceUpdate | ConnectivityChanged
+ProtocolEvent: TypeAlias = (
+    RequestSent | ResponseReceived | ResourceUpdate | ConnectivityChanged | ChannelClosed
+)
 #: A callable told of every protocol event, synchronously.
 Observer: TypeAlias = Callable[[ProtocolEvent], None]
 

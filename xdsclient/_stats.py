@@ -22,7 +22,13 @@ from collections.abc import Mapping
 
 import attrs
 
-from ._observe import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
+from ._observe import (
+    ChannelClosed,
+    ConnectivityChanged,
+    ProtocolEvent,
+    RequestSent,
+    ResponseReceived,
+)
 
 __all__ = ["ClientStats", "ServerStats", "StatsRecorder", "TypeStats"]
 
@@ -113,6 +119,8 @@ class StatsRecorder:
             self._answered(event)
         elif type(event) is ConnectivityChanged:
             self._connectivity(event)
+        elif type(event) is ChannelClosed and event.server in self._connected:
+            self._connected[event.server] = 0  # closed on purpose: not a failure
 
     def _counts_of(self, key: tuple[str, str]) -> list[int]:
         counts = self._counts.get(key)

@@ -8,6 +8,9 @@ Why here: `watch_config("svc")` must subscribe to the same Listener a gRPC chann
 - a plain target (or ``xds:///target``) uses the top-level
   ``client_default_listener_resource_name_template`` (default ``%s``).
 The virtual host is chosen by the target itself (the URI path without its leading ``/``).
+
+As in C-core, the target's path is percent-decoded before the template encodes it again
+(``xds:///a%20b`` and a target ``a b`` name one listener, ``.../a%20b``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import urllib.parse
 
 from ._config import BootstrapError, ClientConfig
-from ._xdstp import XDSTP_SCHEME, expand_template
+from ._xdstp import XDSTP_SCHEME, encode_authority, expand_template, is_xdstp
 
 __all__ = ["listener_for"]
 
@@ -25,26 +28,27 @@ _LISTENER_TYPE = "envoy.config.listener.v3.Listener"
 def listener_for(config: ClientConfig, target: str) -> tuple[str, str]:
     """``(listener resource name, data-plane authority)`` for a target; raises
     `BootstrapError` when the target names an authority the bootstrap does not configure."""
-    if target.startswith(XDSTP_SCHEME):
+    if is_xdstp(target):
         return target, target
     if not target.startswith("xds:"):
         return expand_template(config.client_default_listener_resource_name_template, target), (
             target
         )
     uri = urllib.parse.urlsplit(target)
-    path = uri.path.removeprefix("/")
+    raw_path = uri.path.removeprefix("/")
+    path = urllib.parse.unquote(raw_path)
     if not path:
         raise ValueError(f"{target!r} names no service (xds://[authority]/service)")
     if not uri.netloc:
         template = config.client_default_listener_resource_name_template
-        return expand_template(template, path), path
-    authority = uri.netloc
+        return expand_template(template, path), raw_path
+    authority = urllib.parse.unquote(uri.netloc)
     entry = config.authorities.get(authority)
     if entry is None:
         raise BootstrapError(
             f"{target!r}: the bootstrap does not configure the authority {authority!r}"
         )
     template = entry.client_listener_resource_name_template or (
-        f"{XDSTP_SCHEME}{urllib.parse.quote(authority, safe=':@')}/{_LISTENER_TYPE}/%s"
+        f"{XDSTP_SCHEME}{encode_authority(authority)}/{_LISTENER_TYPE}/%s"
     )
-    return expand_template(template, path), path
+    return expand_template(template, path), raw_path

@@ -4,8 +4,20 @@ Why a value type: a new-style name is a key in the cache, a routing decision (it
 picks the servers) and a string on the wire. Two spellings of one name (context parameters in
 another order, another percent-encoding of the same characters) must be one key, so every
 xdstp name the client is given is parsed once at the API boundary and replaced by its canonical
-form: context parameters sorted by key (a repeated key keeps its last value, as gRPC does),
-every component percent-encoded the same way.
+form: context parameters sorted by key (a repeated key keeps its last value), every component
+percent-encoded the same way.
+
+The canonical form is byte for byte the name gRPC C-core (grpcio) requests: C-core parses a
+name as a URI (decoding every component) and prints it again with its `URI::ToString`, which
+percent-encodes only what RFC 3986 does not allow where the text stands:
+- authority: unreserved, sub-delims and ``:[]`` stay (``@`` is encoded);
+- path (``/type/id``): unreserved, sub-delims, ``:@/`` stay (``?`` and ``#`` are encoded);
+- a context parameter's key or value: the query characters (unreserved, sub-delims, ``:@/?``)
+  but ``&`` and ``=``, which delimit the parameters;
+- an empty authority is printed without ``//``: ``xdstp:/{type}/{id}`` (C-core's URI printer;
+  ``xdstp:///{type}/{id}`` is read as the same name).
+grpc-go differs in two corners (it escapes ``!'()*,;`` in paths, and prints ``xdstp:///`` for
+an empty authority); C-core is the reference here.
 
 Format: ``xdstp://{authority}/{type}/{id}?{key=value&...}``; the authority may be empty, the id
 may contain ``/``. Processing directives (``#...``, deprecated in TP1) are refused: no client
@@ -21,18 +33,28 @@ import attrs
 
 from ._errors import XdsError
 
-__all__ = ["XDSTP_SCHEME", "InvalidNameError", "XdstpName", "canonical_name", "expand_template"]
+__all__ = [
+    "XDSTP_PREFIX",
+    "XDSTP_SCHEME",
+    "InvalidNameError",
+    "XdstpName",
+    "canonical_name",
+    "encode_authority",
+    "expand_template",
+    "is_xdstp",
+]
 
 XDSTP_SCHEME = "xdstp://"
+#: What makes a name new-style (C-core: ``absl::StartsWith(name, "xdstp:")``).
+XDSTP_PREFIX = "xdstp:"
 _TYPE_PREFIX = "type.googleapis.com/"
 
-# RFC 3986 characters that may stand unencoded in each component (besides unreserved ones,
-# which urllib.parse.quote never encodes).
-_SUB_DELIMS = "!$'()*+,;"  # '&' and '=' delimit context parameters, so they are always encoded
-_AUTHORITY_SAFE = _SUB_DELIMS + ":@"  # reg-name, with userinfo and port characters
-_SEGMENT_SAFE = _SUB_DELIMS + ":@"
-_ID_SAFE = _SEGMENT_SAFE + "/"
-_QUERY_SAFE = _SUB_DELIMS + ":@/?"
+# RFC 3986 characters that stay unencoded in each component, as C-core's uri.cc classes them
+# (besides the unreserved ones, which urllib.parse.quote never encodes).
+_SUB_DELIMS = "!$&'()*+,;="
+_AUTHORITY_SAFE = _SUB_DELIMS + ":[]"  # IsAuthorityChar
+_PATH_SAFE = _SUB_DELIMS + ":@/"  # IsPathChar: a segment's pchar, and '/'
+_QUERY_SAFE = "!$'()*+,;" + ":@/?"  # IsQueryKeyOrValueChar: no '&' or '='
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
@@ -52,9 +74,12 @@ class XdstpName:
     @classmethod
     def parse(cls, name: str) -> XdstpName:
         """Parse ``name``; raises `InvalidNameError` saying what is wrong."""
-        if not name.startswith(XDSTP_SCHEME):
+        if name.startswith(XDSTP_SCHEME):
+            rest = name[len(XDSTP_SCHEME) :]
+        elif name.startswith(XDSTP_PREFIX + "/"):  # no authority: C-core's form of an empty one
+            rest = name[len(XDSTP_PREFIX) :]
+        else:
             raise InvalidNameError(f"{name!r} is not an xdstp:// name")
-        rest = name[len(XDSTP_SCHEME) :]
         if "#" in rest:
             raise InvalidNameError(
                 f"{name!r}: processing directives ('#...') are not supported in resource names"
@@ -74,10 +99,8 @@ class XdstpName:
         )
 
     def __str__(self) -> str:
-        text = (
-            f"{XDSTP_SCHEME}{_quote(self.authority, _AUTHORITY_SAFE)}/"
-            f"{_quote(self.resource_type, _SEGMENT_SAFE)}/{_quote(self.id, _ID_SAFE)}"
-        )
+        authority = f"//{encode_authority(self.authority)}" if self.authority else ""
+        text = f"{XDSTP_PREFIX}{authority}/{_quote(f'{self.resource_type}/{self.id}', _PATH_SAFE)}"
         if self.context:
             text += "?" + "&".join(
                 f"{_quote(k, _QUERY_SAFE)}={_quote(v, _QUERY_SAFE)}" for k, v in self.context
@@ -90,10 +113,15 @@ class XdstpName:
         return _TYPE_PREFIX + self.resource_type
 
 
+def is_xdstp(name: str) -> bool:
+    """Whether ``name`` is a new-style (xdstp) name."""
+    return name.startswith(XDSTP_PREFIX)
+
+
 def canonical_name(name: str, type_url: str) -> str:
     """``name`` itself when old-style; an xdstp name checked against ``type_url`` and put in
     canonical form. Raises `InvalidNameError` for a malformed name or one of another type."""
-    if not name.startswith(XDSTP_SCHEME):
+    if not name.startswith(XDSTP_PREFIX):
         return name
     parsed = XdstpName.parse(name)
     if parsed.type_url != type_url:
@@ -105,11 +133,18 @@ def canonical_name(name: str, type_url: str) -> str:
 
 
 def expand_template(template: str, target: str) -> str:
-    """gRFC A47: replace ``%s`` in a listener name template by ``target``, percent-encoded
-    (``/`` kept) when the template is an xdstp:// name."""
-    if template.startswith("xdstp:"):
-        target = _quote(target, _ID_SAFE)
+    """gRFC A47: replace ``%s`` in a listener name template by ``target``, percent-encoded as
+    a URI path (C-core's `URI::PercentEncodePath`: ``/`` and every pchar kept) when the
+    template is an xdstp name."""
+    if template.startswith(XDSTP_PREFIX):
+        target = _quote(target, _PATH_SAFE)
     return template.replace("%s", target)
+
+
+def encode_authority(authority: str) -> str:
+    """``authority`` percent-encoded as the authority of a URI (C-core's
+    `URI::PercentEncodeAuthority`)."""
+    return _quote(authority, _AUTHORITY_SAFE)
 
 
 def _quote(text: str, safe: str) -> str:

@@ -336,3 +336,115 @@ async def test_a_fallback_shows_as_a_failure_of_the_primary_and_updates_of_the_s
     assert stats.servers[PRIMARY].failures == 1
     assert stats.type_stats(ENDPOINT.type_url, SECONDARY).update_success == 1
     assert stats.type_stats(ENDPOINT.type_url).update_success == 2
+
+
+async def test_a_fallback_server_closed_after_going_back_is_no_longer_connected(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """Once the client is back on the primary and has closed the fallback's channel, the
+    fallback shows as not connected, in `stats()` and in A78's gauge, without a failure."""
+    reader = InMemoryMetricReader()
+    client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
+    fake.refuse(server=PRIMARY)
+    _watch(client)
+    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    assert client.stats().servers[SECONDARY].connected_state == 1
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    await settle()
+    assert SECONDARY in fake.closed_servers
+    stats = client.stats()
+    assert {s: stats.servers[s].connected_state for s in (PRIMARY, SECONDARY)} == {
+        PRIMARY: 1,
+        SECONDARY: 0,
+    }
+    assert stats.servers[SECONDARY].failures == 0
+    points = _points(reader)
+    connected = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.connected"]}
+    assert connected == {PRIMARY: 1, SECONDARY: 0}
+    failures = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.server_failure"]}
+    assert failures == {PRIMARY: 1}
+
+
+async def test_when_both_servers_send_the_same_versions_a_watcher_sees_each_once(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """Both servers send versions 12 and 13 while the primary takes the authority back: the
+    watcher sees each version once, from the primary; the fallback's copies are not delivered."""
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=11)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    for port in (12, 13):
+        primary.send([endpoints("a", port=port)], version=str(port))
+        fallback.send([endpoints("a", port=port)], version=str(port))
+    await settle()
+    assert _ports(seen) == [11, 12, 13]
+
+
+async def test_a_primary_answering_with_an_older_state_than_the_fallback_s_is_followed(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """gRFC A71: the primary's first response after an outage makes it the authority's server,
+    and its contents apply even when older than what the fallback delivered meanwhile (gRPC
+    C-core does the same; the client cannot order two servers' versions). The watcher goes
+    back only because a server sent the older version, and never replays one by itself."""
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=11)
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    for port in (12, 13):
+        fallback.send([endpoints("a", port=port)], version=str(port))
+        await settle()
+    primary.send([endpoints("a", port=12)], version="12")  # sent before it had 13
+    await settle()
+    assert _ports(seen) == [11, 12, 13, 12]
+    primary.send([endpoints("a", port=13)], version="13")
+    fallback.send([endpoints("a", port=14)], version="14")  # closing: not heard
+    await settle()
+    assert _ports(seen) == [11, 12, 13, 12, 13]
+
+
+async def test_the_fallback_server_s_state_of_the_world_applies_to_cached_resources(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, variant: Variant
+) -> None:
+    """A cached cluster that the fallback server's SotW CDS response leaves out is deleted,
+    as any full state deletes what it omits (gRPC C-core does the same: the fallback is the
+    authority's server now); over Delta only an explicit removal deletes, so it stays."""
+    seen_a: list[Event] = []
+    client.add_watcher(CLUSTER, "a", CallbackWatcher(seen_a.append))
+    primary = await fake.stream(PRIMARY)
+    await primary.request()
+    primary.send([cluster("a")], version="1")
+    await settle()
+    fake.refuse(server=PRIMARY)
+    primary.fail()
+    await settle()
+    client.add_watcher(CLUSTER, "b", CallbackWatcher(lambda event: None))  # missing: fall back
+    fallback = await fake.stream(SECONDARY)
+    await fallback.request()
+    fallback.send([cluster("b")], version="7")
+    await settle()
+    state_a, state_b = client.resource_state(CLUSTER, "a"), client.resource_state(CLUSTER, "b")
+    assert state_b is not None
+    assert state_b.status is ResourceStatus.ACKED
+    assert state_a is not None
+    if variant["delta"]:
+        assert state_a.status is ResourceStatus.ACKED
+        assert [type(e).__name__ for e in seen_a] == ["ResourceChanged", "AmbientError"]
+    else:
+        assert state_a.status is ResourceStatus.DOES_NOT_EXIST
+        assert [type(e).__name__ for e in seen_a] == [
+            "ResourceChanged",
+            "AmbientError",
+            "DataError",
+        ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -83,6 +85,56 @@ def test_old_style_names_are_left_as_they_are_and_belong_to_the_old_authority() 
 def test_the_authority_of_a_name_is_decoded() -> None:
     assert authority_of(f"xdstp://m%2Dx/{LDS_TYPE}/x") == "m-x"
     assert authority_of(f"xdstp:///{LDS_TYPE}/x") == ""
+    assert authority_of(f"xdstp:/{LDS_TYPE}/x") == ""
+
+
+# Each canonical form below is the name grpcio 1.85 (gRPC C-core) requested for the same input
+# (the listener template or target of a bootstrap; test_grpc_reference.py checks it live).
+_ALL = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) not in "/?#") + "\u00e9"
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        (
+            f"xdstp://a/{LDS_TYPE}/shard%3D1%26tier%3Dgold",
+            f"xdstp://a/{LDS_TYPE}/shard=1&tier=gold",
+        ),
+        (f"xdstp://a/{LDS_TYPE}/svc%3Dv1", f"xdstp://a/{LDS_TYPE}/svc=v1"),
+        (
+            f"xdstp://a/{LDS_TYPE}/x/a%26b%3Dc%3Ad%40e%21%24x%28y%29%2A%2B%2C%3Bz",
+            f"xdstp://a/{LDS_TYPE}/x/a&b=c:d@e!$x(y)*+,;z",
+        ),
+        (
+            f"xdstp://a/{LDS_TYPE}/" + urllib.parse.quote(_ALL + "/?", safe=""),
+            f"xdstp://a/{LDS_TYPE}/%20!%22$%25&'()*+,-.0123456789:;%3C=%3E@ABCDEFGHIJKLMNOPQRSTU"
+            "VWXYZ%5B%5C%5D%5E_%60abcdefghijklmnopqrstuvwxyz%7B%7C%7D~%C3%A9/%3F",
+        ),
+        (
+            f"xdstp://{urllib.parse.quote(_ALL, safe='')}/{LDS_TYPE}/x",
+            "xdstp://%20!%22$%25&'()*+,-.0123456789:;%3C=%3E%40ABCDEFGHIJKLMNOPQRSTUVWXYZ[%5C]"
+            f"%5E_%60abcdefghijklmnopqrstuvwxyz%7B%7C%7D~%C3%A9/{LDS_TYPE}/x",
+        ),
+        (
+            f"xdstp://a/{LDS_TYPE}/x?k=" + urllib.parse.quote(_ALL + "/?#", safe=""),
+            f"xdstp://a/{LDS_TYPE}/x?k=%20!%22$%25%26'()*+,-.0123456789:;%3C%3D%3E@ABCDEFGHIJ"
+            "KLMNOPQRSTUVWXYZ%5B%5C%5D%5E_%60abcdefghijklmnopqrstuvwxyz%7B%7C%7D~%C3%A9/?%23",
+        ),
+        (
+            f"xdstp://a/{LDS_TYPE}/x?z=1&a=%41&k=v1&k=v2&q=a/b?c:d@e!$(*)+,;&e=",
+            f"xdstp://a/{LDS_TYPE}/x?a=A&e=&k=v2&q=a/b?c:d@e!$(*)+,;&z=1",
+        ),
+        (f"xdstp://a%5Bb%5D/{LDS_TYPE}/x", f"xdstp://a[b]/{LDS_TYPE}/x"),
+        (f"xdstp://a:b@c/{LDS_TYPE}/x", f"xdstp://a:b%40c/{LDS_TYPE}/x"),
+        (f"xdstp:///{LDS_TYPE}/x", f"xdstp:/{LDS_TYPE}/x"),  # C-core prints no empty authority
+        (f"xdstp:/{LDS_TYPE}/x", f"xdstp:/{LDS_TYPE}/x"),
+        (f"xdstp://a/{LDS_TYPE}/%7e%41%2d/x", f"xdstp://a/{LDS_TYPE}/~A-/x"),
+    ],
+)
+def test_names_are_encoded_byte_for_byte_as_grpc_c_core_encodes_them(
+    name: str, canonical: str
+) -> None:
+    assert canonical_name(name, LISTENER.type_url) == canonical
 
 
 @pytest.mark.parametrize(
@@ -91,7 +143,12 @@ def test_the_authority_of_a_name_is_decoded() -> None:
         ("%s", "svc.ns:80", "svc.ns:80"),
         ("%s", "a b", "a b"),  # old-style templates take the target as it is
         (f"xdstp://a/{LDS_TYPE}/%s", "svc/x y", f"xdstp://a/{LDS_TYPE}/svc/x%20y"),
-        (f"xdstp://a/{LDS_TYPE}/c/%s?p=1", "s?&", f"xdstp://a/{LDS_TYPE}/c/s%3F%26?p=1"),
+        (f"xdstp://a/{LDS_TYPE}/c/%s?p=1", "s?&", f"xdstp://a/{LDS_TYPE}/c/s%3F&?p=1"),
+        (
+            f"xdstp://a/{LDS_TYPE}/%s",
+            "shard=1&tier=gold",
+            f"xdstp://a/{LDS_TYPE}/shard=1&tier=gold",
+        ),
         ("prefix-%s-suffix", "svc", "prefix-svc-suffix"),
     ],
 )

@@ -31,7 +31,7 @@ from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
 from .._logs import authority_words
 from .._names import WILDCARD, authority_of
-from .._observe import Observers
+from .._observe import ChannelClosed, Observers
 from .._options import ClientOptions
 from .._protocol import Event, ResourceCache, ResourceStatus, Session
 from .._services import PER_TYPE_SERVICES
@@ -303,10 +303,14 @@ class ServerPool:
         return channel
 
     async def _stop(self, channel: _Channel) -> None:
+        """End the channel's drivers, then its transport; then observers hear it is closed
+        (after the drivers, so no event of theirs can say it is connected again)."""
         await channel.tasks.close()
         await channel.transport.close()
         if channel in self._closing:
             self._closing.remove(channel)
+        if self._observers:
+            self._observers.emit(ChannelClosed(server=channel.server.uri, time=self._clock.time()))
 
     def _transport_for(self, server: Source) -> Transport:
         if self._factory is not None:
@@ -351,14 +355,22 @@ class ServerPool:
         ]
 
     def _publisher(self, channel: _Channel) -> Publish:
+        """What ``channel``'s drivers publish, less the events of names whose authority it
+        does not write: one it stands by for, one that left it, and one it never served (an
+        ``xdstp://b/...`` resource that came through the wildcard of another authority)."""
         publish = self._publish
+        if not isinstance(channel.server, ServerConfig):
+            return publish  # a file or REST source serves its types for every authority
+        sourced = self._sources  # types whose source serves them for every authority
 
         def publish_from(
             events: list[Event], after: asyncio.Future[None] | None = None
         ) -> asyncio.Future[None] | None:
-            if channel.standby and events:
-                standby = channel.standby
-                events = [e for e in events if authority_of(e.name) not in standby]
+            if events:
+                writes = channel.users - channel.standby
+                events = [
+                    e for e in events if authority_of(e.name) in writes or e.type_url in sourced
+                ]
             return publish(events, after)
 
         return publish_from
