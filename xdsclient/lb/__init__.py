@@ -33,16 +33,22 @@ __all__ = [
 ]
 
 # --- endpoint pickers and the per-priority child (lb-pickers) ---
+from ._least_request import LeastRequestPicker
+from ._pick_first import PickFirstPicker
 from ._policies import child_policy_for, endpoint_picker_factory
 from ._request_hash import request_hash
 from ._ring_hash import RING_SIZE_CAP, RingHashPolicy, build_ring, hash_key_of, ring_weight
 from ._round_robin import RoundRobinPicker
 from ._weighted_target import WeightedTarget
+from ._wrr import WeightedRoundRobinPicker, scheduler_weights
 
 __all__ += [
     "RING_SIZE_CAP",
+    "LeastRequestPicker",
+    "PickFirstPicker",
     "RingHashPolicy",
     "RoundRobinPicker",
+    "WeightedRoundRobinPicker",
     "WeightedTarget",
     "build_ring",
     "child_policy_for",
@@ -50,6 +56,7 @@ __all__ += [
     "hash_key_of",
     "request_hash",
     "ring_weight",
+    "scheduler_weights",
 ]
 # --- end of endpoint pickers ---
 

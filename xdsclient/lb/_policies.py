@@ -13,10 +13,21 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from ..resources import LbPolicy, RingHash, RoundRobin, WrrLocality
+from ..resources import (
+    LbPolicy,
+    LeastRequest,
+    PickFirst,
+    RingHash,
+    RoundRobin,
+    WeightedRoundRobin,
+    WrrLocality,
+)
 from ._base import ChildPolicy, EndpointPicker
+from ._least_request import LeastRequestPicker
+from ._pick_first import PickFirstPicker
 from ._round_robin import RoundRobinPicker
 from ._weighted_target import WeightedTarget
+from ._wrr import WeightedRoundRobinPicker
 
 __all__ = ["child_policy_for", "endpoint_picker_factory"]
 
@@ -45,4 +56,11 @@ def endpoint_picker_factory(
         return endpoint_picker_factory(policy.child, rand=rand)
     if isinstance(policy, RoundRobin):
         return RoundRobinPicker
-    raise ValueError(f"no endpoint picker for {policy!r}")
+    if isinstance(policy, LeastRequest):
+        return lambda: LeastRequestPicker(policy.choice_count)
+    if isinstance(policy, WeightedRoundRobin):
+        return lambda: WeightedRoundRobinPicker(policy)
+    if isinstance(policy, PickFirst):
+        source = rand or random.Random()
+        return lambda: PickFirstPicker(shuffle=policy.shuffle_address_list, rand=source)
+    raise ValueError(f"no endpoint picker for {policy!r}")  # RingHash is a whole-priority policy
