@@ -32,6 +32,34 @@ __all__ = [
     "key_of",
 ]
 
+# --- endpoint pickers and the per-priority child (lb-pickers) ---
+from ._least_request import LeastRequestPicker
+from ._pick_first import PickFirstPicker
+from ._policies import child_policy_for, endpoint_picker_factory
+from ._request_hash import request_hash
+from ._ring_hash import RING_SIZE_CAP, RingHashPolicy, build_ring, hash_key_of, ring_weight
+from ._round_robin import RoundRobinPicker
+from ._weighted_target import WeightedTarget
+from ._wrr import WeightedRoundRobinPicker, scheduler_weights
+
+__all__ += [
+    "RING_SIZE_CAP",
+    "LeastRequestPicker",
+    "PickFirstPicker",
+    "RingHashPolicy",
+    "RoundRobinPicker",
+    "WeightedRoundRobinPicker",
+    "WeightedTarget",
+    "build_ring",
+    "child_policy_for",
+    "endpoint_picker_factory",
+    "hash_key_of",
+    "request_hash",
+    "ring_weight",
+    "scheduler_weights",
+]
+# --- end of endpoint pickers ---
+
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith(__name__ + "."):
