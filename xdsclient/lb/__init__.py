@@ -32,6 +32,19 @@ __all__ = [
     "key_of",
 ]
 
+# --- endpoint pickers and the per-priority child (lb-pickers) ---
+from ._policies import child_policy_for, endpoint_picker_factory
+from ._round_robin import RoundRobinPicker
+from ._weighted_target import WeightedTarget
+
+__all__ += [
+    "RoundRobinPicker",
+    "WeightedTarget",
+    "child_policy_for",
+    "endpoint_picker_factory",
+]
+# --- end of endpoint pickers ---
+
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith(__name__ + "."):

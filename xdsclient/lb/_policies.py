@@ -1,0 +1,44 @@
+"""From a cluster's LB policy to the child policy of one priority (what gRPC's CDS policy builds).
+
+Why this shape: gRPC's xDS tree puts one child under each priority. For RING_HASH it is ring hash
+over all of the priority's endpoints (each weighted by locality weight x endpoint weight, gRFC
+A42); for everything else it is xds_wrr_locality: a weighted_target over the localities, each
+locality balanced by the endpoint-picking policy. A policy given without the wrr_locality
+wrapper is wrapped here too: the view does not say whether the cluster named the bare policy
+(C-core would then balance the whole priority with it, ignoring localities).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from ..resources import LbPolicy, RoundRobin, WrrLocality
+from ._base import ChildPolicy, EndpointPicker
+from ._round_robin import RoundRobinPicker
+from ._weighted_target import WeightedTarget
+
+__all__ = ["child_policy_for", "endpoint_picker_factory"]
+
+
+def child_policy_for(
+    policy: LbPolicy, *, cluster: str = "", rand: random.Random | None = None
+) -> ChildPolicy:
+    """A fresh child policy for one priority of ``cluster`` balanced by ``policy``.
+
+    ``rand`` is used only where gRPC draws randomness outside a pick (pick first's
+    ``shuffle_address_list`` on each update); by default a new unseeded source.
+    """
+    return WeightedTarget(endpoint_picker_factory(policy, rand=rand), cluster=cluster)
+
+
+def endpoint_picker_factory(
+    policy: LbPolicy, *, rand: random.Random | None = None
+) -> Callable[[], EndpointPicker]:
+    """A factory of pickers for one locality's endpoints balanced by ``policy`` (the child of
+    a `WrrLocality`, or the policy itself)."""
+    if isinstance(policy, WrrLocality):
+        return endpoint_picker_factory(policy.child, rand=rand)
+    if isinstance(policy, RoundRobin):
+        return RoundRobinPicker
+    raise ValueError(f"no endpoint picker for {policy!r}")

@@ -1,0 +1,150 @@
+"""The locality-weighted child of one priority (gRPC's ``weighted_target`` as xDS uses it).
+
+Why as gRPC does it: gRPC's xds_wrr_locality hands each locality to a weighted_target child
+with the locality's weight, and weighted_target's picker is a random weighted choice among the
+READY children only (C-core ``weighted_target.cc``): a uniform draw in [0, sum of READY weights)
+and the first child whose running sum exceeds it. Zero-weight localities are left out entirely
+(neither picked nor counted in the state). The state, over the weighted children: READY if any
+is READY, else CONNECTING if any is (picks queue), else IDLE if any is (picks queue and ask the
+IDLE children to leave IDLE), else TRANSIENT_FAILURE (a weighted choice among the failed
+children, whose pick fails with its own error).
+
+Each locality gets its own `EndpointPicker` from the factory (round robin, least request, ...),
+kept across updates by locality name, as weighted_target keeps children by name.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from collections.abc import Callable, Sequence
+
+from .._config import Locality
+from ..resources import Endpoint, LocalityEndpoints
+from ._base import (
+    ConnectivityState,
+    EndpointKey,
+    EndpointPicker,
+    PickOutcome,
+    PickRequest,
+    PickResult,
+    key_of,
+)
+
+__all__ = ["WeightedTarget"]
+
+_READY = ConnectivityState.READY
+_CONNECTING = ConnectivityState.CONNECTING
+_IDLE = ConnectivityState.IDLE
+_FAILED = ConnectivityState.TRANSIENT_FAILURE
+
+
+class _Child:
+    __slots__ = ("locality", "picker")
+
+    def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
+        self.locality = locality
+        self.picker = picker
+
+
+class WeightedTarget:
+    """A `ChildPolicy`: a random locality by weight among the READY ones, then that
+    locality's `EndpointPicker`. ``cluster`` is copied into every pick result."""
+
+    def __init__(self, picker_factory: Callable[[], EndpointPicker], *, cluster: str = "") -> None:
+        self._factory = picker_factory
+        self._cluster = cluster
+        self._children: dict[Locality, _Child] = {}
+        self._by_endpoint: dict[EndpointKey, _Child] = {}
+        #: (state, READY children, running sums of their weights); None after any change
+        self._view: tuple[ConnectivityState, list[_Child], list[int]] | None = None
+
+    def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
+        """The priority's localities; children kept by locality name, zero weights left out."""
+        old = self._children
+        self._children = {}
+        self._by_endpoint = {}
+        for locality in localities:
+            if locality.weight <= 0:
+                continue
+            child = old.get(locality.locality)
+            if child is None:
+                child = _Child(locality, self._factory())
+            child.locality = locality
+            child.picker.update(locality.endpoints, now)
+            self._children[locality.locality] = child
+            for endpoint in locality.endpoints:
+                self._by_endpoint[key_of(endpoint)] = child
+        self._view = None
+
+    def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
+        """The user's transport reports an endpoint's connectivity (unknown keys ignored)."""
+        child = self._by_endpoint.get(key)
+        if child is not None:
+            child.picker.set_endpoint_state(key, state, now)
+            self._view = None
+
+    def state(self) -> ConnectivityState:
+        """READY, CONNECTING, IDLE by the first any child is in; else TRANSIENT_FAILURE."""
+        return self._current()[0]
+
+    def wanted_connections(self) -> tuple[Endpoint, ...]:
+        """What every locality's picker wants connected."""
+        wanted: list[Endpoint] = []
+        for child in self._children.values():
+            wanted.extend(child.picker.wanted_connections())
+        return tuple(wanted)
+
+    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+        """A READY locality at random by weight, then its picker's pick."""
+        state, chosen, sums = self._current()
+        if state is _CONNECTING:
+            return PickResult(outcome=PickOutcome.QUEUE, cluster=self._cluster)
+        if state is _IDLE:
+            return self._leave_idle(request, rand, now)
+        if not chosen:
+            return PickResult(
+                outcome=PickOutcome.FAIL,
+                cluster=self._cluster,
+                error="weighted_target: no localities",
+            )
+        child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
+        result = child.picker.pick(request, rand, now)
+        return PickResult(
+            outcome=result.outcome,
+            endpoint=result.endpoint,
+            connect=result.connect,
+            cluster=self._cluster,
+            locality=child.locality,
+            drop_category=result.drop_category,
+            error=result.error,
+        )
+
+    def _leave_idle(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+        """C-core's queueing picker in IDLE: queue, and let every IDLE child leave IDLE."""
+        connect: list[Endpoint] = []
+        for child in self._children.values():
+            if child.picker.state() is _IDLE:
+                connect.extend(child.picker.pick(request, rand, now).connect)
+        self._view = None
+        return PickResult(outcome=PickOutcome.QUEUE, cluster=self._cluster, connect=tuple(connect))
+
+    def _current(self) -> tuple[ConnectivityState, list[_Child], list[int]]:
+        """The aggregated state and the children a pick chooses among (READY ones when READY,
+        failed ones when TRANSIENT_FAILURE), with the running sums of their weights."""
+        if self._view is not None:
+            return self._view
+        by_state: dict[ConnectivityState, list[_Child]] = {}
+        for child in self._children.values():
+            by_state.setdefault(child.picker.state(), []).append(child)
+        for state in (_READY, _CONNECTING, _IDLE, _FAILED):
+            if state in by_state or state is _FAILED:
+                break
+        chosen = by_state.get(state, []) if state in (_READY, _FAILED) else []
+        sums: list[int] = []
+        total = 0
+        for child in chosen:
+            total += child.locality.weight
+            sums.append(total)
+        self._view = (state, chosen, sums)
+        return self._view
