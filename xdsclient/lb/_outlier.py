@@ -164,8 +164,8 @@ class OutlierDetector:
     def sweep(self, rand: random.Random, now: float) -> None:
         """One ejection sweep at ``now`` (the timer firing); the next is ``interval`` later."""
         self._next_sweep = now + self.config.interval
-        for tracker in self._trackers.values():  # counts restart with the timer
-            tracker.successes = tracker.failures = 0
+        for tracker in self._trackers.values():
+            tracker.rotate()
         ejected = sum(t.ejected_at is not None for t in self._trackers.values())
         ejected = self._success_rate(rand, now, ejected)
         self._failure_percentage(rand, now, ejected)
