@@ -1,4 +1,4 @@
-"""Priority failover alone, with time passed in: the init timer, fall-through, release, retention."""
+"""Priority failover alone, with time passed in: init timer, fall-through, release, retention."""
 
 from __future__ import annotations
 
