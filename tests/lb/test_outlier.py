@@ -57,6 +57,7 @@ def picked(d: OutlierDetector, rand: random.Random, now: float, n: int = 50) -> 
     for _ in range(n):
         result = d.pick(PickRequest(), rand, now)
         assert result.outcome is PickOutcome.COMPLETE
+        assert result.endpoint is not None
         ports.add(result.endpoint.port)
     return ports
 
