@@ -30,7 +30,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from .. import ClusterConfig, XdsConfig
-from ..resources import ClusterView, Endpoint, Route, match_route
+from ..resources import ClusterType, ClusterView, Endpoint, Route, match_route
 from ._base import (
     ChildPolicy,
     ConnectivityState,
@@ -187,7 +187,7 @@ class ComposedPicker:
         self._config = config
         leaves: dict[str, _Leaf] = {}
         for name, entry in config.clusters.items():
-            if entry.cluster is None or entry.leaves or entry.error is not None:
+            if entry.cluster is None or _aggregate(entry) or entry.error is not None:
                 continue
             if entry.endpoints is None and entry.endpoints_error is None:
                 continue  # not an EDS cluster (LOGICAL_DNS): no assignment to balance
@@ -292,13 +292,17 @@ class ComposedPicker:
         entry = self._config.clusters.get(cluster)
         if entry is None:
             return None
-        if not entry.leaves:
+        if not _aggregate(entry):
             return self._leaves.get(cluster)
         found = [self._leaves[name] for name in entry.leaves if name in self._leaves]
         for leaf in found:
             if leaf.priority.state() is not _FAILURE:
                 return leaf
         return found[-1] if found else None
+
+
+def _aggregate(entry: ClusterConfig) -> bool:
+    return entry.cluster is not None and entry.cluster.type is ClusterType.AGGREGATE
 
 
 def _default_child(cluster: ClusterView) -> ChildPolicy:
