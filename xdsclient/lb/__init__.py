@@ -34,14 +34,22 @@ __all__ = [
 
 # --- endpoint pickers and the per-priority child (lb-pickers) ---
 from ._policies import child_policy_for, endpoint_picker_factory
+from ._request_hash import request_hash
+from ._ring_hash import RING_SIZE_CAP, RingHashPolicy, build_ring, hash_key_of, ring_weight
 from ._round_robin import RoundRobinPicker
 from ._weighted_target import WeightedTarget
 
 __all__ += [
+    "RING_SIZE_CAP",
+    "RingHashPolicy",
     "RoundRobinPicker",
     "WeightedTarget",
+    "build_ring",
     "child_policy_for",
     "endpoint_picker_factory",
+    "hash_key_of",
+    "request_hash",
+    "ring_weight",
 ]
 # --- end of endpoint pickers ---
 

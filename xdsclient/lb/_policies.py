@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from ..resources import LbPolicy, RoundRobin, WrrLocality
+from ..resources import LbPolicy, RingHash, RoundRobin, WrrLocality
 from ._base import ChildPolicy, EndpointPicker
 from ._round_robin import RoundRobinPicker
 from ._weighted_target import WeightedTarget
@@ -29,6 +29,10 @@ def child_policy_for(
     ``rand`` is used only where gRPC draws randomness outside a pick (pick first's
     ``shuffle_address_list`` on each update); by default a new unseeded source.
     """
+    if isinstance(policy, RingHash):
+        from ._ring_hash import RingHashPolicy
+
+        return RingHashPolicy(policy, cluster=cluster)
     return WeightedTarget(endpoint_picker_factory(policy, rand=rand), cluster=cluster)
 
 
