@@ -248,3 +248,28 @@ def test_wanted_connections_cover_the_serving_priorities() -> None:
     assert {e.port for e in picker.wanted_connections()} == {1}
     ready(picker, 1, state=FAILED)
     assert {e.port for e in picker.wanted_connections()} == {1, 2}
+
+
+def test_ring_hash_clusters_hash_the_routes_header_policy() -> None:
+    """A ring hash cluster sends the same header value to the same endpoint every time."""
+    routes = builders.route_configuration("r", "c")
+    policy = routes.virtual_hosts[0].routes[0].route.hash_policy.add()
+    policy.header.header_name = "user"
+    route_config = RouteConfigurationView.from_proto(routes)
+    cluster = ClusterView.from_proto(builders.cluster("c", lb_policy="ring_hash"))
+    spec = LocalitySpec(endpoints=[(HOST, p) for p in range(1, 6)], zone="a")
+    config = XdsConfig(
+        listener=ListenerView.from_proto(builders.api_listener("l")),
+        route_config=route_config,
+        virtual_host=route_config.virtual_hosts[0],
+        clusters={"c": ClusterConfig(name="c", cluster=cluster, endpoints=assignment("c", [spec]))},
+    )
+    picker = ComposedPicker()
+    picker.update(config, 0.0)
+    ready(picker, 1, 2, 3, 4, 5)
+    rand = random.Random(13)
+    for user in ("ann", "bob", "cy"):
+        chosen = {picker.pick("/", {"user": user}, rand, 0.0).endpoint for _ in range(10)}
+        assert len(chosen) == 1
+    spread = {picker.pick("/", {"user": f"u{i}"}, rand, 0.0).endpoint for i in range(100)}
+    assert len(spread) == 5

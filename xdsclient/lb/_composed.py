@@ -30,7 +30,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from .. import ClusterConfig, XdsConfig
-from ..resources import ClusterType, ClusterView, Endpoint, Route, match_route
+from ..resources import ClusterType, ClusterView, Endpoint, RingHash, Route, match_route
 from ._base import (
     ChildPolicy,
     ConnectivityState,
@@ -44,6 +44,7 @@ from ._circuit_breaker import CallCounter, CallCounters
 from ._drops import DropPolicy
 from ._outlier import OutlierDetector
 from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy
+from ._request_hash import request_hash as compute_hash
 
 __all__ = ["ComposedPicker"]
 
@@ -165,7 +166,10 @@ class ComposedPicker:
         child_factory: ChildFactory | None = None,
         failover_timeout: float = FAILOVER_TIMEOUT,
         retention: float = CHILD_RETENTION,
+        channel_id: int = 0,
     ) -> None:
+        #: what a ``channel_id`` hash policy hashes (gRPC: the channel's own id)
+        self.channel_id = channel_id
         self.counters = counters if counters is not None else CallCounters()
         self.child_factory: ChildFactory = child_factory or _default_child
         self.failover_timeout = failover_timeout
@@ -234,7 +238,8 @@ class ComposedPicker:
         request_hash: int | None = None,
     ) -> PickResult:
         """One call's pick: route, cluster, leaf, then the leaf's tree (``headers`` with
-        lower-case names; ``request_hash`` for ring hash, when the caller computed one)."""
+        lower-case names). For a ring hash cluster the request hash comes from the route's hash
+        policies (`request_hash`) unless the caller passes its own ``request_hash``."""
         if self._config is None:
             return PickResult(outcome=PickOutcome.QUEUE)
         route = match_route(self._config.virtual_host, path, headers)
@@ -250,6 +255,10 @@ class ComposedPicker:
         leaf = self._leaf_for(cluster)
         if leaf is None:
             return _fail(f"cluster {cluster} has no endpoints to balance", cluster)
+        if request_hash is None and isinstance(leaf.cluster.lb_policy, RingHash):
+            assert route.action is not None
+            policies = route.action.hash_policies
+            request_hash = compute_hash(policies, headers, self.channel_id, rand)
         request = PickRequest(headers=headers, request_hash=request_hash)
         return leaf.pick(request, rand, now)
 
