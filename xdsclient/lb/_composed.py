@@ -88,6 +88,11 @@ class _Leaf:
         self.detectors.append(detector)
         return detector
 
+    @property
+    def ring_hash(self) -> bool:
+        """Whether picks need a request hash."""
+        return isinstance(self.cluster.lb_policy, RingHash)
+
     def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> None:
         self.config = config
         assert config.cluster is not None
@@ -248,6 +253,21 @@ class ComposedPicker:
         cluster = self._cluster_of(route, rand)
         if cluster is None:
             return _fail(f"the route for {path} does not forward to a cluster")
+        leaf = self._leaves.get(cluster)  # the common case: an EDS cluster, no aggregate
+        if leaf is None:
+            return self._pick_aggregate(cluster, route, headers, rand, now, request_hash)
+        return self._pick_leaf(leaf, route, headers, rand, now, request_hash)
+
+    def _pick_aggregate(
+        self,
+        cluster: str,
+        route: Route,
+        headers: Mapping[str, str],
+        rand: random.Random,
+        now: float,
+        request_hash: int | None,
+    ) -> PickResult:
+        assert self._config is not None
         entry = self._config.clusters.get(cluster)
         if entry is None or entry.error is not None:
             error = entry.error if entry is not None else None
@@ -255,7 +275,18 @@ class ComposedPicker:
         leaf = self._leaf_for(cluster)
         if leaf is None:
             return _fail(f"cluster {cluster} has no endpoints to balance", cluster)
-        if request_hash is None and isinstance(leaf.cluster.lb_policy, RingHash):
+        return self._pick_leaf(leaf, route, headers, rand, now, request_hash)
+
+    def _pick_leaf(
+        self,
+        leaf: _Leaf,
+        route: Route,
+        headers: Mapping[str, str],
+        rand: random.Random,
+        now: float,
+        request_hash: int | None,
+    ) -> PickResult:
+        if request_hash is None and leaf.ring_hash:
             assert route.action is not None
             policies = route.action.hash_policies
             request_hash = compute_hash(policies, headers, self.channel_id, rand)
