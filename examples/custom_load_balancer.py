@@ -1,15 +1,19 @@
-"""A custom load balancer on EDS data: weighted round robin across localities and priorities,
-with health filtering, sending real grpc.aio calls to local backends and following endpoint
-changes.
+"""A custom load balancer on EDS data, built on the `xdsclient.lb` blocks: gRPC's priority
+failover, locality weights and round robin, with health filtering, sending real grpc.aio calls to
+local backends and following endpoint changes.
 
 Three grpc.aio backend servers (a, b, c) and a fallback run on 127.0.0.1; the embedded control
 plane publishes their addresses in a ClusterLoadAssignment: zone-a (a, b) and zone-b (c) at
 priority 0 weighted 3:1, zone-c (fallback) at priority 1. The balancer watches that assignment
 and rebuilds its picker on every change:
 
-- priority: the first priority with a healthy endpoint (gRPC's failover);
-- locality: smooth weighted round robin by locality weight;
-- endpoint: round robin over the healthy endpoints of the locality.
+- priority: `PriorityPolicy`, gRPC's failover (the first usable priority);
+- locality and endpoint: `child_policy_for(RoundRobin())`, gRPC's weighted target (a weighted
+  random choice of locality) over round robin among the locality's healthy endpoints.
+
+The balancing logic is the six lines of `Balancer` that call the policy (build it, update it, pick,
+connect what it asks for); the hand-written version's picker class (smooth weighted round robin,
+first healthy priority) took 25.
 
     python examples/custom_load_balancer.py
 """
@@ -18,16 +22,27 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import random
+import time
 from typing import Any
 
 import grpc
 from envoy.config.endpoint.v3 import endpoint_pb2
 
 from xdsclient import CallbackWatcher, ResourceChanged, XdsClient
-from xdsclient.resources import ENDPOINT, ClusterLoadAssignmentView, Endpoint, LocalityEndpoints
+from xdsclient.lb import (
+    ConnectivityState,
+    EndpointKey,
+    PickRequest,
+    PriorityPolicy,
+    child_policy_for,
+    key_of,
+)
+from xdsclient.resources import ENDPOINT, RoundRobin
 from xdsclient.testing import ControlPlane
 
 METHOD = "/demo.Echo/WhoAmI"
+READY = ConnectivityState.READY
 
 
 async def start_backend(name: str) -> tuple[grpc.aio.Server, int]:
@@ -65,58 +80,35 @@ def assignment(ports: dict[str, int], unhealthy: frozenset[str] = frozenset()) -
     return message
 
 
-class WeightedRoundRobin:
-    """Picks endpoints from one ClusterLoadAssignment view."""
-
-    def __init__(self, view: ClusterLoadAssignmentView) -> None:
-        self.localities: list[LocalityEndpoints] = []
-        for group in view.priorities:  # the first priority with a healthy endpoint wins
-            healthy = [loc for loc in group if any(e.healthy for e in loc.endpoints)]
-            if healthy:
-                self.localities = healthy
-                break
-        self._current = [0.0] * len(self.localities)
-        self._cursor: dict[int, int] = collections.defaultdict(int)
-
-    def pick(self) -> Endpoint:
-        if not self.localities:
-            raise RuntimeError("no healthy endpoint")
-        # smooth weighted round robin over localities
-        total = sum(loc.weight for loc in self.localities)
-        for i, loc in enumerate(self.localities):
-            self._current[i] += loc.weight
-        chosen = max(range(len(self.localities)), key=lambda i: self._current[i])
-        self._current[chosen] -= total
-        healthy = [e for e in self.localities[chosen].endpoints if e.healthy]
-        endpoint = healthy[self._cursor[chosen] % len(healthy)]
-        self._cursor[chosen] += 1
-        return endpoint
-
-
 class Balancer:
-    """Follows the cluster's endpoints and sends calls where the picker says."""
+    """Follows the cluster's endpoints; gRPC's priority policy and weighted target pick."""
 
     def __init__(self) -> None:
-        self.picker: WeightedRoundRobin | None = None
-        self.updated = asyncio.Event()
-        self._channels: dict[tuple[str, int], grpc.aio.Channel] = {}
+        self.policy = PriorityPolicy(lambda: child_policy_for(RoundRobin()))
+        self.rand, self.updated = random.Random(0), asyncio.Event()
+        self._channels: dict[EndpointKey, grpc.aio.Channel] = {}
 
     def on_update(self, event: Any) -> None:
         if isinstance(event, ResourceChanged):
-            self.picker = WeightedRoundRobin(event.value)
+            self.policy.update(event.value.priorities, time.monotonic())
             self.updated.set()
 
     async def call(self) -> str:
-        assert self.picker is not None
-        endpoint = self.picker.pick()
-        key = (endpoint.address, endpoint.port)
-        if key not in self._channels:
-            self._channels[key] = grpc.aio.insecure_channel(f"{endpoint.address}:{endpoint.port}")
-        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self._channels[key].unary_unary(
-            METHOD
-        )
+        pick = self.policy.pick
+        while (result := pick(PickRequest(), self.rand, time.monotonic())).endpoint is None:
+            for endpoint in self.policy.wanted_connections():  # connect what the policy asks for
+                await self._channel(key_of(endpoint)).channel_ready()
+                self.policy.set_endpoint_state(key_of(endpoint), READY, time.monotonic())
+        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = self._channel(
+            key_of(result.endpoint)
+        ).unary_unary(METHOD)
         reply: bytes = await call(b"")
         return reply.decode()
+
+    def _channel(self, key: EndpointKey) -> grpc.aio.Channel:
+        if key not in self._channels:
+            self._channels[key] = grpc.aio.insecure_channel(f"{key[0]}:{key[1]}")
+        return self._channels[key]
 
     async def close(self) -> None:
         for channel in self._channels.values():
@@ -130,7 +122,7 @@ PHASES: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
-async def main(calls: int = 8) -> dict[str, collections.Counter[str]]:
+async def main(calls: int = 40) -> dict[str, collections.Counter[str]]:
     """Send ``calls`` calls in each phase; returns which backend answered how often."""
     backends = {name: await start_backend(name) for name in ("a", "b", "c", "fallback")}
     ports = {name: port for name, (_, port) in backends.items()}

@@ -28,6 +28,8 @@ PACKAGES = (
     "xdsclient.testing.builders",
     "xdsclient.testing.pytest_plugin",
     "xdsclient.conformance",
+    "xdsclient.lb",
+    "xdsclient.lb.aio",
 )
 
 

@@ -40,10 +40,19 @@ async def test_embedded_service_routes_by_the_latest_configuration() -> None:
 
 
 async def test_custom_load_balancer_follows_weights_priorities_and_health() -> None:
-    results = await load("custom_load_balancer").main(calls=8)
-    assert results["all healthy"] == {"a": 3, "b": 3, "c": 2}  # zone-a 3 : zone-b 1
-    assert results["c unhealthy"] == {"a": 4, "b": 4}
-    assert results["priority 0 down"] == {"fallback": 8}
+    results = await load("custom_load_balancer").main(calls=40)
+    healthy = results["all healthy"]
+    assert set(healthy) == {"a", "b", "c"}
+    assert 24 <= healthy["a"] + healthy["b"] <= 36  # zone-a 3 : zone-b 1, a seeded draw
+    assert results["c unhealthy"] == {"a": 20, "b": 20}  # round robin within zone-a
+    assert results["priority 0 down"] == {"fallback": 40}
+
+
+async def test_grpc_aio_balancer_fails_over_and_back_with_real_backends() -> None:
+    results = await load("grpc_aio_balancer").main(calls=20)
+    assert results["all up"] == {"a": 10, "b": 10}  # round robin in priority 0
+    assert results["priority 0 down"] == {"fallback": 20}
+    assert results["a back"] == {"a": 20}
 
 
 def test_control_plane_test_passes_under_pytest() -> None:

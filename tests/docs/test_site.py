@@ -20,6 +20,8 @@ PAGES = {
     "xdsclient.testing.builders": "api/testing/index.html",
     "xdsclient.testing.pytest_plugin": "api/testing/index.html",
     "xdsclient.conformance": "api/conformance/index.html",
+    "xdsclient.lb": "api/lb/index.html",
+    "xdsclient.lb.aio": "api/lb/index.html",
 }
 
 

@@ -60,6 +60,26 @@ __all__ += [
 ]
 # --- end of endpoint pickers ---
 
+# --- the tree above a priority's child (lb-tree) ---
+from ._circuit_breaker import DEFAULT_MAX_REQUESTS, CallCounter, CallCounters  # noqa: E402
+from ._composed import ComposedPicker  # noqa: E402
+from ._drops import DropPolicy  # noqa: E402
+from ._outlier import OutlierDetector  # noqa: E402
+from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy  # noqa: E402
+
+__all__ += [
+    "CHILD_RETENTION",
+    "DEFAULT_MAX_REQUESTS",
+    "FAILOVER_TIMEOUT",
+    "CallCounter",
+    "CallCounters",
+    "ComposedPicker",
+    "DropPolicy",
+    "OutlierDetector",
+    "PriorityPolicy",
+]
+# --- end of the tree ---
+
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith(__name__ + "."):

@@ -1,0 +1,351 @@
+"""The composed picker: one `XdsConfig` snapshot in, one pick per call out, gRPC's tree inside.
+
+Why: a custom balancer needs the whole of gRPC's client-side xDS tree, not its parts:
+
+    route (the virtual host's routes, `match_route`)
+      -> weighted clusters (a uniform draw in [0, total weight), as C-core's route config
+         picks; the first cluster whose running sum exceeds it)
+      -> aggregate leaves (`ClusterConfig.leaves`: the first leaf whose tree is not
+         TRANSIENT_FAILURE, else the last; gRFC A75 puts a priority policy over the leaves)
+      -> drops by category, then circuit breaking (xds_cluster_impl, `_drops`,
+         `_circuit_breaker`)
+      -> priority failover (`_priority`)
+      -> outlier detection, when the cluster configures it (`_outlier`)
+      -> the priority's child (`child_policy_for`: locality-weighted target of endpoint
+         pickers, or ring hash) -> endpoint.
+
+Each leaf cluster keeps its tree across snapshots (`update` rebuilds only what changed: a
+cluster whose views are the same objects is left alone, a new assignment goes to the existing
+priority policy, which keeps its children by locality and endpoint key). Connectivity comes from
+the user's transport (`set_endpoint_state`), outcomes from `call_finished`. Time and randomness
+are arguments; `next_deadline` says when timers (failover, retention, outlier sweeps) are due
+and `poll` fires them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import random
+from collections.abc import Callable, Mapping
+
+from .. import ClusterConfig, XdsConfig
+from ..resources import ClusterType, ClusterView, Endpoint, RingHash, Route, match_route
+from ._base import (
+    ChildPolicy,
+    ConnectivityState,
+    EndpointKey,
+    PickOutcome,
+    PickRequest,
+    PickResult,
+    key_of,
+)
+from ._circuit_breaker import CallCounter, CallCounters
+from ._drops import DropPolicy
+from ._outlier import OutlierDetector
+from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy
+from ._request_hash import request_hash as compute_hash
+
+__all__ = ["ComposedPicker"]
+
+_READY = ConnectivityState.READY
+_FAILURE = ConnectivityState.TRANSIENT_FAILURE
+_COMPLETE = PickOutcome.COMPLETE
+
+ChildFactory = Callable[[ClusterView], ChildPolicy]
+
+
+def _fail(error: str, cluster: str = "") -> PickResult:
+    return PickResult(outcome=PickOutcome.FAIL, error=error, cluster=cluster)
+
+
+class _Leaf:
+    """One EDS leaf cluster's tree: drops, call counter, priority policy, outlier detectors."""
+
+    def __init__(
+        self, config: ClusterConfig, counters: CallCounters, composed: ComposedPicker
+    ) -> None:
+        assert config.cluster is not None
+        self.name = config.name
+        self.config = config
+        self.cluster: ClusterView = config.cluster
+        self.counter: CallCounter = counters.counter(config.name, self.cluster.eds_service_name)
+        self.drops = DropPolicy()
+        self.detectors: list[OutlierDetector] = []
+        self.priority = PriorityPolicy(
+            self._make_child,
+            failover_timeout=composed.failover_timeout,
+            retention=composed.retention,
+        )
+        self._child_factory = composed.child_factory
+        self._endpoints: object = None
+
+    def _make_child(self) -> ChildPolicy:
+        child = self._child_factory(self.cluster)
+        if self.cluster.outlier_detection is None:
+            return child
+        detector = OutlierDetector(child, self.cluster.outlier_detection)
+        self.detectors.append(detector)
+        return detector
+
+    @property
+    def ring_hash(self) -> bool:
+        """Whether picks need a request hash."""
+        return isinstance(self.cluster.lb_policy, RingHash)
+
+    def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> None:
+        self.config = config
+        assert config.cluster is not None
+        if config.cluster is not self.cluster:
+            self.cluster = config.cluster
+            self.counter = counters.counter(config.name, self.cluster.eds_service_name)
+            for detector in self.detectors:
+                if self.cluster.outlier_detection is not None:
+                    detector.update_config(self.cluster.outlier_detection, now)
+        if config.endpoints is not self._endpoints:
+            self._endpoints = config.endpoints
+            assignment = config.endpoints
+            self.drops.update(assignment.drop_overloads if assignment else ())
+            self.priority.update(assignment.priorities if assignment else (), now)
+        alive = set(map(id, self.priority.children.values()))
+        self.detectors = [d for d in self.detectors if id(d) in alive]
+
+    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+        for detector in self.detectors:
+            detector.poll(rand, now)
+        category = self.drops.drop(self.priority.state(), rand)
+        if category is not None:
+            return PickResult(outcome=PickOutcome.DROP, drop_category=category, cluster=self.name)
+        if not self.counter.admit(self.cluster.max_requests):
+            return PickResult(outcome=PickOutcome.DROP, cluster=self.name)
+        result = self.priority.pick(request, rand, now)
+        if result.outcome is _COMPLETE:
+            self.counter.call_started()
+        if result.cluster != self.name:
+            result = _with_cluster(result, self.name)
+        return result
+
+    def call_finished(self, endpoint: Endpoint, ok: bool) -> None:
+        self.counter.call_finished()
+        key = key_of(endpoint)
+        child = self.priority.child_for(key)
+        if isinstance(child, OutlierDetector):
+            child.call_finished(key, ok)
+        finished = getattr(
+            child.child if isinstance(child, OutlierDetector) else child, "call_finished", None
+        )
+        if finished is not None:
+            finished(key, ok)
+
+    def deadlines(self) -> list[float]:
+        found = [self.priority.next_deadline()]
+        found.extend(d.next_deadline() for d in self.detectors)
+        return [d for d in found if d is not None]
+
+
+def _with_cluster(result: PickResult, cluster: str) -> PickResult:
+    return PickResult(
+        outcome=result.outcome,
+        endpoint=result.endpoint,
+        connect=result.connect,
+        cluster=cluster,
+        locality=result.locality,
+        drop_category=result.drop_category,
+        error=result.error,
+    )
+
+
+class ComposedPicker:
+    """gRPC's client-side xDS balancing from an `XdsConfig`: route, weighted clusters,
+    aggregate leaves, drops, circuit breaking, priority, outlier detection, child, endpoint.
+
+    ``child_factory`` builds a priority's child for a cluster (by default
+    ``child_policy_for(cluster.lb_policy, cluster=cluster.name)``); ``counters`` may be shared
+    with other pickers (gRPC shares call counters per cluster and EDS service process-wide).
+    """
+
+    def __init__(
+        self,
+        *,
+        counters: CallCounters | None = None,
+        child_factory: ChildFactory | None = None,
+        failover_timeout: float = FAILOVER_TIMEOUT,
+        retention: float = CHILD_RETENTION,
+        channel_id: int = 0,
+    ) -> None:
+        #: what a ``channel_id`` hash policy hashes (gRPC: the channel's own id)
+        self.channel_id = channel_id
+        self.counters = counters if counters is not None else CallCounters()
+        self.child_factory: ChildFactory = child_factory or _default_child
+        self.failover_timeout = failover_timeout
+        self.retention = retention
+        self._config: XdsConfig | None = None
+        self._leaves: dict[str, _Leaf] = {}
+        #: each cluster's weighted choice: (cumulative weights, names), and its leaves
+        self._splits: dict[int, tuple[list[int], list[str]]] = {}
+        self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
+
+    @property
+    def config(self) -> XdsConfig | None:
+        """The snapshot picks follow (None before the first `update`)."""
+        return self._config
+
+    def update(self, config: XdsConfig, now: float) -> None:
+        """Follow a new snapshot: trees kept by cluster, their state by priority, locality and
+        endpoint key; clusters gone from the snapshot are dropped."""
+        self._config = config
+        leaves: dict[str, _Leaf] = {}
+        for name, entry in config.clusters.items():
+            if entry.cluster is None or _aggregate(entry) or entry.error is not None:
+                continue
+            if entry.endpoints is None and entry.endpoints_error is None:
+                continue  # not an EDS cluster (LOGICAL_DNS): no assignment to balance
+            leaf = self._leaves.get(name)
+            if leaf is None:
+                leaf = _Leaf(entry, self.counters, self)
+            leaf.update(entry, self.counters, now)
+            for key, state in self._endpoint_states.items():
+                if leaf.priority.child_for(key) is not None:
+                    leaf.priority.set_endpoint_state(key, state, now)
+            leaves[name] = leaf
+        self._leaves = leaves
+        self._splits = {}
+        self.counters.prune(
+            {(leaf.name, leaf.cluster.eds_service_name) for leaf in leaves.values()}
+        )
+
+    def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
+        """The transport reports an endpoint's connectivity."""
+        self._endpoint_states[key] = state
+        for leaf in self._leaves.values():
+            leaf.priority.set_endpoint_state(key, state, now)
+
+    def wanted_connections(self) -> tuple[Endpoint, ...]:
+        """Every endpoint some tree wants connected now."""
+        wanted: dict[EndpointKey, Endpoint] = {}
+        for leaf in self._leaves.values():
+            for endpoint in leaf.priority.wanted_connections():
+                wanted.setdefault(key_of(endpoint), endpoint)
+        return tuple(wanted.values())
+
+    def cluster_state(self, cluster: str) -> ConnectivityState:
+        """A cluster's state: its priority's, or for an aggregate its first usable leaf's."""
+        leaf = self._leaf_for(cluster)
+        return _FAILURE if leaf is None else leaf.priority.state()
+
+    def pick(
+        self,
+        path: str,
+        headers: Mapping[str, str],
+        rand: random.Random,
+        now: float,
+        *,
+        request_hash: int | None = None,
+    ) -> PickResult:
+        """One call's pick: route, cluster, leaf, then the leaf's tree (``headers`` with
+        lower-case names). For a ring hash cluster the request hash comes from the route's hash
+        policies (`request_hash`) unless the caller passes its own ``request_hash``."""
+        if self._config is None:
+            return PickResult(outcome=PickOutcome.QUEUE)
+        route = match_route(self._config.virtual_host, path, headers)
+        if route is None:
+            return _fail(f"no route matches {path}")
+        cluster = self._cluster_of(route, rand)
+        if cluster is None:
+            return _fail(f"the route for {path} does not forward to a cluster")
+        leaf = self._leaves.get(cluster)  # the common case: an EDS cluster, no aggregate
+        if leaf is None:
+            return self._pick_aggregate(cluster, route, headers, rand, now, request_hash)
+        return self._pick_leaf(leaf, route, headers, rand, now, request_hash)
+
+    def _pick_aggregate(
+        self,
+        cluster: str,
+        route: Route,
+        headers: Mapping[str, str],
+        rand: random.Random,
+        now: float,
+        request_hash: int | None,
+    ) -> PickResult:
+        assert self._config is not None
+        entry = self._config.clusters.get(cluster)
+        if entry is None or entry.error is not None:
+            error = entry.error if entry is not None else None
+            return _fail(f"cluster {cluster} is unusable: {error}", cluster)
+        leaf = self._leaf_for(cluster)
+        if leaf is None:
+            return _fail(f"cluster {cluster} has no endpoints to balance", cluster)
+        return self._pick_leaf(leaf, route, headers, rand, now, request_hash)
+
+    def _pick_leaf(
+        self,
+        leaf: _Leaf,
+        route: Route,
+        headers: Mapping[str, str],
+        rand: random.Random,
+        now: float,
+        request_hash: int | None,
+    ) -> PickResult:
+        if request_hash is None and leaf.ring_hash:
+            assert route.action is not None
+            policies = route.action.hash_policies
+            request_hash = compute_hash(policies, headers, self.channel_id, rand)
+        request = PickRequest(headers=headers, request_hash=request_hash)
+        return leaf.pick(request, rand, now)
+
+    def call_finished(self, result: PickResult, ok: bool, now: float) -> None:
+        """A call picked by `pick` ended: circuit breaking, outlier detection and least
+        request learn it."""
+        leaf = self._leaves.get(result.cluster)
+        if leaf is not None and result.endpoint is not None:
+            leaf.call_finished(result.endpoint, ok)
+
+    def poll(self, rand: random.Random, now: float) -> None:
+        """Fire every timer that is due (picks do this for their own cluster)."""
+        for leaf in self._leaves.values():
+            leaf.priority.poll(now)
+            for detector in leaf.detectors:
+                detector.poll(rand, now)
+
+    def next_deadline(self) -> float | None:
+        """When a timer is next due (None when none runs)."""
+        deadlines = [d for leaf in self._leaves.values() for d in leaf.deadlines()]
+        return min(deadlines, default=None)
+
+    def _cluster_of(self, route: Route, rand: random.Random) -> str | None:
+        action = route.action
+        if action is None:
+            return None
+        if action.cluster:
+            return action.cluster
+        if not action.weighted_clusters:
+            return None
+        split = self._splits.get(id(action))
+        if split is None:
+            weights = list(itertools.accumulate(w.weight for w in action.weighted_clusters))
+            split = self._splits[id(action)] = (weights, [w.name for w in action.weighted_clusters])
+        weights, names = split
+        return names[bisect.bisect_right(weights, rand.randrange(weights[-1]))]
+
+    def _leaf_for(self, cluster: str) -> _Leaf | None:
+        assert self._config is not None
+        entry = self._config.clusters.get(cluster)
+        if entry is None:
+            return None
+        if not _aggregate(entry):
+            return self._leaves.get(cluster)
+        found = [self._leaves[name] for name in entry.leaves if name in self._leaves]
+        for leaf in found:
+            if leaf.priority.state() is not _FAILURE:
+                return leaf
+        return found[-1] if found else None
+
+
+def _aggregate(entry: ClusterConfig) -> bool:
+    return entry.cluster is not None and entry.cluster.type is ClusterType.AGGREGATE
+
+
+def _default_child(cluster: ClusterView) -> ChildPolicy:
+    from ._policies import child_policy_for
+
+    return child_policy_for(cluster.lb_policy, cluster=cluster.name)

@@ -1,0 +1,321 @@
+"""Priority failover: the first usable priority of a cluster serves (gRFC A27, C-core's priority
+policy, `src/core/load_balancing/priority/priority.cc`).
+
+Why a block of its own: every balancer over EDS data must decide which priority serves, and the
+rule gRPC applies has timers and memory that a "first healthy priority" loop gets wrong:
+
+- Children are created lazily, in priority order, only when the choice reaches them: a lower
+  priority costs no connection while a higher one is usable.
+- A new child has a failover timer (10 s, C-core's ``kDefaultChildFailoverTimeout``). A child
+  reporting CONNECTING restarts it only if it has been READY or IDLE since its last
+  TRANSIENT_FAILURE; READY, IDLE and TRANSIENT_FAILURE cancel it. When it fires, the child
+  counts as TRANSIENT_FAILURE until it reports a new state.
+- The choice: the first priority whose child is READY or IDLE (lower priorities are then
+  deactivated), else the first whose failover timer is pending; else the first child that is
+  CONNECTING; else the last priority.
+- A deactivated child is kept for 15 minutes (``kChildRetentionInterval``) and deleted after;
+  reaching it again in the choice reactivates it with its state. A priority that leaves the
+  assignment is deactivated the same way.
+- Children are named by their localities across updates (C-core's cluster resolver: a new
+  priority takes the name of the old priority holding its first known locality), so a priority
+  whose localities move keeps its child, its connections and its outlier-detection data.
+
+Time is passed in: `poll(now)` fires what is due and every call taking ``now`` polls first;
+`next_deadline` says when to call again.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+
+from ..resources import Endpoint, LocalityEndpoints
+from ._base import (
+    ChildPolicy,
+    ConnectivityState,
+    EndpointKey,
+    PickOutcome,
+    PickRequest,
+    PickResult,
+    key_of,
+)
+
+__all__ = ["CHILD_RETENTION", "FAILOVER_TIMEOUT", "PriorityPolicy"]
+
+#: Seconds a new (or newly CONNECTING) priority has to become usable before the next is tried.
+FAILOVER_TIMEOUT = 10.0
+#: Seconds a deactivated priority's child is kept (with its connections) before it is deleted.
+CHILD_RETENTION = 15 * 60.0
+
+_READY, _IDLE = ConnectivityState.READY, ConnectivityState.IDLE
+_CONNECTING = ConnectivityState.CONNECTING
+_FAILURE = ConnectivityState.TRANSIENT_FAILURE
+
+
+class _Child:
+    """One priority's child and what the priority policy remembers of it.
+
+    Invariants: ``state`` is what the choice reads (the child's last state, or
+    TRANSIENT_FAILURE once the failover timer fired); ``reported`` is the child's own last
+    state, so a change is noticed once; ``failover_at`` is set only while the timer runs.
+    """
+
+    __slots__ = (
+        "deactivate_at",
+        "failover_at",
+        "keys",
+        "name",
+        "policy",
+        "reported",
+        "seen_ready_or_idle",
+        "state",
+    )
+
+    def __init__(self, name: str, policy: ChildPolicy, failover_at: float) -> None:
+        self.name = name
+        self.policy = policy
+        self.keys: frozenset[EndpointKey] = frozenset()
+        self.state = _CONNECTING
+        self.reported = _CONNECTING
+        self.seen_ready_or_idle = True
+        self.failover_at: float | None = failover_at
+        self.deactivate_at: float | None = None
+
+
+class PriorityPolicy:
+    """Chooses the priority that serves, as gRPC's priority policy does, and picks through it.
+
+    ``make_child`` builds a fresh child for a priority (`child_policy_for` in the composed
+    picker). `update` takes the assignment's localities grouped by priority, 0 first.
+    """
+
+    def __init__(
+        self,
+        make_child: Callable[[], ChildPolicy],
+        *,
+        failover_timeout: float = FAILOVER_TIMEOUT,
+        retention: float = CHILD_RETENTION,
+    ) -> None:
+        self._make_child = make_child
+        self._failover_timeout = failover_timeout
+        self._retention = retention
+        self._children: dict[str, _Child] = {}
+        #: child name per priority, and each priority's localities
+        self._names: list[str] = []
+        self._localities: dict[str, Sequence[LocalityEndpoints]] = {}
+        self._next_name = 0
+        self._current: _Child | None = None
+        #: every endpoint state the transport reported, replayed to children created later
+        self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
+        #: the earliest failover or retention deadline (infinity when none runs)
+        self._deadline = _NEVER
+
+    @property
+    def current_priority(self) -> int | None:
+        """The priority serving now (None before the first update or with no priority)."""
+        if self._current is None:
+            return None
+        return self._names.index(self._current.name)
+
+    @property
+    def children(self) -> dict[str, ChildPolicy]:
+        """The children alive now (active or retained), by name."""
+        return {name: child.policy for name, child in self._children.items()}
+
+    def child_for(self, key: EndpointKey) -> ChildPolicy | None:
+        """The live child holding the endpoint ``key`` (None when none does)."""
+        for child in self._children.values():
+            if key in child.keys:
+                return child.policy
+        return None
+
+    def update(self, priorities: Sequence[Sequence[LocalityEndpoints]], now: float) -> None:
+        """A new assignment: children kept by locality, removed priorities deactivated."""
+        self._expire(now)
+        names = self._child_names(priorities)
+        self._names = names
+        self._localities = dict(zip(names, priorities, strict=True))
+        wanted = {key_of(e) for group in priorities for loc in group for e in loc.endpoints}
+        self._endpoint_states = {
+            key: state for key, state in self._endpoint_states.items() if key in wanted
+        }
+        for name, child in self._children.items():
+            if name in self._localities:
+                self._update_child(child, self._localities[name], now)
+                self._notice(child, now)
+            else:
+                self._deactivate(child, now)
+        self._choose(now)
+
+    def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
+        """The transport reports an endpoint's connectivity."""
+        self._expire(now)
+        self._endpoint_states[key] = state
+        changed = False
+        for child in self._children.values():
+            if key in child.keys:
+                child.policy.set_endpoint_state(key, state, now)
+                changed = self._notice(child, now) or changed
+        if changed:
+            self._choose(now)
+
+    def state(self) -> ConnectivityState:
+        """The serving priority's state (TRANSIENT_FAILURE with no priority)."""
+        return _FAILURE if self._current is None else self._current.state
+
+    def wanted_connections(self) -> tuple[Endpoint, ...]:
+        """What every live child wants connected (retained children keep their connections,
+        as gRPC's do for the retention period)."""
+        wanted: dict[EndpointKey, Endpoint] = {}
+        for child in self._children.values():
+            for endpoint in child.policy.wanted_connections():
+                wanted.setdefault(key_of(endpoint), endpoint)
+        return tuple(wanted.values())
+
+    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+        """One pick from the serving priority's child."""
+        if now >= self._deadline:
+            self._expire(now)
+        if self._current is None:
+            return _NO_PRIORITY
+        return self._current.policy.pick(request, rand, now)
+
+    def poll(self, now: float) -> None:
+        """Fire the failover and retention timers that are due."""
+        self._expire(now)
+
+    def next_deadline(self) -> float | None:
+        """When a timer is next due (None when none runs)."""
+        return None if self._deadline == _NEVER else self._deadline
+
+    # -- the choice (C-core's ChoosePriorityLocked) ------------------------------------------
+
+    def _choose(self, now: float) -> None:
+        self._current = None
+        for priority, name in enumerate(self._names):
+            child = self._children.get(name)
+            if child is None:
+                child = self._create(name, now)
+            else:
+                child.deactivate_at = None  # reactivated
+            if child.state is _READY or child.state is _IDLE:
+                self._current = child
+                for lower in self._names[priority + 1 :]:
+                    if lower in self._children:
+                        self._deactivate(self._children[lower], now)
+                break
+            if child.failover_at is not None:
+                self._current = child
+                break
+        else:
+            connecting = [
+                self._children[name]
+                for name in self._names
+                if self._children[name].state is _CONNECTING
+            ]
+            if connecting:
+                self._current = connecting[0]
+            elif self._names:
+                self._current = self._children[self._names[-1]]
+        self._reschedule()
+
+    def _create(self, name: str, now: float) -> _Child:
+        child = _Child(name, self._make_child(), now + self._failover_timeout)
+        self._children[name] = child
+        self._update_child(child, self._localities[name], now)
+        for key in child.keys:
+            if key in self._endpoint_states:
+                child.policy.set_endpoint_state(key, self._endpoint_states[key], now)
+        self._notice(child, now)
+        return child
+
+    def _update_child(
+        self, child: _Child, localities: Sequence[LocalityEndpoints], now: float
+    ) -> None:
+        child.policy.update(localities, now)
+        child.keys = frozenset(key_of(e) for loc in localities for e in loc.endpoints)
+
+    def _notice(self, child: _Child, now: float) -> bool:
+        """Apply the child's state if it changed (C-core's OnConnectivityStateUpdateLocked)."""
+        state = child.policy.state()
+        if state is child.reported:
+            return False
+        child.reported = child.state = state
+        if state is _CONNECTING:
+            if child.seen_ready_or_idle and child.failover_at is None:
+                child.failover_at = now + self._failover_timeout
+        elif state is _READY or state is _IDLE:
+            child.seen_ready_or_idle = True
+            child.failover_at = None
+        else:
+            child.seen_ready_or_idle = False
+            child.failover_at = None
+        self._reschedule()
+        return True
+
+    def _deactivate(self, child: _Child, now: float) -> None:
+        if child.deactivate_at is None:
+            child.deactivate_at = now + self._retention
+            self._reschedule()
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def _reschedule(self) -> None:
+        deadline = _NEVER
+        for child in self._children.values():
+            for at in (child.failover_at, child.deactivate_at):
+                if at is not None and at < deadline:
+                    deadline = at
+        self._deadline = deadline
+
+    def _expire(self, now: float) -> None:
+        if now < self._deadline:
+            return
+        fired = False
+        for name, child in list(self._children.items()):
+            if child.deactivate_at is not None and now >= child.deactivate_at:
+                del self._children[name]
+                fired = True
+            elif child.failover_at is not None and now >= child.failover_at:
+                child.failover_at = None
+                child.state = _FAILURE
+                child.seen_ready_or_idle = False
+                fired = True
+        if fired:
+            self._choose(now)
+        else:
+            self._reschedule()
+
+    # -- naming --------------------------------------------------------------------------------
+
+    def _child_names(self, priorities: Sequence[Sequence[LocalityEndpoints]]) -> list[str]:
+        """A name per priority: the old priority's name holding its first known locality (each
+        old name used once), else a new one."""
+        owner: dict[object, str] = {}
+        members: dict[str, list[object]] = {}
+        for name in self._names:
+            for locality in self._localities.get(name, ()):
+                owner[locality.locality] = name
+                members.setdefault(name, []).append(locality.locality)
+        names: list[str] = []
+        for group in priorities:
+            reused = _first(owner.get(loc.locality) for loc in group)
+            if reused is None:
+                reused = f"child{self._next_name}"
+                self._next_name += 1
+            else:
+                for member in members[reused]:
+                    owner.pop(member, None)
+            names.append(reused)
+        return names
+
+
+def _first(names: Iterable[str | None]) -> str | None:
+    return next((name for name in names if name is not None), None)
+
+
+_NEVER = float("inf")
+_NO_PRIORITY = PickResult(
+    outcome=PickOutcome.FAIL,
+    error="no priority to pick from (empty assignment)",
+)
