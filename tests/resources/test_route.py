@@ -16,7 +16,8 @@ from xds.type.v3 import typed_struct_pb2
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import _route
 from xdsclient.resources._regex import compile_regex
-from xdsclient.resources._route import (
+from xdsclient.resources._route import RouteConfigurationView, decode_route_configuration
+from xdsclient.resources._route_values import (
     ClusterWeight,
     HashPolicy,
     HeaderMatcher,
@@ -25,13 +26,10 @@ from xdsclient.resources._route import (
     Route,
     RouteAction,
     RouteActionType,
-    RouteConfigurationView,
     RouteMatch,
     VirtualHost,
-    decode_route_configuration,
-    match_route,
-    select_virtual_host,
 )
+from xdsclient.resources._routing import match_route, select_virtual_host
 
 
 def config(*routes: Any, domains: tuple[str, ...] = ("*",)) -> Any:

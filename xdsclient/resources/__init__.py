@@ -50,7 +50,8 @@ from ._listener import (
     HttpFilter,
     ListenerView,
 )
-from ._route import (
+from ._route import RouteConfigurationView
+from ._route_values import (
     ClusterWeight,
     HashPolicy,
     HeaderMatcher,
@@ -59,12 +60,10 @@ from ._route import (
     Route,
     RouteAction,
     RouteActionType,
-    RouteConfigurationView,
     RouteMatch,
     VirtualHost,
-    match_route,
-    select_virtual_host,
 )
+from ._routing import match_route, select_virtual_host
 from ._type import ResourceType
 
 __all__ = [
