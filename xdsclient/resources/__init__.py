@@ -54,7 +54,9 @@ from ._route import RouteConfigurationView
 from ._route_values import (
     ClusterWeight,
     HashPolicy,
+    HashPolicyKind,
     HeaderMatcher,
+    HeaderMatchKind,
     PathMatch,
     RetryPolicy,
     Route,
@@ -87,6 +89,8 @@ __all__ = [
     "FilterChain",
     "FilterChainMatch",
     "HashPolicy",
+    "HashPolicyKind",
+    "HeaderMatchKind",
     "HeaderMatcher",
     "HealthStatus",
     "HttpConnectionManager",

@@ -37,7 +37,9 @@ from ._regex import Regex, RegexError, compile_regex
 from ._route_values import (
     ClusterWeight,
     HashPolicy,
+    HashPolicyKind,
     HeaderMatcher,
+    HeaderMatchKind,
     PathMatch,
     RetryPolicy,
     Route,
@@ -57,6 +59,20 @@ _RETRY_CODES = frozenset(
 )
 _FILTER_CONFIG = "type.googleapis.com/envoy.config.route.v3.FilterConfig"
 _PPM_PER_UNIT = {0: 10_000, 1: 100, 2: 1}
+#: The header_match_specifier fields that test the value as a string, by kind.
+_STRING_MATCHES = {
+    "exact_match": HeaderMatchKind.EXACT,
+    "prefix_match": HeaderMatchKind.PREFIX,
+    "suffix_match": HeaderMatchKind.SUFFIX,
+    "contains_match": HeaderMatchKind.CONTAINS,
+}
+#: The StringMatcher patterns other than safe_regex, by kind.
+_STRING_PATTERNS = {
+    "exact": HeaderMatchKind.EXACT,
+    "prefix": HeaderMatchKind.PREFIX,
+    "suffix": HeaderMatchKind.SUFFIX,
+    "contains": HeaderMatchKind.CONTAINS,
+}
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -292,22 +308,20 @@ def _route_match(name: str, vhost_path: str, j: int, match: Any) -> RouteMatch |
 def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
     kind = header.WhichOneof("header_match_specifier")
     common = {"name": header.name.lower(), "invert": header.invert_match}
-    if kind == "exact_match":
-        return HeaderMatcher(kind="exact", value=header.exact_match, **common)
-    if kind in ("prefix_match", "suffix_match", "contains_match"):
-        return HeaderMatcher(
-            kind=kind.removesuffix("_match"), value=getattr(header, kind), **common
-        )
+    if kind in _STRING_MATCHES:
+        return HeaderMatcher(kind=_STRING_MATCHES[kind], value=getattr(header, kind), **common)
     if kind == "safe_regex_match":
         regex = _compile(name, f"{path}.safe_regex_match.regex", header.safe_regex_match.regex)
-        return HeaderMatcher(kind="safe_regex", value=regex.pattern, regex=regex, **common)
+        return HeaderMatcher(
+            kind=HeaderMatchKind.SAFE_REGEX, value=regex.pattern, regex=regex, **common
+        )
     if kind == "range_match":
         start, end = header.range_match.start, header.range_match.end
         if start > end:
             raise invalid(name, f"{path}.range_match", "start must not be above end")
-        return HeaderMatcher(kind="range", range=(start, end), **common)
+        return HeaderMatcher(kind=HeaderMatchKind.RANGE, range=(start, end), **common)
     if kind == "present_match":
-        return HeaderMatcher(kind="present", present=header.present_match, **common)
+        return HeaderMatcher(kind=HeaderMatchKind.PRESENT, present=header.present_match, **common)
     if kind == "string_match":
         matcher = header.string_match
         which = matcher.WhichOneof("match_pattern")
@@ -315,10 +329,15 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
             regex = _compile(
                 name, f"{path}.string_match.safe_regex.regex", matcher.safe_regex.regex
             )
-            return HeaderMatcher(kind="safe_regex", value=regex.pattern, regex=regex, **common)
-        if which in ("exact", "prefix", "suffix", "contains"):
             return HeaderMatcher(
-                kind=which, value=getattr(matcher, which), ignore_case=matcher.ignore_case, **common
+                kind=HeaderMatchKind.SAFE_REGEX, value=regex.pattern, regex=regex, **common
+            )
+        if which in _STRING_PATTERNS:
+            return HeaderMatcher(
+                kind=_STRING_PATTERNS[which],
+                value=getattr(matcher, which),
+                ignore_case=matcher.ignore_case,
+                **common,
             )
         raise invalid(name, f"{path}.string_match", f"unsupported pattern {which or '(none)'}")
     raise invalid(name, path, f"unsupported header matcher {kind or '(none)'}")
@@ -399,7 +418,7 @@ def _hash_policies(name: str, path: str, policies: Any) -> tuple[HashPolicy, ...
                 )
             hashes.append(
                 HashPolicy(
-                    kind="header",
+                    kind=HashPolicyKind.HEADER,
                     header_name=header.header_name.lower(),
                     regex=regex,
                     substitution=header.regex_rewrite.substitution,
@@ -407,7 +426,7 @@ def _hash_policies(name: str, path: str, policies: Any) -> tuple[HashPolicy, ...
                 )
             )
         elif which == "filter_state" and policy.filter_state.key == "io.grpc.channel_id":
-            hashes.append(HashPolicy(kind="channel_id", terminal=policy.terminal))
+            hashes.append(HashPolicy(kind=HashPolicyKind.CHANNEL_ID, terminal=policy.terminal))
     return tuple(hashes)
 
 

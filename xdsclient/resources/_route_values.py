@@ -25,6 +25,8 @@ from ._regex import Regex
 __all__ = [
     "ClusterWeight",
     "HashPolicy",
+    "HashPolicyKind",
+    "HeaderMatchKind",
     "HeaderMatcher",
     "PathMatch",
     "RetryPolicy",
@@ -44,13 +46,25 @@ class PathMatch(enum.Enum):
     SAFE_REGEX = "safe_regex"
 
 
+class HeaderMatchKind(enum.Enum):
+    """How a header condition tests the header: its whole value, a regex (RE2), a numeric range
+    [start, end), its presence, or a prefix, suffix or substring of its value."""
+
+    EXACT = "exact"
+    SAFE_REGEX = "safe_regex"
+    RANGE = "range"
+    PRESENT = "present"
+    PREFIX = "prefix"
+    SUFFIX = "suffix"
+    CONTAINS = "contains"
+
+
 @attrs.frozen(kw_only=True)
 class HeaderMatcher:
-    """One header condition. ``kind`` is exact, safe_regex, range, present, prefix, suffix or
-    contains; ``invert`` flips the result."""
+    """One header condition of the given ``kind``; ``invert`` flips the result."""
 
     name: str
-    kind: str
+    kind: HeaderMatchKind
     value: str = ""
     range: tuple[int, int] | None = None
     present: bool = True
@@ -62,7 +76,7 @@ class HeaderMatcher:
         """Whether ``headers`` meet this condition (a missing header never matches, inverted or
         not)."""
         value = headers.get(self.name)
-        if self.kind == "present":
+        if self.kind is HeaderMatchKind.PRESENT:
             result = (value is not None) == self.present
         elif value is None:
             return False  # a missing header never matches, inverted or not (gRFC A28)
@@ -71,26 +85,26 @@ class HeaderMatcher:
         return result != self.invert
 
     def _matches_value(self, value: str) -> bool:
-        if self.kind == "range":
+        if self.kind is HeaderMatchKind.RANGE:
             assert self.range is not None
             try:
                 number = int(value)
             except ValueError:
                 return False
             return self.range[0] <= number < self.range[1]
-        if self.kind == "safe_regex":
+        if self.kind is HeaderMatchKind.SAFE_REGEX:
             assert self.regex is not None
             return self.regex.fullmatch(value) is not None
         subject, pattern = (
             (value.lower(), self.value.lower()) if self.ignore_case else (value, self.value)
         )
-        if self.kind == "exact":
+        if self.kind is HeaderMatchKind.EXACT:
             return subject == pattern
-        if self.kind == "prefix":
+        if self.kind is HeaderMatchKind.PREFIX:
             return subject.startswith(pattern)
-        if self.kind == "suffix":
+        if self.kind is HeaderMatchKind.SUFFIX:
             return subject.endswith(pattern)
-        return pattern in subject  # contains
+        return pattern in subject  # CONTAINS
 
 
 @attrs.frozen(kw_only=True)
@@ -148,11 +162,18 @@ class RetryPolicy:
     max_interval: float = 0.25
 
 
+class HashPolicyKind(enum.Enum):
+    """What a ring-hash policy hashes (gRFC A42)."""
+
+    HEADER = "header"  #: a request header, optionally rewritten by a regex
+    CHANNEL_ID = "channel_id"  #: the channel (filter state ``io.grpc.channel_id``)
+
+
 @attrs.frozen(kw_only=True)
 class HashPolicy:
     """gRFC A42: hash on a header (optionally rewritten) or on the channel id."""
 
-    kind: str  # "header" or "channel_id"
+    kind: HashPolicyKind
     header_name: str = ""
     regex: Regex | None = attrs.field(default=None, eq=False)
     substitution: str = ""
