@@ -8,7 +8,7 @@ from typing import TypedDict
 
 import pytest
 
-# Re-exported for the tests that still import it from here (tests/reliability, tests/federation).
+# Re-exported for the tests that still import it from here (tests/reliability).
 from tests.helpers import eventually as eventually
 from xdsclient import Backoff, ClientOptions, Event, XdsClient
 from xdsclient.testing import ControlPlane
