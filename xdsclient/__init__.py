@@ -59,6 +59,7 @@ from ._shell._clock import Clock
 from ._sources import FileSource, RestSource
 from ._stats import ClientStats, ServerStats, TypeStats
 from ._transports import Stream, StreamSpec, Transport, TransportFactory
+from ._version import __version__ as __version__
 from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from ._xdstp import InvalidNameError, XdstpName
 from .resources import ResourceType
@@ -127,7 +128,6 @@ __all__ = [
     "load_bootstrap",
 ]
 
-__version__ = "0.1.0.dev0"
 
 for _name in __all__:
     _obj = globals()[_name]

@@ -14,6 +14,7 @@ import attrs
 from ._errors import XdsError
 from ._names import OLD_AUTHORITY
 from ._validators import positive as _positive
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._sources import Source
@@ -185,6 +186,4 @@ class ClientConfig:
 
 
 def _version() -> str:
-    from . import __version__
-
     return __version__

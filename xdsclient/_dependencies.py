@@ -34,7 +34,9 @@ from .resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
 from .resources._cluster import ClusterType, ClusterView
 from .resources._endpoint import ClusterLoadAssignmentView
 from .resources._listener import ListenerView
-from .resources._route import RouteConfigurationView, VirtualHost, select_virtual_host
+from .resources._route import RouteConfigurationView
+from .resources._route_values import VirtualHost
+from .resources._routing import select_virtual_host
 
 __all__ = [
     "MAX_AGGREGATE_DEPTH",

@@ -23,6 +23,7 @@ from ._errors import MissingExtraError
 from ._names import authority_of
 from ._observe import ChannelClosed, ConnectivityChanged, ProtocolEvent, ResourceUpdate
 from ._protocol import ResourceState
+from ._version import __version__
 
 __all__ = ["METRICS", "MetricsRecorder", "enable_metrics"]
 
@@ -126,8 +127,6 @@ def enable_metrics(
         raise MissingExtraError(
             "metrics need OpenTelemetry: pip install 'xdsclient[metrics]'"
         ) from None
-    from . import __version__
-
     provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
     meter = provider.get_meter("xdsclient", __version__)
     recorder = MetricsRecorder(target)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import pytest
 
+# Re-exported for the tests that still import it from here (tests/reliability).
+from tests.helpers import eventually as eventually
 from xdsclient import Backoff, ClientOptions, Event, XdsClient
 from xdsclient.testing import ControlPlane
 
@@ -53,10 +55,3 @@ async def next_event(updates: AsyncIterator[Event], timeout: float = 5.0) -> Eve
     """The next event of a watch, or fail after ``timeout`` seconds."""
     async with asyncio.timeout(timeout):
         return await anext(updates)
-
-
-async def eventually(predicate: Any, timeout: float = 5.0) -> None:
-    """Wait until ``predicate()`` is true (polling the loop), or fail."""
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)

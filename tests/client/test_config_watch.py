@@ -10,7 +10,8 @@ from envoy.config.route.v3 import route_pb2
 
 from tests import builders
 from tests.builders import cluster, endpoints, listener
-from tests.client.conftest import Variant, eventually
+from tests.client.conftest import Variant
+from tests.helpers import eventually
 from tests.shell.conftest import OPTIONS as FAKE_OPTIONS
 from tests.shell.conftest import settle
 from xdsclient import (

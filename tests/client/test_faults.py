@@ -8,7 +8,8 @@ import grpc
 import pytest
 
 from tests.builders import cluster, endpoints, strict_clusters
-from tests.client.conftest import FAST_BACKOFF, Variant, eventually, next_event
+from tests.client.conftest import FAST_BACKOFF, Variant, next_event
+from tests.helpers import eventually
 from xdsclient import (
     AmbientError,
     ClientOptions,

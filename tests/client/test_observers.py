@@ -4,7 +4,7 @@ matches what the server logged, request for request."""
 from __future__ import annotations
 
 from tests.builders import endpoints, invalid_endpoints
-from tests.client.conftest import eventually
+from tests.helpers import eventually
 from xdsclient import ProtocolEvent, RequestSent, ResourceUpdate, ResponseReceived, XdsClient
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import ControlPlane

@@ -7,7 +7,8 @@ import gc
 import pytest
 
 from tests.builders import cluster
-from tests.client.conftest import eventually, next_event
+from tests.client.conftest import next_event
+from tests.helpers import eventually
 from xdsclient import Backoff, ResourceChanged, XdsClient
 from xdsclient.resources import CLUSTER, ResourceType
 from xdsclient.testing import ControlPlane

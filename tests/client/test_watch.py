@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from tests.builders import cluster, endpoints
-from tests.client.conftest import eventually, next_event
+from tests.client.conftest import next_event
+from tests.helpers import eventually
 from xdsclient import (
     CallbackWatcher,
     DataError,

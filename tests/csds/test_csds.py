@@ -10,6 +10,7 @@ from envoy.service.status.v3 import csds_pb2
 from google.protobuf import json_format
 
 from tests.builders import CDS, cluster, sotw_response, wrapped
+from tests.helpers import eventually
 from tests.shell.conftest import OPTIONS, clock, fake, settle
 from xdsclient import (
     CallbackWatcher,
@@ -202,15 +203,17 @@ async def test_the_csds_service_answers_fetch_and_stream_for_several_clients() -
                         request_serializer=csds_pb2.ClientStatusRequest.SerializeToString,
                         response_deserializer=csds_pb2.ClientStatusResponse.FromString,
                     )
-                    while True:
+
+                    async def both_acked() -> Any:
                         fetched = await fetch(csds_pb2.ClientStatusRequest(), timeout=5)
                         statuses = [
                             x.client_status
                             for cfg in fetched.config
                             for x in cfg.generic_xds_configs
                         ]
-                        if statuses == [Status.Value("ACKED")] * 2:
-                            break
+                        return fetched if statuses == [Status.Value("ACKED")] * 2 else None
+
+                    fetched = await eventually(both_acked, what="both clients' cluster ACKED")
                     call = stream()
                     await call.write(csds_pb2.ClientStatusRequest())
                     streamed = await call.read()

@@ -20,6 +20,7 @@ from envoy.admin.v3 import config_dump_shared_pb2 as shared
 
 from tests.builders import cluster, endpoints, listener, routes
 from tests.csds.grpc_side import grpc_client
+from tests.helpers import eventually
 from xdsclient import ClientOptions, XdsClient, load_bootstrap
 from xdsclient.resources import CLUSTER, ENDPOINT
 from xdsclient.testing import ControlPlane, bootstrap
@@ -125,13 +126,12 @@ async def _until_settled(
         }
         return all(statuses.get(name) == status for name, status in expected.items())
 
-    async with asyncio.timeout(20):
-        while True:
-            theirs = (await fetch()).config[0]
-            mine = ours.csds()
-            if done(theirs) and done(mine):
-                return theirs, mine
-            await asyncio.sleep(0.05)
+    async def both() -> tuple[Any, Any] | None:
+        theirs = (await fetch()).config[0]
+        mine = ours.csds()
+        return (theirs, mine) if done(theirs) and done(mine) else None
+
+    return await eventually(both, 20, what=f"both dumps to show {expected}", interval=0.05)
 
 
 async def test_an_ignored_deletion_matches_c_cores() -> None:

@@ -10,7 +10,6 @@ here) is how a test sees what the server saw.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import eventually
 from xdsclient import (
     AmbientError,
     Backoff,
@@ -174,12 +174,6 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
     pytest.fail(f"sovereign did not answer {url} within 30 s: {log.read_text()[-2000:]}")
 
 
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
-
-
 def value_of(client: XdsClient, rtype: Any, name: str) -> Any:
     state = client.resource_state(rtype, name)
     return None if state is None else state.value
@@ -190,7 +184,7 @@ async def test_clusters_and_endpoints_arrive_through_rest(sovereign: Sovereign) 
     async with sovereign.client() as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
         client.add_watcher(ENDPOINT, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: value_of(client, CLUSTER, "c") and value_of(client, ENDPOINT, "c"))
+        await eventually(lambda: value_of(client, CLUSTER, "c") and value_of(client, ENDPOINT, "c"))
         cluster = value_of(client, CLUSTER, "c")
         assert cluster.proto.connect_timeout.seconds == 3
         assignment = value_of(client, ENDPOINT, "c").proto
@@ -205,8 +199,10 @@ async def test_an_unchanged_version_is_answered_304(sovereign: Sovereign) -> Non
     start = len(sovereign.access_log())
     async with sovereign.client() as client:
         client.add_watcher(ENDPOINT, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: value_of(client, ENDPOINT, "c") is not None)
-        await until(lambda: sum(e["status"] == "304" for e in sovereign.access_log()[start:]) >= 3)
+        await eventually(lambda: value_of(client, ENDPOINT, "c") is not None)
+        await eventually(
+            lambda: sum(e["status"] == "304" for e in sovereign.access_log()[start:]) >= 3
+        )
         stats = client.stats().type_stats(ENDPOINT.type_url)
     ours = [e for e in sovereign.access_log()[start:] if e["path"].endswith("endpoints")]
     assert ours[0]["status"] == "200"
@@ -225,7 +221,7 @@ async def test_a_nack_is_seen_by_the_server(sovereign: Sovereign) -> None:
     seen: list[Event] = []
     async with sovereign.client() as client:
         client.add_watcher(CLUSTER, "bad", CallbackWatcher(seen.append))
-        await until(lambda: any(e["nack"] != "-" for e in sovereign.access_log()[start:]))
+        await eventually(lambda: any(e["nack"] != "-" for e in sovereign.access_log()[start:]))
         assert client.stats().type_stats(CLUSTER.type_url).update_rejected >= 1
     nack = next(e for e in sovereign.access_log()[start:] if e["nack"] != "-")
     assert nack["status"] in {"200", "304"}  # read, not refused (422)
@@ -244,7 +240,7 @@ async def test_a_missing_name_is_reported_as_does_not_exist_within_the_timer(
         client.add_watcher(ENDPOINT, "c", CallbackWatcher(lambda event: None))
         client.add_watcher(ENDPOINT, "missing", CallbackWatcher(seen.append))
         started = time.monotonic()
-        await until(lambda: bool(seen), timeout=3.0)
+        await eventually(lambda: bool(seen), timeout=3.0)
         elapsed = time.monotonic() - started
     assert isinstance(seen[0], DataError)
     assert isinstance(seen[0].error, ResourceTimeoutError | ResourceDoesNotExistError)
@@ -259,7 +255,7 @@ async def test_a_name_alone_that_sovereign_lacks_is_answered_404_a_failed_poll(
     seen: list[Event] = []
     async with sovereign.client() as client:
         client.add_watcher(CLUSTER, "nowhere", CallbackWatcher(seen.append))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
     assert isinstance(seen[0], DataError | AmbientError)
     assert isinstance(seen[0].error, TransportError)
     assert "HTTP 404" in str(seen[0].error)

@@ -51,13 +51,25 @@ class PathMatch(enum.Enum):
     SAFE_REGEX = "safe_regex"
 
 
+class HeaderMatchKind(enum.StrEnum):
+    # The reference decoder names kinds by string: its copy of the enum takes them (converter)
+    # and, a StrEnum, still equals them, so only the views' field type changed (issue 24).
+    EXACT = "exact"
+    SAFE_REGEX = "safe_regex"
+    RANGE = "range"
+    PRESENT = "present"
+    PREFIX = "prefix"
+    SUFFIX = "suffix"
+    CONTAINS = "contains"
+
+
 @attrs.frozen(kw_only=True)
 class HeaderMatcher:
     """One header condition. ``kind`` is exact, safe_regex, range, present, prefix, suffix or
     contains; ``invert`` flips the result."""
 
     name: str
-    kind: str
+    kind: HeaderMatchKind = attrs.field(converter=HeaderMatchKind)
     value: str = ""
     range: tuple[int, int] | None = None
     present: bool = True
@@ -151,11 +163,16 @@ class RetryPolicy:
     max_interval: float = 0.25
 
 
+class HashPolicyKind(enum.StrEnum):
+    HEADER = "header"
+    CHANNEL_ID = "channel_id"
+
+
 @attrs.frozen(kw_only=True)
 class HashPolicy:
     """gRFC A42: hash on a header (optionally rewritten) or on the channel id."""
 
-    kind: str  # "header" or "channel_id"
+    kind: HashPolicyKind = attrs.field(converter=HashPolicyKind)
     header_name: str = ""
     regex: Regex | None = attrs.field(default=None, eq=False)
     substitution: str = ""

@@ -16,22 +16,22 @@ from xds.type.v3 import typed_struct_pb2
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import _route
 from xdsclient.resources._regex import compile_regex
-from xdsclient.resources._route import (
+from xdsclient.resources._route import RouteConfigurationView, decode_route_configuration
+from xdsclient.resources._route_values import (
     ClusterWeight,
     HashPolicy,
+    HashPolicyKind,
     HeaderMatcher,
+    HeaderMatchKind,
     PathMatch,
     RetryPolicy,
     Route,
     RouteAction,
     RouteActionType,
-    RouteConfigurationView,
     RouteMatch,
     VirtualHost,
-    decode_route_configuration,
-    match_route,
-    select_virtual_host,
 )
+from xdsclient.resources._routing import match_route, select_virtual_host
 
 
 def config(*routes: Any, domains: tuple[str, ...] = ("*",)) -> Any:
@@ -110,8 +110,8 @@ def test_a_route_configuration_decodes_with_matchers_actions_and_policies() -> N
         max_interval=1.0,
     )
     assert parsed.action.hash_policies == (
-        HashPolicy(kind="header", header_name="user-id", terminal=True),
-        HashPolicy(kind="channel_id"),
+        HashPolicy(kind=HashPolicyKind.HEADER, header_name="user-id", terminal=True),
+        HashPolicy(kind=HashPolicyKind.CHANNEL_ID),
     )
     assert v.clusters == {"c"}
 
@@ -464,6 +464,79 @@ def test_header_matchers_and_inversion() -> None:
     assert match_route(vhost, "/", {"version": "v2.1", "region": "us", "size": "50"}) is None
 
 
+def _header(setup: Callable[[Any], None]) -> HeaderMatcher:
+    r = route("/")
+    setup(r.match.headers.add(name="H"))
+    return view(config(r)).virtual_hosts[0].routes[0].match.headers[0]
+
+
+@pytest.mark.parametrize(
+    ("setup", "kind"),
+    [
+        pytest.param(
+            lambda h: setattr(h, "exact_match", "v"), HeaderMatchKind.EXACT, id="exact_match"
+        ),
+        pytest.param(
+            lambda h: setattr(h, "prefix_match", "v"), HeaderMatchKind.PREFIX, id="prefix_match"
+        ),
+        pytest.param(
+            lambda h: setattr(h, "suffix_match", "v"), HeaderMatchKind.SUFFIX, id="suffix_match"
+        ),
+        pytest.param(
+            lambda h: setattr(h, "contains_match", "v"),
+            HeaderMatchKind.CONTAINS,
+            id="contains_match",
+        ),
+        pytest.param(
+            lambda h: setattr(h.safe_regex_match, "regex", "v+"),
+            HeaderMatchKind.SAFE_REGEX,
+            id="safe_regex_match.regex",
+        ),
+        pytest.param(
+            lambda h: setattr(h.range_match, "end", 3), HeaderMatchKind.RANGE, id="range_match.end"
+        ),
+        pytest.param(
+            lambda h: setattr(h, "present_match", True), HeaderMatchKind.PRESENT, id="present_match"
+        ),
+        pytest.param(
+            lambda h: setattr(h.string_match, "exact", "v"),
+            HeaderMatchKind.EXACT,
+            id="string_match.exact",
+        ),
+        pytest.param(
+            lambda h: setattr(h.string_match, "prefix", "v"),
+            HeaderMatchKind.PREFIX,
+            id="string_match.prefix",
+        ),
+        pytest.param(
+            lambda h: setattr(h.string_match, "suffix", "v"),
+            HeaderMatchKind.SUFFIX,
+            id="string_match.suffix",
+        ),
+        pytest.param(
+            lambda h: setattr(h.string_match, "contains", "v"),
+            HeaderMatchKind.CONTAINS,
+            id="string_match.contains",
+        ),
+        pytest.param(
+            lambda h: setattr(h.string_match.safe_regex, "regex", "v+"),
+            HeaderMatchKind.SAFE_REGEX,
+            id="string_match.safe_regex.regex",
+        ),
+    ],
+)
+def test_every_header_matcher_form_decodes_to_its_kind_member(
+    setup: Callable[[Any], None], kind: HeaderMatchKind
+) -> None:
+    """Each header_match_specifier (and each StringMatcher pattern) decodes to the
+    `HeaderMatchKind` member that names its test, and the matcher applies that test."""
+    header = _header(setup)
+    assert header.kind is kind
+    assert header.name == "h"
+    value = "2" if kind is HeaderMatchKind.RANGE else "v"
+    assert header.matches({"h": value})
+
+
 def test_select_virtual_host_on_the_view() -> None:
     v = view(config(route(), domains=("api.example.com",)))
     assert v.virtual_host_for("api.example.com") is v.virtual_hosts[0]
@@ -514,7 +587,7 @@ def test_routes_without_per_filter_configs_share_one_read_only_empty_mapping() -
 def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> None:
     """The decoder builds routes without attrs' keyword parsing: each builder takes every field
     of its class in declaration order and gives the value ``__init__`` gives."""
-    header = HeaderMatcher(name="h", kind="present")
+    header = HeaderMatcher(name="h", kind=HeaderMatchKind.PRESENT)
     match: dict[str, Any] = {
         "path_match": PathMatch.SAFE_REGEX,
         "path": "/a.*",
@@ -529,7 +602,7 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         "cluster_specifier_plugin": "p",
         "max_stream_duration": 1.5,
         "retry_policy": RetryPolicy(retry_on=frozenset({"cancelled"})),
-        "hash_policies": (HashPolicy(kind="channel_id"),),
+        "hash_policies": (HashPolicy(kind=HashPolicyKind.CHANNEL_ID),),
     }
     built_match = _route._new_route_match(*match.values())
     built_action = _route._new_route_action(*action.values())

@@ -31,7 +31,7 @@ from tests.resources import reference_route
 from tests.resources.differential import FUZZ_SETTINGS, plain, verdict
 from tests.resources.test_mutations import _mutate, _route_config
 from xdsclient import ResourceDecodeError
-from xdsclient.resources import ListenerView, RouteConfigurationView
+from xdsclient.resources import HashPolicyKind, ListenerView, RouteConfigurationView
 from xdsclient.testing.builders import api_listener, route_configuration
 
 
@@ -353,7 +353,8 @@ def test_every_seed_and_a_50_route_configuration_are_accepted_by_both_with_equal
     route = vhost.routes[1]
     assert route.action is not None
     assert route.action.max_stream_duration == 2.0
-    assert [policy.kind for policy in route.action.hash_policies] == ["header", "channel_id"]
+    kinds = [policy.kind for policy in route.action.hash_policies]
+    assert kinds == [HashPolicyKind.HEADER, HashPolicyKind.CHANNEL_ID]
     assert route.match.runtime_fraction_ppm == 50_000
     assert set(route.typed_per_filter_config) == {"rbac"}
 

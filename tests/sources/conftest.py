@@ -7,7 +7,6 @@ polls the control plane's REST endpoint.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -72,12 +71,6 @@ async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             result.rest_url = (await cp.serve_rest()).url
         result.sync()
         yield result
-
-
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 async def break_source(served: Served) -> None:

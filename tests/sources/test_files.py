@@ -18,7 +18,8 @@ from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import json_format
 
 from tests.builders import cluster
-from tests.sources.conftest import OPTIONS, timeout_of, until
+from tests.helpers import eventually
+from tests.sources.conftest import OPTIONS, timeout_of
 from xdsclient import (
     AmbientError,
     ClientOptions,
@@ -69,9 +70,9 @@ async def test_an_in_place_rewrite_is_seen(tmp_path: Path) -> None:
     write(path, cluster("c", timeout_s=1))
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _ignore())
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
         path.write_bytes(dump_response(response(cluster("c", timeout_s=2)), "json"))
-        await until(lambda: timeout_of(client) == 2)
+        await eventually(lambda: timeout_of(client) == 2)
 
 
 async def test_a_symlink_swap_in_a_watched_directory_is_seen(tmp_path: Path) -> None:
@@ -85,10 +86,10 @@ async def test_a_symlink_swap_in_a_watched_directory_is_seen(tmp_path: Path) -> 
     (config / "cds.json").symlink_to("..data/cds.json")
     async with client_for(config / "cds.json", watched_directory=str(config)) as client:
         client.add_watcher(CLUSTER, "c", _ignore())
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
         (config / "..data_tmp").symlink_to("v2")
         os.replace(config / "..data_tmp", config / "..data")
-        await until(lambda: timeout_of(client) == 2)
+        await eventually(lambda: timeout_of(client) == 2)
 
 
 async def test_a_deleted_file_keeps_the_last_values_until_it_is_back(tmp_path: Path) -> None:
@@ -97,15 +98,15 @@ async def test_a_deleted_file_keeps_the_last_values_until_it_is_back(tmp_path: P
     seen: list[Any] = []
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _collect(seen))
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
         path.unlink()
-        await until(lambda: any(isinstance(e, AmbientError) for e in seen))
+        await eventually(lambda: any(isinstance(e, AmbientError) for e in seen))
         error = next(e for e in seen if isinstance(e, AmbientError)).error
         assert isinstance(error, TransportError)
         assert str(path) in str(error)
         assert timeout_of(client) == 1
         write(path, cluster("c", timeout_s=2))
-        await until(lambda: timeout_of(client) == 2)
+        await eventually(lambda: timeout_of(client) == 2)
 
 
 async def test_a_half_written_file_is_an_error_naming_the_file_and_loses_nothing(
@@ -116,15 +117,15 @@ async def test_a_half_written_file_is_an_error_naming_the_file_and_loses_nothing
     seen: list[Any] = []
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _collect(seen))
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
         whole = dump_response(response(cluster("c", timeout_s=2)), "json")
         path.write_bytes(whole[: len(whole) // 2])
-        await until(lambda: any(isinstance(e, AmbientError) for e in seen))
+        await eventually(lambda: any(isinstance(e, AmbientError) for e in seen))
         error = str(next(e for e in seen if isinstance(e, AmbientError)).error)
         assert str(path) in error
         assert "not a valid DiscoveryResponse" in error
         path.write_bytes(whole)
-        await until(lambda: timeout_of(client) == 2)
+        await eventually(lambda: timeout_of(client) == 2)
 
 
 async def test_a_file_changed_a_hundred_times_a_second_ends_at_the_last_content_in_order(
@@ -140,11 +141,11 @@ async def test_a_file_changed_a_hundred_times_a_second_ends_at_the_last_content_
 
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _Callback(record))
-        await until(lambda: seen == [1])
+        await eventually(lambda: seen == [1])
         for seconds in range(2, 102):
             write(path, cluster("c", timeout_s=seconds), version=str(seconds))
             await asyncio.sleep(0.01)
-        await until(lambda: bool(seen) and seen[-1] == 101)
+        await eventually(lambda: bool(seen) and seen[-1] == 101)
         assert seen == sorted(set(seen))  # nothing out of order or repeated
 
 
@@ -154,7 +155,7 @@ async def test_a_resource_missing_from_the_file_does_not_exist_at_once(tmp_path:
     seen: list[Any] = []
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _collect(seen))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert isinstance(seen[0], DataError)
         state = client.resource_state(CLUSTER, "c")
         assert state is not None
@@ -189,7 +190,7 @@ async def test_hostile_or_unreadable_files_are_clear_errors(
         node_id="n", sources={CLUSTER: FileSource(path=str(path))}, options=options
     ) as client:
         client.add_watcher(CLUSTER, "c", _collect(seen))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert isinstance(seen[0], DataError)
         assert message in str(seen[0].error)
         assert str(path) in str(seen[0].error)
@@ -204,7 +205,7 @@ async def test_too_many_resources_in_a_file_are_rejected_whole(tmp_path: Path) -
         node_id="n", sources={CLUSTER: FileSource(path=str(path))}, options=options
     ) as client:
         client.add_watcher(CLUSTER, "c0", _collect(seen))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert isinstance(seen[0], DataError)
         state = client.resource_state(CLUSTER, "c0")
         assert state is not None
@@ -221,7 +222,7 @@ async def test_the_bootstrap_names_sources_per_type(tmp_path: Path) -> None:
         )
         async with XdsClient(bootstrap=config, options=OPTIONS) as client:
             client.add_watcher(CLUSTER, "c", _ignore())
-            await until(lambda: timeout_of(client) == 4)
+            await eventually(lambda: timeout_of(client) == 4)
 
 
 # ---------------------------------------------------------------- partial reads (issue 22)
@@ -336,11 +337,11 @@ async def test_a_half_written_file_is_never_applied_and_the_completed_one_is(
             file.flush()
             reading = asyncio.ensure_future(stream.read())
             try:
-                await until(lambda: stream.waiting_until == 100.5)  # it saw the half file
+                await eventually(lambda: stream.waiting_until == 100.5)  # it saw the half file
                 clock.advance(0.3)
                 file.write(whole[cut:])
                 file.flush()
-                await until(lambda: stream.waiting_until == 100.8)  # it saw the whole file
+                await eventually(lambda: stream.waiting_until == 100.8)  # it saw the whole file
                 assert not reading.done()
                 clock.advance(0.5)
                 message = await asyncio.wait_for(reading, 5)
@@ -380,11 +381,11 @@ async def test_an_empty_file_or_one_without_type_url_keeps_the_last_values(
     seen: list[Any] = []
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _collect(seen))
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
         temporary = tmp_path / "next"
         temporary.write_bytes(content)
         os.replace(temporary, path)
-        await until(lambda: any(isinstance(e, AmbientError) for e in seen))
+        await eventually(lambda: any(isinstance(e, AmbientError) for e in seen))
         error = str(next(e for e in seen if isinstance(e, AmbientError)).error)
         assert reason in error
         assert str(path) in error
@@ -400,12 +401,12 @@ async def test_the_warning_for_a_rejected_file_names_the_rejected_version(
     write(path, cluster("c", timeout_s=1), version="v1")
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _ignore())
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
         invalid = cluster("c")
         invalid.eds_cluster_config.eds_config.path_config_source.path = "/x"
         with caplog.at_level(logging.WARNING, logger="xdsclient.transport.file"):
             write(path, invalid, version="v2")
-            await until(lambda: any("rejected" in r.getMessage() for r in caplog.records))
+            await eventually(lambda: any("rejected" in r.getMessage() for r in caplog.records))
     line = next(r.getMessage() for r in caplog.records if "rejected" in r.getMessage())
     assert "rejected version v2 (keeping v1)" in line
     assert str(path) in line

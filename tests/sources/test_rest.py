@@ -14,7 +14,8 @@ from google.protobuf import json_format
 
 from tests.builders import cluster
 from tests.certs import make_pki
-from tests.sources.conftest import OPTIONS, timeout_of, until
+from tests.helpers import eventually
+from tests.sources.conftest import OPTIONS, timeout_of
 from xdsclient import (
     CallbackWatcher,
     ChannelCredentials,
@@ -54,10 +55,10 @@ async def test_a_long_poll_is_held_until_a_change_and_then_answered(cp: ControlP
     endpoint = await cp.serve_rest(long_poll=True, hold=10.0)
     async with client_for(endpoint.url, refresh_delay=0.001, request_timeout=20.0) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: timeout_of(client) == 1)
-        await until(lambda: polls(cp) == 2)  # the ACK poll, now held by the server
+        await eventually(lambda: timeout_of(client) == 1)
+        await eventually(lambda: polls(cp) == 2)  # the ACK poll, now held by the server
         cp.set(cluster("c", timeout_s=2))
-        await until(lambda: timeout_of(client) == 2)
+        await eventually(lambda: timeout_of(client) == 2)
         assert polls(cp) <= 4  # held, not hammered
 
 
@@ -65,14 +66,14 @@ async def test_short_polls_ack_and_get_304_until_something_changes(cp: ControlPl
     endpoint = await cp.serve_rest()
     async with client_for(endpoint.url, refresh_delay=0.02) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: timeout_of(client) == 1)
-        await until(lambda: polls(cp) >= 5)
+        await eventually(lambda: timeout_of(client) == 1)
+        await eventually(lambda: polls(cp) >= 5)
         acks = [r.message for r in cp.requests if r.method.startswith("REST")][1:]
         assert {m.version_info for m in acks} == {cp.version(CLUSTER.type_url, "c")}
         assert [r for r in cp.responses if r.stream == 0][-1].names == ("c",)
         assert len([r for r in cp.responses if r.stream == 0]) == 1  # the rest were 304s
         cp.set(cluster("c", timeout_s=2))
-        await until(lambda: timeout_of(client) == 2)
+        await eventually(lambda: timeout_of(client) == 2)
 
 
 async def test_server_errors_back_off_reach_watchers_and_recover(cp: ControlPlane) -> None:
@@ -81,13 +82,13 @@ async def test_server_errors_back_off_reach_watchers_and_recover(cp: ControlPlan
     seen: list[Event] = []
     async with client_for(endpoint.url, refresh_delay=0.02) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert isinstance(seen[0], DataError)
         assert "HTTP 503" in str(seen[0].error)
         before = polls(cp)
-        await until(lambda: polls(cp) >= before + 1)
+        await eventually(lambda: polls(cp) >= before + 1)
         endpoint.fail_with = None
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
 
 
 async def test_a_poll_that_times_out_is_a_connectivity_error(cp: ControlPlane) -> None:
@@ -95,8 +96,8 @@ async def test_a_poll_that_times_out_is_a_connectivity_error(cp: ControlPlane) -
     seen: list[Event] = []
     async with client_for(endpoint.url, refresh_delay=0.001, request_timeout=0.2) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
-        await until(lambda: timeout_of(client) == 1)
-        await until(lambda: any(not isinstance(e, ResourceChanged) for e in seen))
+        await eventually(lambda: timeout_of(client) == 1)
+        await eventually(lambda: any(not isinstance(e, ResourceChanged) for e in seen))
         error = next(e for e in seen if not isinstance(e, ResourceChanged))
         assert "timed out after 0.2 s" in str(error.error)
         assert timeout_of(client) == 1  # the last good value stays
@@ -123,7 +124,7 @@ async def test_a_body_that_is_not_a_response_of_the_type_is_an_error(
     seen: list[Event] = []
     async with client_for(endpoint.url, refresh_delay=0.02) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert isinstance(seen[0], DataError)
         assert isinstance(seen[0].error, TransportError)
         assert message in str(seen[0].error)
@@ -135,7 +136,7 @@ async def test_an_oversized_body_is_refused(cp: ControlPlane) -> None:
     options = ClientOptions(max_receive_message_length=64)
     async with client_for(endpoint.url, refresh_delay=0.02, options=options) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert "exceeds max_receive_message_length" in str(seen[0].error)  # type: ignore[union-attr]
 
 
@@ -156,7 +157,7 @@ async def test_tls_and_headers_reach_the_server_and_headers_are_never_shown(
     assert "s3cret" not in repr(source)
     async with XdsClient(node_id="n", sources={CLUSTER: source}, options=OPTIONS) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
     assert endpoint.last_headers["Authorization"] == "Bearer s3cret"
 
 
@@ -175,7 +176,7 @@ async def test_the_bootstrap_configures_a_rest_source(cp: ControlPlane) -> None:
     assert source.refresh_delay == 0.05
     async with XdsClient(bootstrap=config, options=OPTIONS) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: timeout_of(client) == 1)
+        await eventually(lambda: timeout_of(client) == 1)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +200,7 @@ async def test_a_body_larger_than_one_network_read_arrives_whole(cp: ControlPlan
     endpoint = await cp.serve_rest()
     async with client_for(endpoint.url, refresh_delay=0.05) as client:
         client.add_watcher(CLUSTER, "*", CallbackWatcher(lambda event: None))
-        await until(lambda: len(client.resource_states()) == 2001)  # and "c"
+        await eventually(lambda: len(client.resource_states()) == 2001)  # and "c"
 
 
 async def test_a_name_first_requested_at_the_current_version_is_still_answered(
@@ -209,10 +210,10 @@ async def test_a_name_first_requested_at_the_current_version_is_still_answered(
     endpoint = await cp.serve_rest()  # answers 304 to the current version, as go-control-plane
     async with client_for(endpoint.url, refresh_delay=0.02) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: timeout_of(client) == 1)
-        await until(lambda: polls(cp) >= 3)  # ACKed: the version is current
+        await eventually(lambda: timeout_of(client) == 1)
+        await eventually(lambda: polls(cp) >= 3)  # ACKed: the version is current
         client.add_watcher(CLUSTER, "late", CallbackWatcher(lambda event: None))
-        await until(lambda: timeout_of(client, "late") == 5)
+        await eventually(lambda: timeout_of(client, "late") == 5)
 
 
 async def test_no_log_line_shows_the_headers_even_at_debug_through_failures(
@@ -226,9 +227,9 @@ async def test_no_log_line_shows_the_headers_even_at_debug_through_failures(
             endpoint.url, refresh_delay=0.02, headers={"authorization": "Bearer s3cret"}
         ) as client:
             client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
-            await until(lambda: bool(seen))
+            await eventually(lambda: bool(seen))
             endpoint.fail_with = None
-            await until(lambda: timeout_of(client) == 1)
+            await eventually(lambda: timeout_of(client) == 1)
     assert "HTTP 401" in caplog.text  # the failure was logged...
     assert "s3cret" not in caplog.text  # ...without the credential
     assert "authorization" not in caplog.text.lower()
@@ -244,7 +245,7 @@ async def test_every_poll_carries_the_full_node(cp: ControlPlane) -> None:
     endpoint.strict = True  # 422 without node, as sovereign
     async with client_for(endpoint.url, refresh_delay=0.01) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: polls(cp) >= 5)
+        await eventually(lambda: polls(cp) >= 5)
     assert [m.node.id for m in rest_requests(cp)] == ["n"] * len(rest_requests(cp))
     assert client.stats().type_stats(CLUSTER.type_url).update_failure == 0
 
@@ -260,7 +261,7 @@ async def test_a_missing_name_is_reported_within_the_timer_by_a_server_that_need
     async with client_for(endpoint.url, refresh_delay=0.01, options=options) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
         client.add_watcher(CLUSTER, "missing", CallbackWatcher(seen.append))
-        await until(lambda: bool(seen))
+        await eventually(lambda: bool(seen))
         assert isinstance(seen[0], DataError)
         assert isinstance(seen[0].error, ResourceTimeoutError | ResourceDoesNotExistError)
 
@@ -273,7 +274,7 @@ async def test_polls_use_proto_field_names_so_a_strict_server_answers_304(
     endpoint.strict = True
     async with client_for(endpoint.url, refresh_delay=0.01) as client:
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: polls(cp) >= 5)
+        await eventually(lambda: polls(cp) >= 5)
     version = cp.version(CLUSTER.type_url, "c")
     assert [m.version_info for m in rest_requests(cp)][1:] == [version] * (polls(cp) - 1)
     assert len([r for r in cp.responses if r.stream == 0]) == 1  # the rest were 304s
@@ -290,7 +291,7 @@ async def test_a_nack_reaches_a_server_that_reads_only_proto_field_names(
     endpoint.strict = True
     async with client_for(endpoint.url, refresh_delay=0.01) as client:
         client.add_watcher(CLUSTER, "bad", CallbackWatcher(lambda event: None))
-        await until(lambda: any(m.HasField("error_detail") for m in rest_requests(cp)))
+        await eventually(lambda: any(m.HasField("error_detail") for m in rest_requests(cp)))
     nack = next(m for m in rest_requests(cp) if m.HasField("error_detail"))
     assert "bad" in nack.error_detail.message
     assert nack.node.id == "n"
@@ -317,14 +318,14 @@ async def test_stats_and_metrics_count_rest_polls_as_grpc_responses(cp: ControlP
     async with client_for(endpoint.url, refresh_delay=0.01) as client:
         client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
         client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_success == 1)
+        await eventually(lambda: client.stats().type_stats(CLUSTER.type_url).update_success == 1)
         accepted = cp.version(CLUSTER.type_url, "c")
         bad = cluster("c")
         bad.eds_cluster_config.eds_config.path_config_source.path = "/nowhere"
         cp.set(bad)
-        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_rejected == 1)
+        await eventually(lambda: client.stats().type_stats(CLUSTER.type_url).update_rejected == 1)
         endpoint.fail_with = 503
-        await until(lambda: client.stats().type_stats(CLUSTER.type_url).update_failure == 1)
+        await eventually(lambda: client.stats().type_stats(CLUSTER.type_url).update_failure == 1)
         stats = client.stats()
         data = reader.get_metrics_data()
     assert stats.type_stats(CLUSTER.type_url) == TypeStats(

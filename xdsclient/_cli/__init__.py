@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from .._errors import XdsError
+from .._version import __version__
 from . import _check, _demo, _dump, _watch
 from ._common import (
     BROKEN_PIPE,
@@ -71,8 +72,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
     epilog = exit_status_epilog()
     formatter = argparse.RawDescriptionHelpFormatter
     parser = Parser(prog="xdsclient", description="xdsclient tools", epilog=epilog,

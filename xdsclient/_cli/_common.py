@@ -186,7 +186,10 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
 
 def make_client(args: argparse.Namespace) -> Any:
     """The client the options describe (not started)."""
-    from .. import FileSource, RestSource, XdsClient, load_bootstrap, resources
+    from .. import resources
+    from .._bootstrap import load_bootstrap
+    from .._client import XdsClient
+    from .._sources import FileSource, RestSource
 
     _check_variant(args)
     options: dict[str, Any] = {"ads": args.ads, "delta": args.delta}

@@ -88,7 +88,8 @@ def _watches(client: Any, listener: str | None, wanted: list[tuple[Any, str]]) -
 async def _answer(updates: AsyncIterator[Any]) -> None:
     """Until the first answer from the server: a value or complete snapshot, or an error the
     server gave (NACKed, does not exist); a server not reached yet is no answer."""
-    from .. import TransportError, XdsConfig
+    from .._dependencies import XdsConfig
+    from .._errors import TransportError
     from .._protocol import AmbientError, DataError, ResourceChanged
 
     async for update in updates:

@@ -50,21 +50,22 @@ from ._listener import (
     HttpFilter,
     ListenerView,
 )
-from ._route import (
+from ._route import RouteConfigurationView
+from ._route_values import (
     ClusterWeight,
     HashPolicy,
+    HashPolicyKind,
     HeaderMatcher,
+    HeaderMatchKind,
     PathMatch,
     RetryPolicy,
     Route,
     RouteAction,
     RouteActionType,
-    RouteConfigurationView,
     RouteMatch,
     VirtualHost,
-    match_route,
-    select_virtual_host,
 )
+from ._routing import match_route, select_virtual_host
 from ._type import ResourceType
 
 __all__ = [
@@ -88,6 +89,8 @@ __all__ = [
     "FilterChain",
     "FilterChainMatch",
     "HashPolicy",
+    "HashPolicyKind",
+    "HeaderMatchKind",
     "HeaderMatcher",
     "HealthStatus",
     "HttpConnectionManager",
