@@ -20,7 +20,7 @@ from xdsclient.lb import (
     request_hash,
     ring_weight,
 )
-from xdsclient.resources import Endpoint, HashPolicy, RingHash
+from xdsclient.resources import Endpoint, HashPolicy, HashPolicyKind, RingHash
 from xdsclient.resources._regex import compile_regex
 
 from .test_pickers import CONNECTING, FAILED, IDLE, READY, ep, loc
@@ -247,7 +247,7 @@ def test_ring_hash_without_xxhash_names_the_extra():
 
 def header(name: str, *, terminal: bool = False, regex: str = "", sub: str = "") -> HashPolicy:
     return HashPolicy(
-        kind="header",
+        kind=HashPolicyKind.HEADER,
         header_name=name,
         regex=compile_regex(regex) if regex else None,
         substitution=sub,
@@ -293,7 +293,7 @@ def test_request_hash_rewrites_every_regex_match():
 
 def test_request_hash_channel_id_is_used_as_is():
     """A channel-id policy contributes the id itself."""
-    policy = HashPolicy(kind="channel_id")
+    policy = HashPolicy(kind=HashPolicyKind.CHANNEL_ID)
     assert request_hash([policy], {}, 12345, RAND) == 12345
 
 

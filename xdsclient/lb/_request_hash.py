@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from ..resources import HashPolicy
+from ..resources import HashPolicy, HashPolicyKind
 from ._xxh64 import require_xxh64
 
 __all__ = ["request_hash"]
@@ -37,9 +37,9 @@ def request_hash(
     combined: int | None = None
     for policy in policies:
         new: int | None = None
-        if policy.kind == "channel_id":
+        if policy.kind is HashPolicyKind.CHANNEL_ID:
             new = channel_id & _MASK
-        elif policy.kind == "header":
+        elif policy.kind is HashPolicyKind.HEADER:
             value = _header_value(headers, policy.header_name)
             if value is not None:
                 if policy.regex is not None:

@@ -19,7 +19,7 @@ import bisect
 import random
 from collections.abc import Callable, Sequence
 
-from .._config import Locality
+from .. import Locality
 from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
     ConnectivityState,

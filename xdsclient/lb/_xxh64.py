@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._errors import MissingExtraError
+from .. import MissingExtraError
 
 __all__ = ["require_xxh64", "xxh64"]
 
