@@ -90,6 +90,8 @@ async def main(calls: int = 20) -> dict[str, collections.Counter[str]]:
         ):
             publish(control_plane, ports)
             async with AioBalancer(client, "demo", rand=random.Random(0)) as balancer:
+                for name in ("a", "b"):  # both connected: round robin alternates from here on
+                    await settle(balancer, name)
                 results["all up"] = await send(balancer, calls)
                 for name in ("a", "b"):
                     await backends[name][0].stop(None)
