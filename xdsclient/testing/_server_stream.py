@@ -65,7 +65,7 @@ class Outgoing:
 
 class ServerStream:
     """One xDS stream as the server sees it; `SotwServerStream` and `DeltaServerStream` add
-    their rules (`_apply`, `_replies`)."""
+    their rules (`_apply`, `_reply`, `heartbeat`)."""
 
     delta = False
 
