@@ -20,13 +20,13 @@ import contextlib
 import json
 import ssl
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from .._names import WILDCARD
 from .._services import PER_TYPE_SERVICES
-
-if TYPE_CHECKING:
-    from ._control_plane import ControlPlane
+from ._records import Journal, ReceivedRequest, SentResponse
+from ._store import ResourceStore
 
 __all__ = ["RestEndpoint"]
 
@@ -34,17 +34,26 @@ _FULL_STATE_REST = {"listeners", "clusters"}
 
 
 class RestEndpoint:
-    """An aiohttp server on 127.0.0.1 answering REST-JSON discovery requests from a store."""
+    """An aiohttp server on 127.0.0.1 answering REST-JSON discovery requests from a store,
+    recording into the control plane's journal; ``paused()`` true answers 503."""
 
     def __init__(
         self,
-        control_plane: ControlPlane,
+        store: ResourceStore,
+        journal: Journal,
         *,
+        paused: Callable[[], bool],
         long_poll: bool,
         hold: float,
         ssl_context: ssl.SSLContext | None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._cp = control_plane
+        self._store = store
+        self._journal = journal
+        self._paused = paused
+        self._clock = clock
+        self._changed = asyncio.Event()
+        store.listen(lambda _: self._wake())
         self._long_poll = long_poll
         self._hold = hold
         self._ssl = ssl_context
@@ -79,7 +88,7 @@ class RestEndpoint:
 
     async def stop(self) -> None:
         self._closing = True
-        self._cp._wake_all()  # held long polls answer now
+        self._wake()  # held long polls answer now
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
@@ -99,21 +108,28 @@ class RestEndpoint:
             return web.Response(status=400, text=str(exc))
         if not message.type_url:
             message.type_url = type_url
-        self._cp._record_rest(message, resource)
+        self._journal.received(
+            ReceivedRequest(
+                time=self._clock(), stream=0, method=f"REST {resource}", message=message
+            )
+        )
         if not has_node:
             return web.Response(status=422, text='{"detail": "field required: node"}')
         if self.fail_with is not None:
             return web.Response(status=self.fail_with, text="failing on purpose")
-        if self._cp._paused:
+        if self._paused():
             return web.Response(status=503, text="paused")
         if self.raw_body is not None:
             return web.Response(body=self.raw_body, content_type="application/json")
-        deadline = time.monotonic() + self._hold
-        while message.version_info == self._cp._current_version(type_url):
-            if not self._long_poll or self._closing or time.monotonic() >= deadline:
+        deadline = self._clock() + self._hold
+        while message.version_info == self._store.type_version(type_url):
+            if not self._long_poll or self._closing or self._clock() >= deadline:
                 return web.Response(status=304)
-            await self._cp._wait_changed(deadline - time.monotonic())
-        response = self._cp._rest_response(type_url, self._wanted(message, resource))
+            await wait_event(self._changed, deadline - self._clock())
+        response, names = self._store.snapshot(type_url, self._wanted(message, resource))
+        self._journal.sent(
+            SentResponse(time=self._clock(), stream=0, type_url=type_url, nonce="", names=names)
+        )
         body = json_format.MessageToJson(response, indent=None, preserving_proto_field_name=True)
         return web.Response(text=body, content_type="application/json")
 
@@ -130,6 +146,11 @@ class RestEndpoint:
         names = DiscoveryRequest.DESCRIPTOR.fields_by_name
         known = {key: value for key, value in document.items() if key in names}
         return json_format.ParseDict(known, DiscoveryRequest()), "node" in document
+
+    def _wake(self) -> None:
+        """Wake every held long poll (each waits on the event it found)."""
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     @staticmethod
     def _wanted(message: Any, resource: str) -> set[str] | None:
