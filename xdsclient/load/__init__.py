@@ -9,9 +9,28 @@ sans-I/O core only, and the client never imports it.
 
 from __future__ import annotations
 
+from ._report import table
 from ._results import ClientResult, Histogram, MessageCounts, Progress, RunResult
+from ._run import PROGRESS_INTERVAL, UnreachableError, run
+from ._scenario import Faults, Push, Scenario, ScenarioError, load_scenario
 
-__all__ = ["ClientResult", "Histogram", "MessageCounts", "Progress", "RunResult"]
+__all__ = [
+    "PROGRESS_INTERVAL",
+    "ClientResult",
+    "Faults",
+    "Histogram",
+    "MessageCounts",
+    "Progress",
+    "Push",
+    "RunResult",
+    "Scenario",
+    "ScenarioError",
+    "UnreachableError",
+    "load_scenario",
+    "run",
+    "table",
+]
 
-for _cls in (ClientResult, Histogram, MessageCounts, Progress, RunResult):
+for _cls in (ClientResult, Faults, Histogram, MessageCounts, Progress, Push, RunResult, Scenario,
+             ScenarioError, UnreachableError):  # fmt: skip
     _cls.__module__ = __name__
