@@ -1,5 +1,5 @@
 """``python -m xdsclient`` and the ``xdsclient`` console script: ``demo``, ``serve``, ``watch``,
-``dump`` and ``check``.
+``dump``, ``check`` and ``load``.
 
 Why a CLI: an operator or a control-plane author should be able to point the client at a
 server, a bootstrap, a file or a REST endpoint and see what it gets, without writing code.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from .._errors import XdsError
 from .._version import __version__
-from . import _check, _demo, _dump, _watch
+from . import _check, _demo, _dump, _load, _watch
 from ._common import (
     BROKEN_PIPE,
     CONFIG,
@@ -37,7 +37,14 @@ __all__ = ["COMMANDS", "Command", "main", "run"]
 #: every subcommand, by name
 COMMANDS: dict[str, Command] = {
     command.name: command
-    for command in (_demo.DEMO, _demo.SERVE, _watch.COMMAND, _dump.COMMAND, _check.COMMAND)
+    for command in (
+        _demo.DEMO,
+        _demo.SERVE,
+        _watch.COMMAND,
+        _dump.COMMAND,
+        _check.COMMAND,
+        _load.COMMAND,
+    )
 }
 
 
