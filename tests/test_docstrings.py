@@ -30,6 +30,7 @@ PACKAGES = (
     "xdsclient.conformance",
     "xdsclient.lb",
     "xdsclient.lb.aio",
+    "xdsclient.load",
 )
 
 

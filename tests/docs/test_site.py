@@ -22,6 +22,7 @@ PAGES = {
     "xdsclient.conformance": "api/conformance/index.html",
     "xdsclient.lb": "api/lb/index.html",
     "xdsclient.lb.aio": "api/lb/index.html",
+    "xdsclient.load": "api/load/index.html",
 }
 
 
