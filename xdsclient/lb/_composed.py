@@ -121,21 +121,15 @@ class _Leaf:
         result = self.priority.pick(request, rand, now)
         if result.outcome is _COMPLETE:
             self.counter.call_started()
+            assert result.endpoint is not None
+            self.priority.call_started(key_of(result.endpoint))
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
 
     def call_finished(self, endpoint: Endpoint, ok: bool) -> None:
         self.counter.call_finished()
-        key = key_of(endpoint)
-        child = self.priority.child_for(key)
-        if isinstance(child, OutlierDetector):
-            child.call_finished(key, ok)
-        finished = getattr(
-            child.child if isinstance(child, OutlierDetector) else child, "call_finished", None
-        )
-        if finished is not None:
-            finished(key, ok)
+        self.priority.call_finished(key_of(endpoint), ok)
 
     def deadlines(self) -> list[float]:
         found = [self.priority.next_deadline()]

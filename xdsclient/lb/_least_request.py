@@ -47,8 +47,9 @@ class LeastRequestPicker:
         if key in self._outstanding:
             self._outstanding[key] += 1
 
-    def call_finished(self, key: EndpointKey) -> None:
-        """A call on the endpoint ``key`` ended (the count never goes below 0)."""
+    def call_finished(self, key: EndpointKey, ok: bool = True) -> None:
+        """A call on the endpoint ``key`` ended, whatever its outcome ``ok`` (the count never
+        goes below 0)."""
         if self._outstanding.get(key, 0) > 0:
             self._outstanding[key] -= 1
 

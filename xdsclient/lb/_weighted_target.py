@@ -10,7 +10,9 @@ IDLE children to leave IDLE), else TRANSIENT_FAILURE (a weighted choice among th
 children, whose pick fails with its own error).
 
 Each locality gets its own `EndpointPicker` from the factory (round robin, least request, ...),
-kept across updates by locality name, as weighted_target keeps children by name.
+kept across updates by locality name, as weighted_target keeps children by name. The call
+hooks (`call_started`, `call_finished`) go to the locality's picker when it has them, so least
+request counts the calls a composed picker starts and ends.
 """
 
 from __future__ import annotations
@@ -40,11 +42,18 @@ _FAILED = ConnectivityState.TRANSIENT_FAILURE
 
 
 class _Child:
-    __slots__ = ("locality", "picker")
+    """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
+    none (only least request counts calls)."""
+
+    __slots__ = ("finished", "locality", "picker", "started")
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
         self.picker = picker
+        self.started: Callable[[EndpointKey], None] | None = getattr(picker, "call_started", None)
+        self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
+            picker, "call_finished", None
+        )
 
 
 class WeightedTarget:
@@ -83,6 +92,20 @@ class WeightedTarget:
         if child is not None:
             child.picker.set_endpoint_state(key, state, now)
             self._view = None
+
+    def call_started(self, key: EndpointKey) -> None:
+        """A call picked on ``key`` started: told to its locality's picker if that picker
+        counts calls (least request's outstanding counts)."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.started is not None:
+            child.started(key)
+
+    def call_finished(self, key: EndpointKey, ok: bool) -> None:
+        """A call on ``key`` ended: told to its locality's picker if that picker counts
+        calls."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.finished is not None:
+            child.finished(key, ok)
 
     def state(self) -> ConnectivityState:
         """READY, CONNECTING, IDLE by the first any child is in; else TRANSIENT_FAILURE."""
