@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import pytest
 
 from xdsclient import ClusterConfig, XdsConfig
@@ -112,6 +113,27 @@ def test_routes_choose_the_cluster_and_picks_say_where_they_went() -> None:
     assert (web.cluster, web.endpoint and web.endpoint.port) == ("web", 2)
     assert api.locality is not None
     assert api.locality.locality.zone == "a"
+
+
+def test_routes_that_match_headers_are_matched_on_every_call() -> None:
+    """A route matching a header decides per call, not once per path: the same path goes to
+    the header's cluster with the header and to the next route without it."""
+    picker = ComposedPicker()
+    config = snapshot("web", eds("canary", [one(1)]), eds("web", [one(2)]))
+    routes = builders.route_configuration("r", {"/": "canary"})
+    matcher = routes.virtual_hosts[0].routes[0].match.headers.add(name="x-env")
+    matcher.exact_match = "canary"
+    routes.virtual_hosts[0].routes.add().match.prefix = "/"
+    routes.virtual_hosts[0].routes[1].route.cluster = "web"
+    view = RouteConfigurationView.from_proto(routes)
+    picker.update(attrs.evolve(config, route_config=view, virtual_host=view.virtual_hosts[0]), 0.0)
+    ready(picker, 1, 2)
+    rand = random.Random(4)
+    clusters = [
+        picker.pick("/a", headers, rand, 0.0).cluster
+        for headers in ({"x-env": "canary"}, {}, {"x-env": "canary"}, {})
+    ]
+    assert clusters == ["canary", "web", "canary", "web"]
 
 
 def test_weighted_clusters_split_by_weight() -> None:

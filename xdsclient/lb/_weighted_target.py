@@ -39,17 +39,21 @@ _READY = ConnectivityState.READY
 _CONNECTING = ConnectivityState.CONNECTING
 _IDLE = ConnectivityState.IDLE
 _FAILED = ConnectivityState.TRANSIENT_FAILURE
+_COMPLETE = PickOutcome.COMPLETE
 
 
 class _Child:
     """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
     none (only least request counts calls)."""
 
-    __slots__ = ("finished", "locality", "picker", "started")
+    __slots__ = ("finished", "locality", "picker", "results", "started")
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
         self.picker = picker
+        #: this locality's COMPLETE results (with cluster and locality) by id of the endpoint
+        #: object, each holding its endpoint (so the id stays its own); cleared on update
+        self.results: dict[int, PickResult] = {}
         self.started: Callable[[EndpointKey], None] | None = getattr(picker, "call_started", None)
         self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
             picker, "call_finished", None
@@ -80,6 +84,7 @@ class WeightedTarget:
             if child is None:
                 child = _Child(locality, self._factory())
             child.locality = locality
+            child.results = {}
             child.picker.update(locality.endpoints, now)
             self._children[locality.locality] = child
             for endpoint in locality.endpoints:
@@ -133,15 +138,29 @@ class WeightedTarget:
             )
         child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
         result = child.picker.pick(request, rand, now)
-        return PickResult(
+        endpoint = result.endpoint
+        plain = (
+            result.outcome is _COMPLETE
+            and not result.connect
+            and not result.error
+            and not result.drop_category
+        )
+        if plain:
+            cached = child.results.get(id(endpoint))
+            if cached is not None and cached.endpoint is endpoint:
+                return cached
+        located = PickResult(
             outcome=result.outcome,
-            endpoint=result.endpoint,
+            endpoint=endpoint,
             connect=result.connect,
             cluster=self._cluster,
             locality=child.locality,
             drop_category=result.drop_category,
             error=result.error,
         )
+        if plain:
+            child.results[id(endpoint)] = located
+        return located
 
     def _leave_idle(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """C-core's queueing picker in IDLE: queue, and let every IDLE child leave IDLE."""
