@@ -119,3 +119,113 @@ async def grpc_picks(
                 await process.wait()
     picks: list[int] = json.loads(out)
     return picks
+
+
+# -- an interactive grpcio client, for tests whose backends change between phases ----------------
+
+_SESSION_CHILD = r"""
+import json, sys, time, grpc
+options = [(name, value) for name, value in json.loads(sys.argv[3])]
+channel = grpc.insecure_channel("xds:///" + sys.argv[1], options=options)
+call = channel.unary_unary(sys.argv[2])
+
+def one():
+    try:
+        return int(call(b"", wait_for_ready=True, timeout=5))
+    except grpc.RpcError:
+        return 0
+
+for line in sys.stdin:
+    command = json.loads(line)
+    until, deadline = set(command["until"]), time.monotonic() + command["limit"]
+    settle = streak = 0
+    while until and streak < command["streak"]:
+        if time.monotonic() > deadline:
+            settle = -1
+            break
+        settle += 1
+        streak = streak + 1 if one() in until else 0
+    print(json.dumps({"settle": settle, "picks": [one() for _ in range(command["calls"])]}),
+          flush=True)
+"""
+
+
+class Backend:
+    """One grpc.aio server on 127.0.0.1 answering `METHOD` with its port; it can be stopped and
+    started again on the same port."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._server: grpc.aio.Server | None = None
+
+    async def start(self) -> None:
+        """Listen (on the same port as before after a `stop`)."""
+        handler = _Who()
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers([handler])
+        self.port = handler.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+        await server.start()
+        self._server = server
+
+    async def stop(self) -> None:
+        """Stop at once, closing every connection."""
+        if self._server is not None:
+            await self._server.stop(None)
+            self._server = None
+
+
+class GrpcSession:
+    """grpcio's C-core xDS client in a child process, driven one phase at a time."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+
+    async def calls(
+        self, calls: int, *, until: Sequence[int] = (), streak: int = 1, limit: float = 10.0
+    ) -> tuple[int, list[int]]:
+        """Send calls until ``streak`` in a row land on ports in ``until`` (at most ``limit``
+        seconds; the count is -1 if they did not), then ``calls`` more; returns the count of
+        settling calls and the ports of the ``calls`` (0 for a failed call)."""
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        command = {"calls": calls, "until": list(until), "streak": streak, "limit": limit}
+        self._process.stdin.write(json.dumps(command).encode() + b"\n")
+        await self._process.stdin.drain()
+        line = await asyncio.wait_for(self._process.stdout.readline(), limit + 5 * calls + 5)
+        answer = json.loads(line)
+        return answer["settle"], answer["picks"]
+
+
+@contextlib.asynccontextmanager
+async def grpc_session(
+    plane: ControlPlane, listener: str, *, options: Sequence[tuple[str, int]] = ()
+) -> AsyncIterator[GrpcSession]:
+    """grpcio's xDS client for ``listener``, bootstrapped to ``plane``, with channel
+    ``options``, until the context ends."""
+    bootstrap = {
+        "xds_servers": [
+            {
+                "server_uri": plane.address,
+                "channel_creds": [{"type": "insecure"}],
+                "server_features": ["xds_v3"],
+            }
+        ],
+        "node": {"id": "lb-tree"},
+    }
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "bootstrap.json")
+        with open(path, "w") as file:
+            json.dump(bootstrap, file)
+        env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _SESSION_CHILD, listener, METHOD, json.dumps(list(options)),
+            env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            yield GrpcSession(process)
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()

@@ -8,6 +8,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+import pytest
+
 from xdsclient import ClusterConfig, XdsConfig
 from xdsclient.lb import (
     FAILOVER_TIMEOUT,
@@ -33,7 +36,10 @@ HOST = "127.0.0.1"
 def cluster_view(name: str, **fields: Any) -> ClusterView:
     message = builders.cluster(name)
     for field, value in fields.items():
-        if field == "max_requests":
+        if field == "choice_count":  # least request
+            message.lb_policy = type(message).LEAST_REQUEST
+            message.least_request_lb_config.choice_count.value = value
+        elif field == "max_requests":
             message.circuit_breakers.thresholds.add().max_requests.value = value
         elif field == "outlier":
             message.outlier_detection.interval.seconds = 10
@@ -107,6 +113,27 @@ def test_routes_choose_the_cluster_and_picks_say_where_they_went() -> None:
     assert (web.cluster, web.endpoint and web.endpoint.port) == ("web", 2)
     assert api.locality is not None
     assert api.locality.locality.zone == "a"
+
+
+def test_routes_that_match_headers_are_matched_on_every_call() -> None:
+    """A route matching a header decides per call, not once per path: the same path goes to
+    the header's cluster with the header and to the next route without it."""
+    picker = ComposedPicker()
+    config = snapshot("web", eds("canary", [one(1)]), eds("web", [one(2)]))
+    routes = builders.route_configuration("r", {"/": "canary"})
+    matcher = routes.virtual_hosts[0].routes[0].match.headers.add(name="x-env")
+    matcher.exact_match = "canary"
+    routes.virtual_hosts[0].routes.add().match.prefix = "/"
+    routes.virtual_hosts[0].routes[1].route.cluster = "web"
+    view = RouteConfigurationView.from_proto(routes)
+    picker.update(attrs.evolve(config, route_config=view, virtual_host=view.virtual_hosts[0]), 0.0)
+    ready(picker, 1, 2)
+    rand = random.Random(4)
+    clusters = [
+        picker.pick("/a", headers, rand, 0.0).cluster
+        for headers in ({"x-env": "canary"}, {}, {"x-env": "canary"}, {})
+    ]
+    assert clusters == ["canary", "web", "canary", "web"]
 
 
 def test_weighted_clusters_split_by_weight() -> None:
@@ -224,6 +251,29 @@ def test_outlier_detection_ejects_a_failing_endpoint_from_call_outcomes() -> Non
     assert picker.next_deadline() == 10.0
     picker.poll(rand, 10.0)
     assert ports(picker, 10, rand, now=10.0) == {2: 10}
+
+
+@pytest.mark.parametrize("outlier", [False, True], ids=["bare", "under-outlier-detection"])
+def test_least_request_counts_the_calls_the_composed_picker_starts_and_finishes(
+    outlier: bool,
+) -> None:
+    """Least request sees the composed picker's calls in flight: held calls spread evenly over
+    two endpoints, and once one endpoint's calls finish it takes the next calls."""
+    fields: dict[str, Any] = {"choice_count": 10}
+    if outlier:
+        fields["outlier"] = True
+    picker = ComposedPicker()
+    both = LocalitySpec(endpoints=[(HOST, 1), (HOST, 2)])
+    picker.update(snapshot("lr", eds("lr", [both], **fields)), 0.0)
+    ready(picker, 1, 2)
+    rand = random.Random(7)
+    held = [picker.pick("/", {}, rand, 0.0) for _ in range(20)]
+    by_port = Counter(r.endpoint.port for r in held if r.endpoint is not None)
+    assert by_port == {1: 10, 2: 10}
+    for result in held:
+        if result.endpoint is not None and result.endpoint.port == 1:
+            picker.call_finished(result, True, 0.0)
+    assert ports(picker, 10, rand) == {1: 10}  # each call finishes before the next pick
 
 
 def test_no_route_and_unusable_clusters_fail_with_a_reason() -> None:

@@ -151,3 +151,23 @@ def test_child_policy_for_every_endpoint_policy_is_a_weighted_target():
         all_ready(child, [ep(1), ep(2)])
         got = {child.pick(PickRequest(), random.Random(s), 0.0).endpoint for s in range(20)}
         assert got == {ep(1), ep(2)}
+
+
+def test_weighted_target_passes_call_hooks_to_its_least_request_pickers():
+    """A weighted target of least request pickers hands each started and finished call to the
+    picker of the endpoint's locality; unknown endpoints are ignored."""
+    pickers: list[LeastRequestPicker] = []
+
+    def factory() -> LeastRequestPicker:
+        pickers.append(LeastRequestPicker())
+        return pickers[-1]
+
+    target = WeightedTarget(factory)
+    target.update([loc("a", 1, ep(1)), loc("b", 1, ep(2))], 0.0)
+    target.call_started(K1)
+    target.call_started(K1)
+    target.call_started(K2)
+    target.call_started(K3)
+    target.call_finished(K1, False)
+    assert [p.outstanding(K1) for p in pickers] == [1, 0]
+    assert [p.outstanding(K2) for p in pickers] == [0, 1]

@@ -125,7 +125,11 @@ class EndpointPicker(Protocol):
 
 class ChildPolicy(Protocol):
     """Picks among the endpoints of one priority (gRPC: the priority policy's child: a
-    locality-weighted target of endpoint pickers, or ring hash over all of the priority)."""
+    locality-weighted target of endpoint pickers, or ring hash over all of the priority).
+
+    A child may also have the optional call hooks ``call_started(key)`` and
+    ``call_finished(key, ok)``: the composed picker calls them, when present, as a call it
+    picked starts and ends (`WeightedTarget` passes them to least request)."""
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities; state kept by locality and endpoint key."""

@@ -51,6 +51,8 @@ __all__ = ["ComposedPicker"]
 _READY = ConnectivityState.READY
 _FAILURE = ConnectivityState.TRANSIENT_FAILURE
 _COMPLETE = PickOutcome.COMPLETE
+#: how many paths `ComposedPicker` remembers the route of
+_ROUTE_MEMO = 4096
 
 ChildFactory = Callable[[ClusterView], ChildPolicy]
 
@@ -79,6 +81,8 @@ class _Leaf:
         )
         self._child_factory = composed.child_factory
         self._endpoints: object = None
+        #: whether picks need a request hash (a ring hash cluster)
+        self.ring_hash = isinstance(self.cluster.lb_policy, RingHash)
 
     def _make_child(self) -> ChildPolicy:
         child = self._child_factory(self.cluster)
@@ -88,16 +92,12 @@ class _Leaf:
         self.detectors.append(detector)
         return detector
 
-    @property
-    def ring_hash(self) -> bool:
-        """Whether picks need a request hash."""
-        return isinstance(self.cluster.lb_policy, RingHash)
-
     def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> None:
         self.config = config
         assert config.cluster is not None
         if config.cluster is not self.cluster:
             self.cluster = config.cluster
+            self.ring_hash = isinstance(self.cluster.lb_policy, RingHash)
             self.counter = counters.counter(config.name, self.cluster.eds_service_name)
             for detector in self.detectors:
                 if self.cluster.outlier_detection is not None:
@@ -113,29 +113,28 @@ class _Leaf:
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         for detector in self.detectors:
             detector.poll(rand, now)
-        category = self.drops.drop(self.priority.state(), rand)
-        if category is not None:
-            return PickResult(outcome=PickOutcome.DROP, drop_category=category, cluster=self.name)
-        if not self.counter.admit(self.cluster.max_requests):
+        priority = self.priority
+        if self.drops.overloads:
+            category = self.drops.drop(priority.state(), rand)
+            if category is not None:
+                return PickResult(
+                    outcome=PickOutcome.DROP, drop_category=category, cluster=self.name
+                )
+        counter = self.counter
+        if not counter.admit(self.cluster.max_requests):
             return PickResult(outcome=PickOutcome.DROP, cluster=self.name)
-        result = self.priority.pick(request, rand, now)
-        if result.outcome is _COMPLETE:
-            self.counter.call_started()
+        result = priority.pick(request, rand, now)
+        endpoint = result.endpoint
+        if result.outcome is _COMPLETE and endpoint is not None:
+            counter.call_started()
+            priority.call_started(key_of(endpoint))
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
 
     def call_finished(self, endpoint: Endpoint, ok: bool) -> None:
         self.counter.call_finished()
-        key = key_of(endpoint)
-        child = self.priority.child_for(key)
-        if isinstance(child, OutlierDetector):
-            child.call_finished(key, ok)
-        finished = getattr(
-            child.child if isinstance(child, OutlierDetector) else child, "call_finished", None
-        )
-        if finished is not None:
-            finished(key, ok)
+        self.priority.call_finished(key_of(endpoint), ok)
 
     def deadlines(self) -> list[float]:
         found = [self.priority.next_deadline()]
@@ -183,6 +182,9 @@ class ComposedPicker:
         self._leaves: dict[str, _Leaf] = {}
         #: each cluster's weighted choice: (cumulative weights, names), and its leaves
         self._splits: dict[int, tuple[list[int], list[str]]] = {}
+        #: the route of each path seen, while no route of the snapshot looks at anything but
+        #: the path (no header matcher, no runtime fraction); None otherwise
+        self._routes_by_path: dict[str, Route | None] | None = None
         self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
 
     @property
@@ -210,6 +212,11 @@ class ComposedPicker:
             leaves[name] = leaf
         self._leaves = leaves
         self._splits = {}
+        path_only = all(
+            not route.match.headers and route.match.runtime_fraction_ppm is None
+            for route in config.virtual_host.routes
+        )
+        self._routes_by_path = {} if path_only else None
         self.counters.prune(
             {(leaf.name, leaf.cluster.eds_service_name) for leaf in leaves.values()}
         )
@@ -247,7 +254,7 @@ class ComposedPicker:
         policies (`request_hash`) unless the caller passes its own ``request_hash``."""
         if self._config is None:
             return PickResult(outcome=PickOutcome.QUEUE)
-        route = match_route(self._config.virtual_host, path, headers)
+        route = self._route(path, headers)
         if route is None:
             return _fail(f"no route matches {path}")
         cluster = self._cluster_of(route, rand)
@@ -311,6 +318,20 @@ class ComposedPicker:
         """When a timer is next due (None when none runs)."""
         deadlines = [d for leaf in self._leaves.values() for d in leaf.deadlines()]
         return min(deadlines, default=None)
+
+    def _route(self, path: str, headers: Mapping[str, str]) -> Route | None:
+        """`match_route`, remembered by path while only paths decide (at most `_ROUTE_MEMO`
+        paths: a picker fed endless distinct paths starts over)."""
+        assert self._config is not None
+        memo = self._routes_by_path
+        if memo is None:
+            return match_route(self._config.virtual_host, path, headers)
+        if path in memo:
+            return memo[path]
+        if len(memo) >= _ROUTE_MEMO:
+            memo.clear()
+        route = memo[path] = match_route(self._config.virtual_host, path, headers)
+        return route
 
     def _cluster_of(self, route: Route, rand: random.Random) -> str | None:
         action = route.action

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 
 from ..resources import Endpoint
-from ._base import ConnectivityState, EndpointKey, PickOutcome, PickRequest, PickResult, key_of
+from ._base import ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
 from ._endpoint_list import EndpointList
 from ._round_robin import no_ready_result
 
@@ -47,8 +47,9 @@ class LeastRequestPicker:
         if key in self._outstanding:
             self._outstanding[key] += 1
 
-    def call_finished(self, key: EndpointKey) -> None:
-        """A call on the endpoint ``key`` ended (the count never goes below 0)."""
+    def call_finished(self, key: EndpointKey, ok: bool = True) -> None:
+        """A call on the endpoint ``key`` ended, whatever its outcome ``ok`` (the count never
+        goes below 0)."""
         if self._outstanding.get(key, 0) > 0:
             self._outstanding[key] -= 1
 
@@ -70,11 +71,12 @@ class LeastRequestPicker:
         if not ready:
             return no_ready_result(self._endpoints, "least_request")
         outstanding = self._outstanding
-        best = ready[rand.randrange(len(ready))]
-        fewest = outstanding[key_of(best)]
+        size = len(ready)
+        best = rand.randrange(size)
+        fewest = outstanding[key_of(ready[best])]
         for _ in range(self._choices - 1):
-            candidate = ready[rand.randrange(len(ready))]
-            count = outstanding[key_of(candidate)]
+            candidate = rand.randrange(size)
+            count = outstanding[key_of(ready[candidate])]
             if count < fewest:
                 best, fewest = candidate, count
-        return PickResult(outcome=PickOutcome.COMPLETE, endpoint=best)
+        return self._endpoints.ready_results()[best]

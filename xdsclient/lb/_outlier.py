@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..resources import Endpoint, LocalityEndpoints, OutlierDetection
 from ._base import ChildPolicy, ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
@@ -76,6 +76,11 @@ class OutlierDetector:
     def __init__(self, child: ChildPolicy, config: OutlierDetection) -> None:
         self.child = child
         self.config = config
+        #: the child's call hooks (least request counts calls), None when it has none
+        self._started: Callable[[EndpointKey], None] | None = getattr(child, "call_started", None)
+        self._finished: Callable[[EndpointKey, bool], None] | None = getattr(
+            child, "call_finished", None
+        )
         self._trackers: dict[EndpointKey, _Tracker] = {}
         #: the transport's last state per endpoint (the child sees TRANSIENT_FAILURE instead
         #: while the endpoint is ejected)
@@ -142,8 +147,16 @@ class OutlierDetector:
             self.sweep(rand, now)
         return self.child.pick(request, rand, now)
 
+    def call_started(self, key: EndpointKey) -> None:
+        """A call picked on ``key`` started: passed to the child if it counts calls."""
+        if self._started is not None:
+            self._started(key)
+
     def call_finished(self, key: EndpointKey, ok: bool) -> None:
-        """A call to ``key`` ended, successfully or not (counted when counting is on)."""
+        """A call to ``key`` ended, successfully or not: counted when counting is on, and
+        passed to the child if it counts calls."""
+        if self._finished is not None:
+            self._finished(key, ok)
         tracker = self._trackers.get(key)
         if tracker is None or not self.counting:
             return

@@ -39,6 +39,8 @@ class PickFirstPicker:
         self._reported: dict[EndpointKey, ConnectivityState] = {}
         self._state = _IDLE
         self._selected: Endpoint | None = None
+        #: the COMPLETE result for ``_selected`` (built once per selected endpoint)
+        self._complete: PickResult | None = None
         #: the endpoint being tried in the current pass; None when no pass is running
         self._attempt: int | None = None
 
@@ -91,7 +93,12 @@ class PickFirstPicker:
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """The endpoint in use; in IDLE, start a new pass and queue."""
         if self._selected is not None:
-            return PickResult(outcome=PickOutcome.COMPLETE, endpoint=self._selected)
+            result = self._complete
+            if result is None or result.endpoint is not self._selected:
+                result = self._complete = PickResult(
+                    outcome=PickOutcome.COMPLETE, endpoint=self._selected
+                )
+            return result
         if self._state is _IDLE:
             self._start_pass()
             return PickResult(outcome=PickOutcome.QUEUE, connect=self.wanted_connections())

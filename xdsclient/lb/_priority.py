@@ -63,11 +63,13 @@ class _Child:
     __slots__ = (
         "deactivate_at",
         "failover_at",
+        "finished",
         "keys",
         "name",
         "policy",
         "reported",
         "seen_ready_or_idle",
+        "started",
         "state",
     )
 
@@ -80,6 +82,11 @@ class _Child:
         self.seen_ready_or_idle = True
         self.failover_at: float | None = failover_at
         self.deactivate_at: float | None = None
+        #: the child's call hooks (least request counts calls), None when it has none
+        self.started: Callable[[EndpointKey], None] | None = getattr(policy, "call_started", None)
+        self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
+            policy, "call_finished", None
+        )
 
 
 class PriorityPolicy:
@@ -124,9 +131,30 @@ class PriorityPolicy:
 
     def child_for(self, key: EndpointKey) -> ChildPolicy | None:
         """The live child holding the endpoint ``key`` (None when none does)."""
+        child = self._holder(key)
+        return None if child is None else child.policy
+
+    def call_started(self, key: EndpointKey) -> None:
+        """A call picked on ``key`` started: told to the child holding ``key`` if the child
+        has a ``call_started(key)`` hook (least request counts calls in flight)."""
+        child = self._holder(key)
+        if child is not None and child.started is not None:
+            child.started(key)
+
+    def call_finished(self, key: EndpointKey, ok: bool) -> None:
+        """A call on ``key`` ended: told to the child holding ``key`` if the child has a
+        ``call_finished(key, ok)`` hook (outlier detection, least request)."""
+        child = self._holder(key)
+        if child is not None and child.finished is not None:
+            child.finished(key, ok)
+
+    def _holder(self, key: EndpointKey) -> _Child | None:
+        current = self._current
+        if current is not None and key in current.keys:
+            return current
         for child in self._children.values():
             if key in child.keys:
-                return child.policy
+                return child
         return None
 
     def update(self, priorities: Sequence[Sequence[LocalityEndpoints]], now: float) -> None:

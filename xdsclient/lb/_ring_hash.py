@@ -127,6 +127,8 @@ class RingHashPolicy:
         self._localities: list[LocalityEndpoints] = []
         self._hashes: list[int] = []
         self._owners: list[int] = []
+        #: each endpoint's COMPLETE result (by index), built once per update
+        self._complete: list[PickResult] = []
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities: a new ring; endpoint states kept by key."""
@@ -149,6 +151,15 @@ class RingHashPolicy:
                         )
                     )
         self._list.update(self._endpoints)
+        self._complete = [
+            PickResult(
+                outcome=PickOutcome.COMPLETE,
+                endpoint=endpoint,
+                cluster=self._cluster,
+                locality=locality,
+            )
+            for endpoint, locality in zip(self._endpoints, self._localities, strict=True)
+        ]
         self._hashes, self._owners = build_ring(
             entries, self._config.min_ring_size, self._config.max_ring_size, self._cap
         )
@@ -206,7 +217,7 @@ class RingHashPolicy:
             endpoint = self._endpoints[index]
             state = states[key_of(endpoint)]
             if state is _READY:
-                return self._result(PickOutcome.COMPLETE, index)
+                return self._complete[index]
             if state is _IDLE:
                 return self._result(PickOutcome.QUEUE, connect=(endpoint,))
             if state is _CONNECTING:
@@ -226,7 +237,7 @@ class RingHashPolicy:
             endpoint = self._endpoints[index]
             state = states[key_of(endpoint)]
             if state is _READY:
-                return self._result(PickOutcome.COMPLETE, index)
+                return self._complete[index]
             if not requested and state is _IDLE:
                 connect = (endpoint,)
                 requested = True
@@ -240,18 +251,6 @@ class RingHashPolicy:
         return 0 if index == len(self._hashes) else index
 
     def _result(
-        self,
-        outcome: PickOutcome,
-        index: int | None = None,
-        *,
-        connect: tuple[Endpoint, ...] = (),
-        error: str = "",
+        self, outcome: PickOutcome, *, connect: tuple[Endpoint, ...] = (), error: str = ""
     ) -> PickResult:
-        if index is None:
-            return PickResult(outcome=outcome, connect=connect, cluster=self._cluster, error=error)
-        return PickResult(
-            outcome=outcome,
-            endpoint=self._endpoints[index],
-            cluster=self._cluster,
-            locality=self._localities[index],
-        )
+        return PickResult(outcome=outcome, connect=connect, cluster=self._cluster, error=error)

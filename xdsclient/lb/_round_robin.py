@@ -62,11 +62,11 @@ class RoundRobinPicker:
 
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """The next READY endpoint in order."""
-        ready = self._endpoints.ready()
+        ready = self._endpoints.ready_results()
         if not ready:
             return no_ready_result(self._endpoints, "round_robin")
         index = self._next
         if index is None:
             index = rand.randrange(len(ready))
         self._next = index + 1
-        return PickResult(outcome=PickOutcome.COMPLETE, endpoint=ready[index % len(ready)])
+        return ready[index % len(ready)]

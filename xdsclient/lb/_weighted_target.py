@@ -10,7 +10,9 @@ IDLE children to leave IDLE), else TRANSIENT_FAILURE (a weighted choice among th
 children, whose pick fails with its own error).
 
 Each locality gets its own `EndpointPicker` from the factory (round robin, least request, ...),
-kept across updates by locality name, as weighted_target keeps children by name.
+kept across updates by locality name, as weighted_target keeps children by name. The call
+hooks (`call_started`, `call_finished`) go to the locality's picker when it has them, so least
+request counts the calls a composed picker starts and ends.
 """
 
 from __future__ import annotations
@@ -37,14 +39,25 @@ _READY = ConnectivityState.READY
 _CONNECTING = ConnectivityState.CONNECTING
 _IDLE = ConnectivityState.IDLE
 _FAILED = ConnectivityState.TRANSIENT_FAILURE
+_COMPLETE = PickOutcome.COMPLETE
 
 
 class _Child:
-    __slots__ = ("locality", "picker")
+    """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
+    none (only least request counts calls)."""
+
+    __slots__ = ("finished", "locality", "picker", "results", "started")
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
         self.picker = picker
+        #: this locality's COMPLETE results (with cluster and locality) by id of the endpoint
+        #: object, each holding its endpoint (so the id stays its own); cleared on update
+        self.results: dict[int, PickResult] = {}
+        self.started: Callable[[EndpointKey], None] | None = getattr(picker, "call_started", None)
+        self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
+            picker, "call_finished", None
+        )
 
 
 class WeightedTarget:
@@ -71,6 +84,7 @@ class WeightedTarget:
             if child is None:
                 child = _Child(locality, self._factory())
             child.locality = locality
+            child.results = {}
             child.picker.update(locality.endpoints, now)
             self._children[locality.locality] = child
             for endpoint in locality.endpoints:
@@ -83,6 +97,20 @@ class WeightedTarget:
         if child is not None:
             child.picker.set_endpoint_state(key, state, now)
             self._view = None
+
+    def call_started(self, key: EndpointKey) -> None:
+        """A call picked on ``key`` started: told to its locality's picker if that picker
+        counts calls (least request's outstanding counts)."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.started is not None:
+            child.started(key)
+
+    def call_finished(self, key: EndpointKey, ok: bool) -> None:
+        """A call on ``key`` ended: told to its locality's picker if that picker counts
+        calls."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.finished is not None:
+            child.finished(key, ok)
 
     def state(self) -> ConnectivityState:
         """READY, CONNECTING, IDLE by the first any child is in; else TRANSIENT_FAILURE."""
@@ -110,15 +138,29 @@ class WeightedTarget:
             )
         child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
         result = child.picker.pick(request, rand, now)
-        return PickResult(
+        endpoint = result.endpoint
+        plain = (
+            result.outcome is _COMPLETE
+            and not result.connect
+            and not result.error
+            and not result.drop_category
+        )
+        if plain:
+            cached = child.results.get(id(endpoint))
+            if cached is not None and cached.endpoint is endpoint:
+                return cached
+        located = PickResult(
             outcome=result.outcome,
-            endpoint=result.endpoint,
+            endpoint=endpoint,
             connect=result.connect,
             cluster=self._cluster,
             locality=child.locality,
             drop_category=result.drop_category,
             error=result.error,
         )
+        if plain:
+            child.results[id(endpoint)] = located
+        return located
 
     def _leave_idle(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """C-core's queueing picker in IDLE: queue, and let every IDLE child leave IDLE."""

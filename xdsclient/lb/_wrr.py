@@ -25,7 +25,7 @@ import struct
 from collections.abc import Sequence
 
 from ..resources import Endpoint, WeightedRoundRobin
-from ._base import ConnectivityState, EndpointKey, PickOutcome, PickRequest, PickResult, key_of
+from ._base import ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
 from ._endpoint_list import EndpointList
 from ._round_robin import no_ready_result
 
@@ -156,9 +156,7 @@ class WeightedRoundRobinPicker:
             weights = [self._weights[key_of(e)].get(now, self._config) for e in ready]
             scheduler = (ready, scheduler_weights(weights), now + self._config.weight_update_period)
             self._scheduler = scheduler
-        return PickResult(
-            outcome=PickOutcome.COMPLETE, endpoint=ready[self._next(scheduler[1], len(ready))]
-        )
+        return self._endpoints.ready_results()[self._next(scheduler[1], len(ready))]
 
     def _next(self, weights: list[int] | None, n: int) -> int:
         while True:

@@ -25,6 +25,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 
@@ -59,6 +60,7 @@ class AioBalancer:
 
     ``async with AioBalancer(client, "listener") as balancer``: waits for the first snapshot;
     ``await balancer.unary_unary("/pkg.Service/Method", b"...")`` sends one call.
+    ``channel_options`` go to every endpoint's channel (e.g. gRPC's reconnect backoff).
     """
 
     def __init__(
@@ -69,12 +71,14 @@ class AioBalancer:
         picker: ComposedPicker | None = None,
         rand: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
+        channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         self.picker = picker if picker is not None else ComposedPicker()
         self._client = client
         self._listener = listener
         self._rand = rand if rand is not None else random.Random()
         self._clock = clock
+        self._options = tuple(channel_options)
         self._channels: dict[EndpointKey, grpc.aio.Channel] = {}
         self._watchers: dict[EndpointKey, asyncio.Task[None]] = {}
         #: channels being closed (their endpoint left every assignment), awaited by `close`
@@ -188,7 +192,9 @@ class AioBalancer:
         key = key_of(endpoint)
         channel = self._channels.get(key)
         if channel is None:
-            channel = self._channels[key] = grpc.aio.insecure_channel(f"{key[0]}:{key[1]}")
+            channel = self._channels[key] = grpc.aio.insecure_channel(
+                f"{key[0]}:{key[1]}", options=self._options
+            )
             self._watchers[key] = asyncio.ensure_future(self._watch_channel(key, channel))
         return channel
 
