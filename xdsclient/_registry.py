@@ -15,7 +15,7 @@ Rules:
   `_watchers`), and the names to fetch are subscribed in one call per authority.
 - Names the caller gives (`add_watcher`, `state`) are checked and a bad one raises. Names from
   resources a server sent (`add_watchers` and `resource_state`, the walk's) never raise: one
-  that is malformed, or of an authority the bootstrap does not configure, is that
+  that is malformed, empty, or of an authority the bootstrap does not configure is that
   resource's error (a data error to its watcher, an unusable state to the walk) and is never
   subscribed.
 - The last watcher of a name leaving unsubscribes it, if it was fetchable at all.
@@ -40,7 +40,7 @@ from ._protocol import DataError, Event, ResourceCache, ResourceState, ResourceS
 from ._shell._clock import Clock
 from ._shell._tasks import TaskOwner
 from ._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
-from ._xdstp import InvalidNameError, canonical_name, is_xdstp
+from ._xdstp import canonical_name, is_xdstp
 from .resources import LISTENER, ResourceType
 
 __all__ = ["Registry", "Subscriber", "check_name"]
@@ -194,7 +194,7 @@ class Registry:
         """A name from a resource: its cache key, or the data error that stands for it."""
         try:
             key = self.name(type_url, name)
-        except InvalidNameError as exc:  # malformed, or of another type
+        except ValueError as exc:  # malformed, of another type, or empty
             error = ResourceDoesNotExistError(type_url, name, str(exc))
             return DataError(type_url=type_url, name=name, error=error)
         return self._unknown_authority(type_url, key) or key

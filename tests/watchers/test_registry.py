@@ -249,3 +249,20 @@ def test_the_path_to_a_snapshot_never_imports_the_client(module: str) -> None:
     }
     assert not {name for name in imported if name.endswith("_client")}, imported
     assert LISTENER  # the walk's root type is importable without the client
+
+
+async def test_an_empty_name_from_a_resource_is_its_error_never_an_exception() -> None:
+    """An empty name the walk meets (an aggregate cluster's child, say) is that resource's
+    error, as a malformed one is: no exception, and no subscription to ``""``."""
+    recorder = Recorder()
+    async with parts() as p:
+        p.registry.resource_state(CDS, "good")
+        state = p.registry.resource_state(CDS, "")
+        assert state is not None
+        assert state.status is ResourceStatus.DOES_NOT_EXIST
+        assert "cannot be empty" in str(state.error)
+        p.registry.add_watchers(CDS, ["", "good"], recorder.watcher)
+        stream = await p.fake.stream()
+        assert await cds_names(stream) == ["good"]
+        await settle()
+        assert [(type(e), e.name) for e in recorder.events] == [(DataError, "")]
