@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
 from ._config_watch import ConfigUpdate, ConfigWatch
@@ -102,6 +102,7 @@ class Registry:
         )
         self._subscriber: Subscriber | None = None
         self._phase = _Phase.NEW
+        self._open = False  # the phase is OPEN (read on every lookup of a walk)
         #: type URLs whose old-style names pass every check (see the module's rules)
         self._plain: set[str] = set()
         self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
@@ -113,6 +114,7 @@ class Registry:
         if phase is None:
             raise RuntimeError("an XdsClient starts once")
         self._phase = phase
+        self._open = phase is _Phase.OPEN
 
     @property
     def started(self) -> bool:
@@ -139,7 +141,7 @@ class Registry:
 
     def check_open(self) -> None:
         """Raise unless open: `ClientClosedError` once closed, `RuntimeError` before."""
-        if self._phase is not _Phase.OPEN:
+        if not self._open:
             if self._phase is _Phase.CLOSED:
                 raise ClientClosedError("the XdsClient is closed")
             raise RuntimeError("the XdsClient is not started: use `async with XdsClient(...)`")
@@ -218,7 +220,7 @@ class Registry:
         name = self.name(type_url, name)
         self._open_subscriber().check_type(type_url)
         key = self._unknown_authority(type_url, name) or name
-        return self._register(type_url, (key,), watcher, on_close)[0]
+        return self._register(type_url, (key,), _by_authority((key,)), watcher, on_close)[0]
 
     def add_watchers(
         self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
@@ -227,39 +229,31 @@ class Registry:
         cannot be fetched is that resource's data error, never an exception."""
         type_url = self.type_url(type_url)
         self._open_subscriber().check_type(type_url)
-        keys: Sequence[str | DataError] = (
-            names if self._is_plain(type_url, names) else [self._key(type_url, n) for n in names]
-        )
-        return self._register(type_url, keys, watcher, None)
+        if self._is_plain(type_url, names):  # the common case: no name needs a check
+            return self._register(type_url, names, {OLD_AUTHORITY: names}, watcher, None)
+        keys = [self._key(type_url, name) for name in names]
+        return self._register(type_url, keys, _by_authority(keys), watcher, None)
 
     def _register(
         self,
         type_url: str,
         keys: Sequence[str | DataError],
+        fetch: Mapping[str, Sequence[str]],
         watcher: ResourceWatcher,
         on_close: Callable[[], None] | None,
     ) -> list[WatchHandle]:
-        """The one path: register each (a key with its cached state, an error with itself),
-        then subscribe the keys in one call per authority."""
+        """The one path: register each of ``keys`` (a cache key with its cached state, an
+        error with itself), then subscribe ``fetch`` (the keys by authority), one call each."""
         add, replay = self.dispatcher.add, self._replay
-        handles: list[WatchHandle] = []
-        fetch: dict[str, list[str]] = {}
-        for key in keys:
-            if isinstance(key, str):
-                handles.append(
-                    add(type_url, key, watcher, replay(type_url, key), on_close=on_close)
-                )
-                authority = authority_of(key)
-                wanted = fetch.get(authority)
-                if wanted is None:
-                    fetch[authority] = [key]
-                else:
-                    wanted.append(key)
-            else:
-                handles.append(add(type_url, key.name, watcher, [key], on_close=on_close))
+        handles = [
+            add(type_url, key, watcher, replay(type_url, key), on_close=on_close)
+            if isinstance(key, str)
+            else add(type_url, key.name, watcher, [key], on_close=on_close)
+            for key in keys
+        ]
         subscriber = self._open_subscriber()
-        for authority, wanted in fetch.items():
-            subscriber.subscribe_all(type_url, authority, wanted)
+        for authority, names in fetch.items():
+            subscriber.subscribe_all(type_url, authority, names)
         return handles
 
     def _replay(self, type_url: str, name: str) -> list[Event]:
@@ -312,7 +306,8 @@ class Registry:
         """The walk's lookup: the cache's live entry (no snapshot copy: a walk reads one per
         resource it needs), or the unusable state of a name that cannot be fetched."""
         if type_url in self._plain and name and not is_xdstp(name):  # checked once per type
-            self.check_open()
+            if not self._open:
+                self.check_open()
             table = self.cache.table(OLD_AUTHORITY, type_url)
             return None if table is None else table.get(name)
         type_url = self.type_url(type_url)
@@ -321,6 +316,15 @@ class Registry:
             return _unusable(type_url, name, key.error)
         self.check_open()
         return self.cache.entry(type_url, key)
+
+
+def _by_authority(keys: Sequence[str | DataError]) -> dict[str, list[str]]:
+    """The cache keys among ``keys`` (errors are never subscribed), by authority."""
+    fetch: dict[str, list[str]] = {}
+    for key in keys:
+        if isinstance(key, str):
+            fetch.setdefault(authority_of(key), []).append(key)
+    return fetch
 
 
 def _unusable(type_url: str, name: str, error: XdsError) -> ResourceState:
