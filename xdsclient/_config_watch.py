@@ -6,10 +6,10 @@ drops what is no longer reachable), re-walks once per batch of cache changes (sc
 batch, so a CDS update adding 100 clusters subscribes their endpoints in one request), and
 publishes a snapshot only when it is complete and differs from the last one.
 
-It needs three things, named by `ConfigSource`: add watchers (a walk adds thousands at once),
+It needs three things, named by `WatchRegistry`: add watchers (a walk adds thousands at once),
 read the cache, start an owned task. The client's `Registry` (`_registry.py`) provides them, so
 a response reaches a snapshot through the dispatcher, this watch and the registry's cache, never
-through the client (and tests give a small source of their own).
+through the client (and tests give a small registry of their own).
 
 Errors (gRFCs A57, A74): a needed resource with no usable value and an error (deleted, invalid,
 timed out, or unreachable server) makes the walk publish that error; an error that leaves the
@@ -49,7 +49,7 @@ from ._watchers import (
 )
 from .resources import ENDPOINT
 
-__all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
+__all__ = ["ConfigUpdate", "ConfigWatch", "WatchRegistry"]
 
 logger = logging.getLogger("xdsclient.watchers")
 
@@ -58,7 +58,7 @@ logger = logging.getLogger("xdsclient.watchers")
 ConfigUpdate: TypeAlias = XdsConfig | XdsError | AmbientError
 
 
-class ConfigSource(Protocol):
+class WatchRegistry(Protocol):
     """What a configuration watch needs: the client's `Registry` (or a test's own)."""
 
     def add_watchers(
@@ -110,7 +110,7 @@ class ConfigWatch:
 
     def __init__(
         self,
-        source: ConfigSource,
+        source: WatchRegistry,
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,
