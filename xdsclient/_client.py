@@ -1,12 +1,14 @@
 """XdsClient: the asyncio client users embed.
 
-Why this shape: the client is a facade over parts that each own one thing. The cache
-(`ResourceCache`) holds every resource, keyed by authority, type and name, and outlives any
-stream. A `StreamDriver` owns each protocol session and runs it over a transport. The
-`Dispatcher` owns the watchers and calls them in order. `TaskOwner` owns every task, so `close`
-ends all of them. Commands take one path: a watcher's first arrival or last departure becomes a
-subscribe/unsubscribe routed name -> authority -> server -> the driver of its stream; nothing
-else touches a session.
+Why this shape: the client is a facade over parts that each own one thing, and it builds and
+wires them. The `Registry` owns every watcher's registration (`watch`, `add_watcher`,
+`watch_config`) and every read of the cache (`ResourceCache`, which holds every resource keyed by
+authority, type and name and outlives any stream), with the checks that make a name a cache key.
+The `ServerPool` owns the servers: each `StreamDriver` owns one protocol session and runs it over
+a transport. `TaskOwner` owns every task, so `close` ends all of them. Commands take one path: a
+watcher's first arrival or last departure becomes a subscribe/unsubscribe the registry routes to
+the pool (name -> authority -> server -> the driver of its stream); nothing else touches a
+session, and nothing below the client calls back into it.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -24,14 +25,13 @@ from ._bootstrap import load_bootstrap
 from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
-from ._dependencies import Resolved, XdsConfig
-from ._errors import ClientClosedError, ResourceDoesNotExistError, ResourceError, XdsError
+from ._dependencies import XdsConfig
 from ._logs import ProtocolLogger
 from ._metrics import enable_metrics
-from ._names import OLD_AUTHORITY, authority_of
 from ._observe import Observer, Observers
 from ._options import ClientOptions
-from ._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
+from ._protocol import ResourceState
+from ._registry import Registry, check_name
 from ._services import PER_TYPE_SERVICES
 from ._shell._clock import Clock, LoopClock
 from ._shell._pool import ServerPool
@@ -41,13 +41,10 @@ from ._stats import ClientStats, StatsRecorder
 from ._targets import listener_for
 from ._transports import TransportFactory
 from ._wait import wait_for, wait_for_config
-from ._watchers import Dispatcher, ResourceWatcher, Watch, WatchHandle, check_watcher, replay_events
-from ._xdstp import InvalidNameError, canonical_name, is_xdstp
-from .resources import BUILTIN_TYPES, LISTENER, ResourceType
+from ._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
+from .resources import BUILTIN_TYPES, ResourceType
 
 __all__ = ["XdsClient"]
-
-_WILDCARD = "*"
 
 
 class XdsClient:
@@ -91,22 +88,19 @@ class XdsClient:
         self._types = _resource_types(resource_types, ads=self._options.ads)
         self._transport_factory = transport
         self._clock: Clock = clock if clock is not None else LoopClock()
-        self._cache = ResourceCache()
-        self._dispatcher = Dispatcher(
+        self._tasks = TaskOwner()
+        self._registry = Registry(
+            types=self._types,
             clock=self._clock,
             slow_threshold=self._options.slow_watcher_threshold,
-            on_last_watcher=self._unsubscribe,
+            tasks=self._tasks,
         )
-        self._tasks = TaskOwner()
         self._observers = Observers()
         self._stats = StatsRecorder()
         self._observers.add(self._stats, verdicts=False)
         self._observers.add(ProtocolLogger(), verdicts=False)
         self._pool: ServerPool | None = None
         self._wall_offset = 0.0
-        self._config_watches: weakref.WeakSet[ConfigWatch] = weakref.WeakSet()
-        self._started = False
-        self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -123,7 +117,7 @@ class XdsClient:
     @property
     def closed(self) -> bool:
         """Whether `close` was called; a closed client refuses calls with `ClientClosedError`."""
-        return self._closed
+        return self._registry.closed
 
     async def __aenter__(self) -> XdsClient:
         await self.start()
@@ -134,82 +128,37 @@ class XdsClient:
 
     async def start(self) -> None:
         """Start the dispatcher; channels to servers open when something is first watched."""
-        if self._started or self._closed:
+        registry = self._registry
+        if registry.started or registry.closed:
             raise RuntimeError("an XdsClient starts once")
-        self._started = True
         self._wall_offset = time.time() - self._clock.time()  # client clock -> wall clock
         self._pool = ServerPool(
             config=self._config,
             options=self._options,
             types=self._types,
-            cache=self._cache,
+            cache=registry.cache,
             clock=self._clock,
-            publish=self._dispatcher.publish,
+            publish=registry.dispatcher.publish,
             tasks=self._tasks,
             transport=self._transport_factory,
             observers=self._observers,
         )
-        self._tasks.start(self._dispatcher.run(), name="xdsclient-dispatcher")
+        registry.open(self._pool)
+        self._tasks.start(registry.dispatcher.run(), name="xdsclient-dispatcher")
 
     async def close(self) -> None:
         """End every watch and iteration, cancel and await every task, close the transports.
 
         Idempotent. Calls that watch or read the cache raise `ClientClosedError` afterwards.
         """
-        if self._closed:
+        if self._registry.closed:
             return
-        self._closed = True
-        for config_watch in list(self._config_watches):
-            config_watch.cancel()
-        self._dispatcher.close()
+        self._registry.close()
         if self._pool is not None:
             await self._pool.close()
         await self._tasks.close()
 
     # ------------------------------------------------------------------ commands
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the XdsClient is closed")
-        if not self._started:
-            raise RuntimeError("the XdsClient is not started: use `async with XdsClient(...)`")
-
-    def _type_url(self, resource_type: ResourceType[Any] | str) -> str:
-        if isinstance(resource_type, ResourceType):
-            type_url = resource_type.type_url
-        elif isinstance(resource_type, str):
-            type_url = resource_type
-        else:
-            raise TypeError(
-                f"resource_type must be a ResourceType or a type URL, not {resource_type!r}"
-            )
-        if type_url not in self._types:
-            raise ValueError(
-                f"unknown resource type {type_url}; pass it in XdsClient(resource_types=...)"
-            )
-        return type_url
-
-    def _name(self, type_url: str, name: str) -> str:
-        """The cache key of ``name``: itself, or the canonical form of an xdstp:// name (which
-        must name a resource of ``type_url``)."""
-        _check_name(name)
-        if name == _WILDCARD:
-            return name
-        return canonical_name(name, type_url)
-
-    def _unknown_authority(self, type_url: str, name: str) -> DataError | None:
-        """A data error for a name whose authority the bootstrap does not configure."""
-        authority = authority_of(name)
-        assert self._pool is not None
-        if self._pool.knows(authority, type_url):
-            return None
-        reason = (
-            f"no xDS server is configured and no source serves {type_url}"
-            if authority == OLD_AUTHORITY
-            else f"the bootstrap does not configure the authority {authority!r}"
-        )
-        error = ResourceDoesNotExistError(type_url, name, reason)
-        return DataError(type_url=type_url, name=name, error=error)
 
     def add_watcher(
         self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
@@ -220,42 +169,7 @@ class XdsClient:
         returned handle to stop; the last watcher of a name to leave unsubscribes it.
         """
         check_watcher(watcher)
-        return self._add_watcher(resource_type, name, watcher, None)
-
-    def _add_watcher(
-        self,
-        resource_type: ResourceType[Any] | str,
-        name: str,
-        watcher: ResourceWatcher,
-        on_close: Callable[[], None] | None,
-    ) -> WatchHandle:
-        type_url = self._type_url(resource_type)
-        name = self._name(type_url, name)
-        self._check_open()
-        assert self._pool is not None
-        self._pool.check_type(type_url)
-        unknown = self._unknown_authority(type_url, name)
-        if unknown is not None:
-            return self._dispatcher.add(type_url, name, watcher, [unknown], on_close=on_close)
-        replay = self._replay(type_url, name)
-        handle = self._dispatcher.add(type_url, name, watcher, replay, on_close=on_close)
-        self._pool.subscribe(type_url, name)
-        return handle
-
-    def _replay(self, type_url: str, name: str) -> list[Event]:
-        """The events that bring a new watcher of ``name`` up to the cache (none for a name
-        only requested so far: a walk adding thousands of watchers builds no snapshots)."""
-        if name == _WILDCARD:
-            return [e for state in self._cache.states(type_url) for e in replay_events(state)]
-        entry = self._cache.entry(type_url, name)
-        if entry is None or (entry.error is None and not entry.status.holds_value):
-            return []
-        return replay_events(entry.snapshot(type_url, name))
-
-    def _unsubscribe(self, type_url: str, name: str) -> None:
-        """The last watcher of ``name`` left."""
-        if self._pool is not None and self._pool.knows(authority_of(name), type_url):
-            self._pool.unsubscribe(type_url, name)
+        return self._registry.add_watcher(resource_type, name, watcher)
 
     def watch(self, resource_type: ResourceType[Any] | str, name: str) -> Watch:
         """``async with client.watch(CLUSTER, "name") as events: async for event in events``.
@@ -268,7 +182,7 @@ class XdsClient:
         """
         watch = Watch()
         feeder = watch._watcher()
-        watch._attach(self._add_watcher(resource_type, name, feeder, feeder.closed))
+        watch._attach(self._registry.add_watcher(resource_type, name, feeder, feeder.closed))
         return watch
 
     async def wait_for(
@@ -334,29 +248,18 @@ class XdsClient:
         authority: str | None,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
     ) -> ConfigWatch:
-        _check_name(listener)
+        check_name(listener)
         if authority is not None and not isinstance(authority, str):
             raise TypeError(f"authority must be a string, not {authority!r}")
-        self._check_open()
+        self._registry.check_open()
         name, target_authority = listener_for(self._config, listener)
-        name = self._name(LISTENER.type_url, name)
-        assert self._pool is not None
-        self._pool.check_type(LISTENER.type_url)
-        config_watch = ConfigWatch(
-            _WalkSource(self),
-            name,
-            authority if authority is not None else target_authority,
-            callback,
+        return self._registry.watch_config(
+            name, authority if authority is not None else target_authority, callback
         )
-        self._config_watches.add(config_watch)
-        return config_watch
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         """Run ``coro`` on a task the client owns (ended by `close`). For config watches."""
-        if self._closed:
-            coro.close()
-            raise ClientClosedError("the XdsClient is closed")
-        return self._tasks.start(coro, name=name)
+        return self._registry.start_task(coro, name=name)
 
     # ------------------------------------------------------------------ introspection
 
@@ -364,10 +267,7 @@ class XdsClient:
         self, resource_type: ResourceType[Any] | str, name: str
     ) -> ResourceState | None:
         """The cache's view of one resource (status, version, value, last error)."""
-        type_url = self._type_url(resource_type)
-        name = self._name(type_url, name)
-        self._check_open()
-        return self._cache.state(type_url, name)
+        return self._registry.state(resource_type, name)
 
     def add_observer(self, observer: Observer, *, verdicts: bool = True) -> Callable[[], None]:
         """Tell ``observer`` of every protocol event from now on: each request sent (ACK, NACK,
@@ -397,11 +297,11 @@ class XdsClient:
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
         ``grpc.xds.cache_state``. Needs the ``metrics`` extra (`MissingExtraError` otherwise).
         Returns the function that stops reporting."""
-        self._check_open()
+        self._registry.check_open()
         connected = {name: server.connected_state for name, server in self.stats().servers.items()}
         return enable_metrics(
             self.add_observer,
-            self._cache.states,
+            self._registry.cache.states,
             meter_provider=meter_provider,
             target=target,
             connected=connected,
@@ -409,8 +309,8 @@ class XdsClient:
 
     def resource_states(self) -> list[ResourceState]:
         """Every resource in the cache (a CSDS-like dump)."""
-        self._check_open()
-        return self._cache.states()
+        self._registry.check_open()
+        return self._registry.cache.states()
 
     def csds(self, *, scope: str = "", include_resources: bool = True) -> Any:
         """The cache as CSDS reports it: an ``envoy.service.status.v3.ClientConfig`` shaped as
@@ -419,9 +319,9 @@ class XdsClient:
         and, for a rejected or failed update, ``error_state``). ``scope`` goes in
         ``client_scope`` (the channel target, for several clients in one dump).
         `xdsclient.add_csds_service` serves it over gRPC."""
-        self._check_open()
+        self._registry.check_open()
         return client_config(
-            self._cache.states(),
+            self._registry.cache.states(),
             node=self._config.node.to_proto(),
             wall_offset=self._wall_offset,
             scope=scope,
@@ -435,105 +335,6 @@ class XdsClient:
         message = self.csds(scope=scope, include_resources=include_resources)
         text: str = json_format.MessageToJson(message, indent=2)
         return text
-
-
-class _WalkSource:
-    """The client as a config walk sees it: names come from resources the server sent, so a
-    malformed xdstp name, or one of an authority the bootstrap does not configure, is that
-    resource's error in the snapshot, never an exception."""
-
-    def __init__(self, client: XdsClient) -> None:
-        self._client = client
-        #: type URLs known to the client whose old-style names it can fetch: their lookups
-        #: skip the name checks (the walk makes thousands)
-        self._plain_types: set[str] = set()
-
-    def add_watcher(
-        self, resource_type: ResourceType[Any] | str, name: str, watcher: ResourceWatcher
-    ) -> WatchHandle:
-        client = self._client
-        try:
-            return client._add_watcher(resource_type, name, watcher, None)
-        except InvalidNameError as exc:
-            type_url = client._type_url(resource_type)
-            error = DataError(
-                type_url=type_url, name=name, error=ResourceError(type_url, name, str(exc))
-            )
-            return client._dispatcher.add(type_url, name, watcher, [error], on_close=None)
-
-    def add_watchers(
-        self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
-    ) -> list[WatchHandle]:
-        """`add_watcher` for each name. Old-style names of a type whose checks passed once
-        (`_plain_types`) are registered with one subscription call for all: a walk of N
-        clusters adds N names at once."""
-        client = self._client
-        if type_url not in self._plain_types or not all(
-            name and not is_xdstp(name) for name in names
-        ):
-            return [self.add_watcher(type_url, name, watcher) for name in names]
-        client._check_open()
-        assert client._pool is not None
-        client._pool.check_type(type_url)
-        add, replay = client._dispatcher.add, client._replay
-        handles = [add(type_url, name, watcher, replay(type_url, name)) for name in names]
-        client._pool.subscribe_all(type_url, OLD_AUTHORITY, names)
-        return handles
-
-    def resource_state(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
-        """The cache's live entry (no snapshot copy: a walk reads one per resource it needs)."""
-        client = self._client
-        if (
-            isinstance(resource_type, str)
-            and resource_type in self._plain_types
-            and name
-            and not is_xdstp(name)
-        ):  # the common case: the checks are done once per type
-            client._check_open()
-            table = client._cache.table(OLD_AUTHORITY, resource_type)
-            return None if table is None else table.get(name)
-        return self._checked(resource_type, name)
-
-    def _checked(self, resource_type: ResourceType[Any] | str, name: str) -> Resolved | None:
-        client = self._client
-        type_url = client._type_url(resource_type)
-        try:
-            name = client._name(type_url, name)
-        except InvalidNameError as exc:
-            return _unusable(type_url, name, ResourceDoesNotExistError(type_url, name, str(exc)))
-        unknown = client._unknown_authority(type_url, name)
-        if unknown is not None:
-            return _unusable(type_url, name, unknown.error)  # already names the resource
-        if not is_xdstp(name):
-            self._plain_types.add(type_url)  # old-style names of this type pass every check
-        client._check_open()
-        return client._cache.entry(type_url, name)
-
-    def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
-        return self._client.start_task(coro, name=name)
-
-
-def _unusable(type_url: str, name: str, error: XdsError) -> ResourceState:
-    """The state of a resource the client cannot fetch: it does not exist for this client
-    (``error`` says why and names the resource; it is kept as it is, never wrapped again)."""
-    return ResourceState(
-        type_url=type_url,
-        name=name,
-        status=ResourceStatus.DOES_NOT_EXIST,
-        value=None,
-        version=None,
-        last_updated=None,
-        error=error,
-        error_time=None,
-        expires_at=None,
-    )
-
-
-def _check_name(name: object) -> None:
-    if not isinstance(name, str):
-        raise TypeError(f"a resource name is a string, not {name!r}")
-    if not name:
-        raise ValueError("a resource name cannot be empty")
 
 
 def _client_config(

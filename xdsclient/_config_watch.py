@@ -1,4 +1,4 @@
-"""Configuration watches: the dependency walk kept up to date against the client's cache.
+"""Configuration watches: the dependency walk kept up to date against the cache.
 
 Why separate from the walk: `walk` is pure; this is the small stateful part around it. It keeps
 one resource watch per resource the walk needs (so the client subscribes to exactly those, and
@@ -6,8 +6,10 @@ drops what is no longer reachable), re-walks once per batch of cache changes (sc
 batch, so a CDS update adding 100 clusters subscribes their endpoints in one request), and
 publishes a snapshot only when it is complete and differs from the last one.
 
-It talks to the client through `ConfigSource` (watch, read the cache, start an owned task), so
-it does not import the client.
+It needs three things, named by `WatchRegistry`: add watchers (a walk adds thousands at once),
+read the cache, start an owned task. The client's `Registry` (`_registry.py`) provides them, so
+a response reaches a snapshot through the dispatcher, this watch and the registry's cache, never
+through the client (and tests give a small registry of their own).
 
 Errors (gRFCs A57, A74): a needed resource with no usable value and an error (deleted, invalid,
 timed out, or unreachable server) makes the walk publish that error; an error that leaves the
@@ -45,9 +47,9 @@ from ._watchers import (
     cancelled_by_caller,
     warn_never_cancelled,
 )
-from .resources import ENDPOINT, ResourceType
+from .resources import ENDPOINT
 
-__all__ = ["ConfigSource", "ConfigUpdate", "ConfigWatch"]
+__all__ = ["ConfigUpdate", "ConfigWatch", "WatchRegistry"]
 
 logger = logging.getLogger("xdsclient.watchers")
 
@@ -56,8 +58,8 @@ logger = logging.getLogger("xdsclient.watchers")
 ConfigUpdate: TypeAlias = XdsConfig | XdsError | AmbientError
 
 
-class ConfigSource(Protocol):
-    """What a configuration watch needs of the client."""
+class WatchRegistry(Protocol):
+    """What a configuration watch needs: the client's `Registry` (or a test's own)."""
 
     def add_watchers(
         self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
@@ -65,9 +67,10 @@ class ConfigSource(Protocol):
         """Watch every name of one type (a walk adds thousands at once); a handle per name."""
         ...
 
-    def resource_state(
-        self, resource_type: ResourceType[Any] | str, name: str
-    ) -> Resolved | None: ...
+    def resource_state(self, type_url: str, name: str) -> Resolved | None:
+        """The walk's lookup: what the cache holds for a name from a resource, or the unusable
+        state of one that cannot be fetched (never an exception)."""
+        ...
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]: ...
 
@@ -107,7 +110,7 @@ class ConfigWatch:
 
     def __init__(
         self,
-        source: ConfigSource,
+        source: WatchRegistry,
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,

@@ -1,4 +1,8 @@
-"""Watchers: registration, replay of cached state, and in-order delivery on one task.
+"""Watchers: registrations, replay batches, and in-order delivery on one task.
+
+What a name means, which cached state a new watcher replays and what gets subscribed are
+decided by the registry (`_registry.py`), the one path every watcher is added through; the
+`Dispatcher` here keeps the registrations and delivers.
 
 Why one serializer task: watchers must see every state change of their resource once, in
 order, never concurrently, and a slow or failing watcher must not corrupt the client. The drive

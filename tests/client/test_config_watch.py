@@ -23,6 +23,7 @@ from xdsclient import (
 )
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
 from xdsclient.testing import ControlPlane, FakeClock, FakeTransport
+from xdsclient.testing.builders import aggregate_cluster
 
 
 def routes(*clusters: str) -> Any:
@@ -259,3 +260,27 @@ async def test_the_same_failure_after_a_new_snapshot_is_reported_again() -> None
         again = await next_config(configs)
         assert isinstance(again, AmbientError)
         assert "xDS server gone" in str(again.error)
+
+
+async def test_an_aggregate_child_with_an_empty_name_is_that_clusters_error(
+    control_plane: ControlPlane, client: XdsClient, variant: Variant
+) -> None:
+    """An aggregate cluster naming an empty child still gives a snapshot: the child is an
+    unusable cluster, the other leaves are used, and no request names the empty child."""
+    control_plane.set(listener("l"))
+    control_plane.set(routes("agg"))
+    control_plane.set(aggregate_cluster("agg", ["", "a"]))
+    control_plane.set(cluster("a"))
+    control_plane.set(endpoints("a"))
+    async with client.watch_config("l") as watch:
+        config = await next_config(watch)
+    assert isinstance(config, XdsConfig)
+    assert config.clusters["agg"].leaves == ("a",)
+    assert isinstance(config.clusters[""].error, ResourceDoesNotExistError)
+    asked = [
+        list(r.message.resource_names_subscribe if variant["delta"] else r.message.resource_names)
+        for r in control_plane.requests
+        if r.type_url == CLUSTER.type_url
+    ]
+    assert ["agg"] in asked
+    assert not any("" in names for names in asked)

@@ -1,4 +1,4 @@
-"""`ConfigWatch` over a small in-test `ConfigSource`: real resource views decoded from real
+"""`ConfigWatch` over a small in-test `WatchRegistry`: real resource views decoded from real
 protobuf messages, a real dispatcher, no client and no server. What it must do: subscribe to what
 the walk needs, publish only complete snapshots that differ, report a resource that holds only an
 error as an error snapshot, deliver ambient errors (conflated, once per change) after the
@@ -44,7 +44,7 @@ ALL = (LISTENER, ROUTE_CONFIGURATION, CLUSTER, ENDPOINT)
 
 
 class Source:
-    """A `ConfigSource` over a dict of cache states, delivering through a real `Dispatcher`.
+    """A `WatchRegistry` over a dict of cache states, delivering through a real `Dispatcher`.
 
     The test changes the "cache" with `set`, `fail` and `warn`; each publishes the events the
     client's core would, in the same step.
@@ -72,7 +72,7 @@ class Source:
         else:
             self.dispatcher.publish(events)
 
-    # -- the ConfigSource protocol
+    # -- the WatchRegistry protocol
 
     def add_watchers(
         self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
