@@ -36,7 +36,7 @@ from .._options import ClientOptions
 from .._protocol import Event, ResourceCache, ResourceStatus, Session
 from .._services import PER_TYPE_SERVICES
 from .._sources import FileSource, RestSource, Source
-from .._transports import StreamSpec, Transport, TransportFactory, default_factory
+from .._transports import StreamSpec, Transport, TransportFactory, transport_for
 from ..resources import ResourceType
 from ._clock import Clock
 from ._driver import Publish, StreamDriver
@@ -269,7 +269,9 @@ class ServerPool:
         return channel
 
     def _open(self, server: Source) -> _Channel:
-        channel = _Channel(server, self._transport_for(server))
+        channel = _Channel(
+            server, transport_for(server, self._options, clock=self._clock, factory=self._factory)
+        )
         for spec, types in self._streams(server):
             session = Session(
                 node=self._config.node.to_proto(),
@@ -311,19 +313,6 @@ class ServerPool:
             self._closing.remove(channel)
         if self._observers:
             self._observers.emit(ChannelClosed(server=channel.server.uri, time=self._clock.time()))
-
-    def _transport_for(self, server: Source) -> Transport:
-        if self._factory is not None:
-            return self._factory(server, self._options)
-        if isinstance(server, FileSource):
-            from .._transports._file import FileTransport
-
-            return FileTransport(server, self._options, clock=self._clock)
-        if isinstance(server, RestSource):
-            from .._transports._rest import RestTransport
-
-            return RestTransport(server, self._options)
-        return default_factory()(server, self._options)
 
     def _streams(self, server: Source) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
         """The streams to a server: one ADS stream for every type it serves, or one stream per
