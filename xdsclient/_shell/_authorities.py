@@ -4,7 +4,8 @@ Why pure: fallback is a handful of rules over a little state (each authority's s
 priority order, which one is active, what the authority watches; each server's users and
 whether it is failing). Here they are decided as the protocol core decides requests: an event
 in (a subscription, an unsubscription, a stream that failed before any response, a response),
-the `Action` values to carry out returned, in order. The pool (`_pool.py`) carries them out and
+the `Action` values to carry out returned, in order (the names it gathers itself come sorted,
+so the same events always give the same actions). The pool (`_pool.py`) carries them out and
 owns every channel, session and task; this module owns none. Whether a resource is cached is
 the one fact read from outside, through the `Cached` query each event is given.
 
@@ -236,7 +237,7 @@ class Authorities:
         self._servers[server].standby.add(authority.name)
         target_state.standby.discard(authority.name)
         actions: list[Action] = [
-            Subscribe(target, type_url, tuple(names))
+            Subscribe(target, type_url, tuple(sorted(names)))
             for type_url, names in authority.watched.items()
         ]
         types = tuple(authority.watched)
@@ -255,7 +256,7 @@ class Authorities:
     def _leave(self, authority: _Authority, server: ServerConfig) -> list[Action]:
         """``authority`` stops using ``server``; the server closes when nobody uses it."""
         actions: list[Action] = [
-            Unsubscribe(server, type_url, tuple(names))
+            Unsubscribe(server, type_url, tuple(sorted(names)))
             for type_url, names in authority.watched.items()
             if names
         ]
