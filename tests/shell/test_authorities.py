@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fuzz import examples
 from xdsclient import ServerConfig
 from xdsclient._names import OLD_AUTHORITY
 from xdsclient._shell._authorities import (
@@ -326,7 +327,7 @@ _EVENTS = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(_EVENTS, max_size=30))
 def test_any_sequence_of_events_keeps_one_writer_and_closes_only_unused_servers(
     events: list[tuple[Any, ...]],
