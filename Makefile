@@ -31,7 +31,7 @@ unit: $(STAMP)
 # The property-based and fuzz tests with their full budgets (`make test` runs a fifth of each;
 # tests/fuzz.py). CI runs both.
 PROPERTIES := tests/reliability/test_fuzz.py tests/resources tests/protocol/test_stateful.py \
-	tests/test_dependencies.py
+	tests/test_dependencies.py tests/shell/test_authorities.py
 test-long: $(STAMP)
 	XDSCLIENT_FUZZ=long $(BIN)/pytest -q $(PROPERTIES)
 

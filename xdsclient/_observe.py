@@ -5,7 +5,9 @@ the same facts about the wire: every request (ACK or NACK) written, every respon
 verdict on every resource in it, and when a server became reachable or failed. Rather than each
 feature reaching into the driver, the shell reports these as frozen values to `Observers`, and
 each feature is one observer. The core stays sans-I/O: the session keeps the verdicts of the
-last response as data; the driver turns them into events, and only when someone listens.
+last response as data; the `DiscoveryReporter` the pool attaches to each discovery stream
+(`xdsclient._shell._reporter`) turns what the driver tells it into events, and only when
+someone listens.
 
 Rules: observers run synchronously, in registration order, on the event loop; one that raises
 is logged and removed from nothing (it sees the next event too) and never breaks the client or

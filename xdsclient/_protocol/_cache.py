@@ -9,7 +9,7 @@ How it is written: each protocol session keeps one table per resource type (a pl
 the per-resource hot path is a dict lookup), holding the names of every authority its server
 serves. The cache maps (authority, type URL) to the table of the session currently serving that
 authority (`assign`): its *writer*. With fallback (gRFC A71) an authority changes writer; the
-client hands the entries over (`Session.adopt`) and re-assigns, so readers see one consistent
+client hands the entries over (`Session._adopt`) and re-assigns, so readers see one consistent
 view throughout.
 
 Invariants:

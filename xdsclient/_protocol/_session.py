@@ -11,7 +11,9 @@ so it can be tested exhaustively with a fake clock. The shell around it only mov
     events = session.disconnect(now, error)   # the stream ended
 
 ADS is one session holding every type; a non-aggregated (per-type) stream is a session holding
-one type. SotW or Delta is chosen per session.
+one type. SotW or Delta is chosen per session. These calls are the `StreamProtocol` the shell's
+driver runs (`xdsclient._shell._driver`): any other stream protocol (load reporting) is driven
+the same way.
 
 Rules:
 - The node goes in the first request of each stream only.
@@ -96,12 +98,15 @@ class Session:
         """Where this session keeps its resources (shared with other sessions of a client)."""
         return self._cache
 
-    def table(self, type_url: str) -> Table:
-        """This session's table of one type (every authority it serves): what the client
-        assigns in the `ResourceCache`."""
+    # The pool's hand-over between servers (gRFC A71), carried out through the session's driver
+    # (`xdsclient._shell._channel.Channel`): not part of a session's own protocol.
+
+    def _table(self, type_url: str) -> Table:
+        """This session's table of one type (every authority it serves): what the pool assigns
+        in the client's `ResourceCache` while this session writes an authority."""
         return self._state(type_url).entries
 
-    def adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
+    def _adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
         """Take another session's entry for a wanted ``name`` (a change of server, gRFC A71):
         its status, value and errors, with its TTL re-armed and no does-not-exist timer when it
         is already known. Its version is not claimed to this server (Delta)."""

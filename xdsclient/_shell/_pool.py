@@ -1,23 +1,22 @@
-"""The servers a client talks to: one channel per management server, authorities routed over
-them, fallback between an authority's servers (gRFC A47, A71).
+"""The servers a client talks to: one channel per management server or source, authorities
+routed over them, fallback between an authority's servers carried out (gRFC A47, A71).
 
 Why one place: every subscription takes the path name -> authority -> the authority's servers
--> the channel (transport and stream drivers) of each. A server listed by several authorities
-gets one channel, shared, and is closed when no authority uses it any more.
+-> the channel of each (`_channel.py`), or type -> its file or REST source. A server listed by
+several authorities gets one channel, shared, and is closed when no authority uses it any more.
 
-Fallback (gRFC A71), decided synchronously in the drivers' callbacks, before the session sees
-the failure or response that caused it:
-- An authority's servers are in priority order; ``active`` is the one whose session writes the
-  authority's tables in the cache. Every server above it stays subscribed (it keeps retrying).
-- When the active server has a connectivity failure (a stream failed before any response) and
-  a watched resource of the authority is not cached (no usable value, and not known not to
-  exist), the next server becomes active: it is subscribed to everything the authority watches
-  and adopts the cached entries, so watchers see only real changes. Watchers hear of the failure
-  only from the last server: events of a server that is not an authority's writer are dropped.
-- A response from a higher-priority server makes it active again at once (before that response
-  is applied): it adopts the entries, and the servers below it drop the authority's names and
-  are closed when unused.
-- A new watch while the active server is failing re-checks the rule.
+Decide, then act: which server serves an authority is decided by `Authorities`
+(`_authorities.py`, pure: events in, actions out); this pool feeds it the events (a
+subscription from the client, a stream's failure or response from a channel) and carries out
+the actions it returns, in order, in `_carry_out` and nowhere else. It runs synchronously in
+the step that caused it: a hand-over caused by a response is done before the session applies
+that response, so the response is applied against what watchers last saw.
+
+One writer per authority: the cache reads an authority's tables from the session of its active
+server only (`HandOver`), and a channel publishes only the events of names whose authority it
+writes, so watchers see one consistent source. A channel that was closed publishes nothing, and
+its late failures and responses change nothing, even once a new channel to the same server
+was opened.
 """
 
 from __future__ import annotations
@@ -25,24 +24,33 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, Protocol
 
 from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
 from .._logs import authority_words
-from .._names import WILDCARD, authority_of
+from .._names import authority_of
 from .._observe import ChannelClosed, Observers
 from .._options import ClientOptions
-from .._protocol import Event, ResourceCache, ResourceStatus, Session
+from .._protocol import Event, ResourceCache, ResourceStatus
 from .._services import PER_TYPE_SERVICES
 from .._sources import FileSource, RestSource, Source
-from .._transports import StreamSpec, Transport, TransportFactory, default_factory
+from .._transports import StreamSpec, TransportFactory, transport_for
 from ..resources import ResourceType
+from ._authorities import (
+    Action,
+    Authorities,
+    Close,
+    HandOver,
+    Reason,
+    Subscribe,
+    Unsubscribe,
+)
+from ._channel import Channel
 from ._clock import Clock
-from ._driver import Publish, StreamDriver
 from ._tasks import TaskOwner
 
-__all__ = ["ServerPool"]
+__all__ = ["Publish", "ServerPool"]
 
 logger = logging.getLogger("xdsclient.fallback")
 
@@ -53,28 +61,14 @@ _FILE_BACKOFF = Backoff(initial=0.01, multiplier=1.0, jitter=0.0, maximum=0.01)
 _KNOWN = frozenset({ResourceStatus.DOES_NOT_EXIST, ResourceStatus.TIMEOUT, ResourceStatus.EXPIRED})
 
 
-class _Channel:
-    """One management server: its transport, sessions and drivers, and who uses it."""
+class Publish(Protocol):
+    """Hands a batch of events to the watchers now; returns what completes once they saw it.
+    ``after``: the watchers are called only once it is done (the ACK written), or after a
+    short bound (a stream that cannot write must not hold up the watchers)."""
 
-    def __init__(self, server: Source, transport: Transport) -> None:
-        self.server = server
-        self.transport = transport
-        self.sessions: dict[str, Session] = {}  # type URL -> the session carrying it
-        self.drivers: dict[str, StreamDriver] = {}  # type URL -> the driver of its stream
-        self.tasks = TaskOwner()
-        self.users: set[str] = set()  # authorities subscribed here (active or standby)
-        self.standby: set[str] = set()  # authorities subscribed here that another server writes
-        self.failing = False  # the last stream failed before any response
-
-
-class _Authority:
-    """One authority: its servers in priority order, which is active, what it watches."""
-
-    def __init__(self, name: str, servers: tuple[ServerConfig, ...]) -> None:
-        self.name = name
-        self.servers = servers
-        self.active = 0
-        self.watched: dict[str, set[str]] = {}  # type URL -> names (the wildcard included)
+    def __call__(
+        self, events: list[Event], after: asyncio.Future[None] | None = None
+    ) -> asyncio.Future[None] | None: ...
 
 
 class ServerPool:
@@ -102,11 +96,17 @@ class ServerPool:
         self._publish = publish
         self._tasks = tasks
         self._factory = transport
-        self._channels: dict[Source, _Channel] = {}
+        self._channels: dict[Source, Channel] = {}
         #: type URL -> the file or REST source serving it instead of the servers
         self._sources: dict[str, Source] = dict(config.sources)
-        self._closing: list[_Channel] = []  # released channels whose tasks are ending
-        self._authorities: dict[str, _Authority] = {}
+        self._closing: list[Channel] = []  # released channels whose tasks are ending
+        self._authorities = Authorities(config.servers_of)
+        self._act: dict[type, Callable[[Any], None]] = {
+            Subscribe: self._subscribe,
+            Unsubscribe: self._unsubscribe,
+            HandOver: self._hand_over,
+            Close: self._close,
+        }
 
     # ------------------------------------------------------------------ routing
 
@@ -134,27 +134,17 @@ class ServerPool:
         source = self._sources.get(type_url)
         if source is not None:
             channel = self._source_channel(source)
-            self._cache.assign(authority_name, type_url, channel.sessions[type_url].table(type_url))
-            channel.drivers[type_url].subscribe_all(type_url, names)
+            self._cache.assign(authority_name, type_url, channel.table(type_url))
+            channel.subscribe(type_url, names)
             return
-        authority = self._authority(authority_name)
-        authority.watched.setdefault(type_url, set()).update(names)
-        for index in range(authority.active + 1):
-            self._channel_for(authority, index).drivers[type_url].subscribe_all(type_url, names)
-        active = self._channels[authority.servers[authority.active]]
-        if active.failing:
-            self._maybe_fall_back(authority, active)
+        self._carry_out(self._authorities.subscribe(authority_name, type_url, names, self._cached))
 
     def unsubscribe(self, type_url: str, name: str) -> None:
         source = self._sources.get(type_url)
         if source is not None:
-            self._channels[source].drivers[type_url].unsubscribe(type_url, name)
+            self._channels[source].unsubscribe(type_url, (name,))
             return
-        authority = self._authorities[authority_of(name)]
-        authority.watched.get(type_url, set()).discard(name)
-        for index in range(authority.active + 1):
-            channel = self._channels[authority.servers[index]]
-            channel.drivers[type_url].unsubscribe(type_url, name)
+        self._carry_out(self._authorities.unsubscribe(authority_of(name), type_url, name))
 
     async def close(self) -> None:
         """Stop every channel, the released ones included, and wait for them."""
@@ -163,146 +153,126 @@ class ServerPool:
         for channel in channels:
             await self._stop(channel)
 
-    # ------------------------------------------------------------------ authorities
+    # ------------------------------------------------------------------ what channels tell
 
-    def _authority(self, name: str) -> _Authority:
-        authority = self._authorities.get(name)
-        if authority is None:
-            servers = self._config.servers_of(name)
-            if servers is None:
-                raise ValueError(f"the bootstrap does not configure the authority {name!r}")
-            authority = self._authorities[name] = _Authority(name, servers)
-            channel = self._channel_for(authority, 0)
-            for type_url in self._types:
-                if type_url in channel.sessions:
-                    self._cache.assign(name, type_url, channel.sessions[type_url].table(type_url))
-        return authority
+    def failed(self, channel: Channel, error: TransportError) -> None:
+        """A stream of ``channel`` failed before any response: fall back where gRFC A71 says."""
+        if self._current(channel) and isinstance(channel.server, ServerConfig):
+            self._carry_out(self._authorities.failed(channel.server, self._cached))
 
-    def _channel_for(self, authority: _Authority, index: int) -> _Channel:
-        """The channel of the authority's ``index``-th server, made on first use."""
-        server = authority.servers[index]
-        channel = self._channels.get(server)
-        if channel is None:
-            channel = self._channels[server] = self._open(server)
-        channel.users.add(authority.name)
-        return channel
+    def answered(self, channel: Channel) -> None:
+        """A response on ``channel``: it takes back what it stands by for."""
+        if self._current(channel) and isinstance(channel.server, ServerConfig):
+            self._carry_out(self._authorities.answered(channel.server))
 
-    def _maybe_fall_back(self, authority: _Authority, channel: _Channel) -> None:
-        """gRFC A71: the active server failed; move on if something watched is not cached."""
-        if authority.servers[authority.active] != channel.server:
-            return
-        if authority.active + 1 >= len(authority.servers) or not self._uncached(authority):
-            return
-        previous = channel
-        authority.active += 1
-        target = self._channel_for(authority, authority.active)
-        previous.standby.add(authority.name)
-        target.standby.discard(authority.name)
-        logger.warning(
-            "xDS server %s unreachable with resources missing: falling back to %s for %s",
-            previous.server.uri,
-            target.server.uri,
-            authority_words(authority.name),
-        )
-        for type_url, names in authority.watched.items():
-            target.drivers[type_url].subscribe_all(type_url, names)
-        self._hand_over(authority, previous, target)
-        if target.failing:
-            self._maybe_fall_back(authority, target)
+    def publish_from(
+        self, channel: Channel, events: list[Event], after: asyncio.Future[None] | None
+    ) -> asyncio.Future[None] | None:
+        """``events`` less those of names whose authority ``channel`` does not write: one it
+        stands by for, one that left it, one it never served (an ``xdstp://b/...`` resource
+        that came through the wildcard of another authority); all of them once it is closed.
+        A file or REST source serves its types for every authority."""
+        server = channel.server
+        if events and isinstance(server, ServerConfig):
+            writes = self._authorities.writes(server) if self._current(channel) else set()
+            sourced = self._sources  # types whose source serves them for every authority
+            events = [e for e in events if authority_of(e.name) in writes or e.type_url in sourced]
+        return self._publish(events, after)
 
-    def _uncached(self, authority: _Authority) -> bool:
-        for type_url, names in authority.watched.items():
-            table = self._cache.table(authority.name, type_url) or {}
-            for name in names:
-                if name == WILDCARD:
-                    continue
-                entry = table.get(name)
-                if entry is None or not (entry.status.holds_value or entry.status in _KNOWN):
-                    return True
-        return False
+    def _current(self, channel: Channel) -> bool:
+        return self._channels.get(channel.server) is channel
 
-    def _switch_back(self, channel: _Channel) -> None:
-        """A response from ``channel``: it serves again every authority it stands by for."""
-        for name in list(channel.standby):
-            authority = self._authorities[name]
-            index = authority.servers.index(channel.server)
-            current = self._channels[authority.servers[authority.active]]
+    # ------------------------------------------------------------------ carrying out
+
+    def _carry_out(self, actions: list[Action]) -> None:
+        act = self._act
+        for action in actions:
+            act[type(action)](action)
+
+    def _subscribe(self, action: Subscribe) -> None:
+        self._channel(action.server).subscribe(action.type_url, action.names)
+
+    def _unsubscribe(self, action: Unsubscribe) -> None:
+        self._channels[action.server].unsubscribe(action.type_url, action.names)
+
+    def _hand_over(self, action: HandOver) -> None:
+        """The target takes the source's entries of the authority, then becomes its writer."""
+        authority, target = action.authority, self._channel(action.target)
+        if action.source is not None:
+            source = self._channels[action.source]
+            self._log_hand_over(action)
+            for type_url in action.types:
+                if type_url in target.drivers:
+                    target.adopt(type_url, _entries_of(authority, source.table(type_url)))
+        for type_url in target.drivers:
+            self._cache.assign(authority, type_url, target.table(type_url))
+
+    def _close(self, action: Close) -> None:
+        channel = self._channels.pop(action.server)
+        self._closing.append(channel)
+        self._tasks.start(self._stop(channel), name=f"xdsclient close {channel.server.uri}")
+
+    def _log_hand_over(self, action: HandOver) -> None:
+        assert action.source is not None
+        if action.reason is Reason.FALLBACK:
+            logger.warning(
+                "xDS server %s unreachable with resources missing: falling back to %s for %s",
+                action.source.uri,
+                action.target.uri,
+                authority_words(action.authority),
+            )
+        else:
             logger.warning(
                 "xDS server %s answers again: going back to it from %s for %s",
-                channel.server.uri,
-                current.server.uri,
-                authority_words(name),
+                action.target.uri,
+                action.source.uri,
+                authority_words(action.authority),
             )
-            self._hand_over(authority, current, channel)
-            for lower in authority.servers[index + 1 : authority.active + 1]:
-                self._leave(authority, self._channels[lower])
-            authority.active = index
-            channel.standby.discard(name)
 
-    def _hand_over(self, authority: _Authority, source: _Channel, target: _Channel) -> None:
-        """``target`` becomes the writer of ``authority``'s tables, starting from ``source``'s."""
-        for type_url, session in target.sessions.items():
-            if type_url in authority.watched:
-                for name, entry in list(source.sessions[type_url].table(type_url).items()):
-                    if authority_of(name) == authority.name:
-                        session.adopt(type_url, name, entry)
-            self._cache.assign(authority.name, type_url, session.table(type_url))
-
-    def _leave(self, authority: _Authority, channel: _Channel) -> None:
-        """``authority`` stops using ``channel``; the channel closes when nobody uses it."""
-        for type_url, names in authority.watched.items():
-            for name in names:
-                channel.drivers[type_url].unsubscribe(type_url, name)
-        channel.users.discard(authority.name)
-        channel.standby.discard(authority.name)
-        if not channel.users:
-            del self._channels[channel.server]
-            self._closing.append(channel)
-            self._tasks.start(self._stop(channel), name=f"xdsclient close {channel.server.uri}")
+    def _cached(self, authority: str, type_url: str, names: Collection[str]) -> bool:
+        """gRFC A71: whether every one of ``names`` has a usable value or is known absent."""
+        table = self._cache.table(authority, type_url) or {}
+        for name in names:
+            entry = table.get(name)
+            if entry is None or not (entry.status.holds_value or entry.status in _KNOWN):
+                return False
+        return True
 
     # ------------------------------------------------------------------ channels
 
-    def _source_channel(self, source: Source) -> _Channel:
-        channel = self._channels.get(source)
+    def _channel(self, server: Source) -> Channel:
+        """The channel of ``server``, opened on first use."""
+        channel = self._channels.get(server)
         if channel is None:
-            channel = self._channels[source] = self._open(source)
+            channel = self._channels[server] = self._open(server)
         return channel
 
-    def _open(self, server: Source) -> _Channel:
-        channel = _Channel(server, self._transport_for(server))
-        for spec, types in self._streams(server):
-            session = Session(
-                node=self._config.node.to_proto(),
-                resource_types=types,
-                delta=spec.delta,
-                options=self._options.protocol(
-                    ignore_resource_deletion=isinstance(server, ServerConfig)
-                    and server.ignore_resource_deletion,
-                    complete_state=isinstance(server, FileSource),
-                    resource_timer_is_transient_failure=isinstance(server, ServerConfig)
-                    and server.resource_timer_is_transient_failure,
-                ),
-            )
-            driver = StreamDriver(
-                session=session,
-                transport=channel.transport,
-                spec=spec,
-                server=server.uri,
-                clock=self._clock,
-                publish=self._publisher(channel),
-                backoff=_FILE_BACKOFF if isinstance(server, FileSource) else self._options.backoff,
-                on_failure=self._failure_handler(channel),
-                on_response=self._response_handler(channel),
-                observers=self._observers,
-                polling=isinstance(server, RestSource),
-            )
-            for rtype in types:
-                channel.sessions[rtype.type_url] = session
-                channel.drivers[rtype.type_url] = driver
-            channel.tasks.start(driver.run(), name=f"xdsclient {spec} {server.uri}")
+    def _source_channel(self, source: Source) -> Channel:
+        return self._channel(source)
+
+    def _open(self, server: Source) -> Channel:
+        channel = Channel(
+            server, transport_for(server, self._options, clock=self._clock, factory=self._factory)
+        )
+        channel.start(
+            self._streams(server),
+            node=self._config.node.to_proto(),
+            options=self._options.protocol(
+                ignore_resource_deletion=isinstance(server, ServerConfig)
+                and server.ignore_resource_deletion,
+                complete_state=isinstance(server, FileSource),
+                resource_timer_is_transient_failure=isinstance(server, ServerConfig)
+                and server.resource_timer_is_transient_failure,
+            ),
+            clock=self._clock,
+            backoff=_FILE_BACKOFF if isinstance(server, FileSource) else self._options.backoff,
+            polling=isinstance(server, RestSource),
+            observers=self._observers,
+            owner=self,
+        )
         return channel
 
-    async def _stop(self, channel: _Channel) -> None:
+    async def _stop(self, channel: Channel) -> None:
         """End the channel's drivers, then its transport; then observers hear it is closed
         (after the drivers, so no event of theirs can say it is connected again)."""
         await channel.tasks.close()
@@ -311,19 +281,6 @@ class ServerPool:
             self._closing.remove(channel)
         if self._observers:
             self._observers.emit(ChannelClosed(server=channel.server.uri, time=self._clock.time()))
-
-    def _transport_for(self, server: Source) -> Transport:
-        if self._factory is not None:
-            return self._factory(server, self._options)
-        if isinstance(server, FileSource):
-            from .._transports._file import FileTransport
-
-            return FileTransport(server, self._options, clock=self._clock)
-        if isinstance(server, RestSource):
-            from .._transports._rest import RestTransport
-
-            return RestTransport(server, self._options)
-        return default_factory()(server, self._options)
 
     def _streams(self, server: Source) -> list[tuple[StreamSpec, list[ResourceType[Any]]]]:
         """The streams to a server: one ADS stream for every type it serves, or one stream per
@@ -354,39 +311,7 @@ class ServerPool:
             if delta or PER_TYPE_SERVICES[url].sotw_method is not None  # VHDS is Delta only
         ]
 
-    def _publisher(self, channel: _Channel) -> Publish:
-        """What ``channel``'s drivers publish, less the events of names whose authority it
-        does not write: one it stands by for, one that left it, and one it never served (an
-        ``xdstp://b/...`` resource that came through the wildcard of another authority)."""
-        publish = self._publish
-        if not isinstance(channel.server, ServerConfig):
-            return publish  # a file or REST source serves its types for every authority
-        sourced = self._sources  # types whose source serves them for every authority
 
-        def publish_from(
-            events: list[Event], after: asyncio.Future[None] | None = None
-        ) -> asyncio.Future[None] | None:
-            if events:
-                writes = channel.users - channel.standby
-                events = [
-                    e for e in events if authority_of(e.name) in writes or e.type_url in sourced
-                ]
-            return publish(events, after)
-
-        return publish_from
-
-    def _failure_handler(self, channel: _Channel) -> Callable[[TransportError], None]:
-        def on_failure(error: TransportError) -> None:
-            channel.failing = True
-            for name in list(channel.users - channel.standby):
-                self._maybe_fall_back(self._authorities[name], channel)
-
-        return on_failure
-
-    def _response_handler(self, channel: _Channel) -> Callable[[], None]:
-        def on_response() -> None:
-            channel.failing = False
-            if channel.standby:
-                self._switch_back(channel)
-
-        return on_response
+def _entries_of(authority: str, table: Any) -> list[tuple[str, Any]]:
+    """The entries of ``table`` whose names belong to ``authority``."""
+    return [(name, entry) for name, entry in table.items() if authority_of(name) == authority]

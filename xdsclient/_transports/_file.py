@@ -132,7 +132,7 @@ class FileTransport:
         self._nonces = itertools.count(1)
 
     async def open(self, spec: StreamSpec) -> FileStream:
-        if spec.delta or spec.type_url is None:
+        if spec.delta or spec.type_url is None or not spec.discovery:
             raise TransportError(f"{self.path}: a file serves one type, state of the world")
         settler = Settler(self.settle_interval, self._last)
         try:

@@ -16,19 +16,12 @@ import grpc
 
 from .._config import BootstrapError, ChannelCredentials, ServerConfig
 from .._errors import TransportError
-from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
-from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
 from ._base import StreamSpec
 
 if TYPE_CHECKING:
     from .._options import ClientOptions
 
 __all__ = ["GrpcStream", "GrpcTransport", "map_rpc_error"]
-
-
-def _serialize(message: Any) -> bytes:
-    data: bytes = message.SerializeToString()
-    return data
 
 
 class GrpcTransport:
@@ -45,13 +38,13 @@ class GrpcTransport:
         return cls(server, options)
 
     async def open(self, spec: StreamSpec) -> GrpcStream:
-        service = ADS_SERVICE if spec.type_url is None else PER_TYPE_SERVICES[spec.type_url]
+        """Call the spec's method with its codecs; return once the call is established."""
+        if not spec.method:
+            raise TransportError(f"no gRPC method carries the {spec} stream")
         call = self._channel.stream_stream(
-            method_path(service, delta=spec.delta),
-            request_serializer=_serialize,
-            response_deserializer=(
-                DeltaDiscoveryResponse if spec.delta else DiscoveryResponse
-            ).FromString,
+            spec.method,
+            request_serializer=spec.request_serializer,
+            response_deserializer=spec.response_deserializer,
         )()
         stream = GrpcStream(call, self._server.uri, self._options)
         try:

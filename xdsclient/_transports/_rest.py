@@ -87,7 +87,7 @@ class RestTransport:
         return self._session
 
     async def open(self, spec: StreamSpec) -> RestStream:
-        if spec.delta or spec.type_url is None:
+        if spec.delta or spec.type_url is None or not spec.discovery:
             raise TransportError("REST-JSON polling is state of the world, one type per stream")
         return RestStream(
             self, spec.type_url, self.source.url.rstrip("/") + rest_path(spec.type_url)

@@ -5,6 +5,11 @@ control, what is sent when) are facts about which messages cross the stream and 
 `FakeTransport` and `FakeClock` a test sees every request the client writes, answers with real
 protobuf responses, fails or holds streams at will, and moves time itself: nothing waits on a
 socket or a real clock. Use it with ``XdsClient(..., transport=fake, clock=clock)``.
+
+It serves any stream a `StreamSpec` names, as a real transport does: discovery (`FakeStream.send`
+builds its responses) and any other (load reporting: `FakeStream.respond` with the message, or
+with its bytes, which the spec's response deserializer decodes). Every request crosses as the
+spec's request serializer encodes it, so a test reads what would have been on the wire.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class FakeStream:
 
     def __init__(self, server: str, spec: StreamSpec) -> None:
         self.server = server  #: the server URI the client opened it to
-        self.spec = spec  #: ADS or per-type, SotW or Delta
+        self.spec = spec  #: which stream: its method (ADS or per-type, SotW or Delta; or other)
         #: every request the client wrote, in order
         self.requests: list[Any] = []
         self._unread: asyncio.Queue[Any] = asyncio.Queue()
@@ -61,7 +66,8 @@ class FakeStream:
         return taken
 
     def respond(self, response: Any) -> None:
-        """Queue a response for the client to read."""
+        """Queue a response for the client to read: a message, or its serialized bytes (read
+        through the spec's response deserializer)."""
         self._responses.put_nowait(response)
 
     def send(
@@ -76,8 +82,11 @@ class FakeStream:
 
         SotW: a `DiscoveryResponse` at ``version``. Delta: a `DeltaDiscoveryResponse` whose
         resources carry ``version`` and their names (``cluster_name`` for endpoints), plus
-        ``removed`` names. ``type_url`` is needed only when ``resources`` is empty.
+        ``removed`` names. ``type_url`` is needed only when ``resources`` is empty. Only on a
+        discovery stream: answer any other with `respond`.
         """
+        if not self.spec.discovery:
+            raise ValueError(f"{self.spec} is not a discovery stream: use respond()")
         packed = []
         for message in resources:
             item = any_pb2.Any()
@@ -128,8 +137,7 @@ class FakeStream:
             raise self._error
         if self.closed:
             raise TransportError(f"xDS stream to {self.server} is closed")
-        copy = type(request)()
-        copy.CopyFrom(request)
+        copy = type(request).FromString(self.spec.request_serializer(request))
         self.requests.append(copy)
         self._unread.put_nowait(copy)
 
@@ -141,6 +149,8 @@ class FakeStream:
             self._responses.put_nowait(_END)  # every later read fails too
             assert self._error is not None
             raise self._error
+        if isinstance(response, bytes):
+            return self.spec.response_deserializer(response)
         return response
 
     def close(self) -> None:
