@@ -33,7 +33,7 @@ from xdsclient import (
 )
 from xdsclient._transports._base import StreamSpec
 from xdsclient._transports._file import FileStream, FileTransport, Settler
-from xdsclient._transports._formats import FORMATS, dump_response, parse_response
+from xdsclient._transports._formats import FORMATS, FileFormat, dump_response, parse_response
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane, FakeClock
 
@@ -71,7 +71,7 @@ async def test_an_in_place_rewrite_is_seen(tmp_path: Path) -> None:
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _ignore())
         await eventually(lambda: timeout_of(client) == 1)
-        path.write_bytes(dump_response(response(cluster("c", timeout_s=2)), "json"))
+        path.write_bytes(dump_response(response(cluster("c", timeout_s=2)), FileFormat.JSON))
         await eventually(lambda: timeout_of(client) == 2)
 
 
@@ -118,7 +118,7 @@ async def test_a_half_written_file_is_an_error_naming_the_file_and_loses_nothing
     async with client_for(path) as client:
         client.add_watcher(CLUSTER, "c", _collect(seen))
         await eventually(lambda: timeout_of(client) == 1)
-        whole = dump_response(response(cluster("c", timeout_s=2)), "json")
+        whole = dump_response(response(cluster("c", timeout_s=2)), FileFormat.JSON)
         path.write_bytes(whole[: len(whole) // 2])
         await eventually(lambda: any(isinstance(e, AmbientError) for e in seen))
         error = str(next(e for e in seen if isinstance(e, AmbientError)).error)
@@ -327,7 +327,7 @@ async def test_a_half_written_file_is_never_applied_and_the_completed_one_is(
     path.write_bytes(_yaml_type_url_first(cluster("c1"), cluster("c2"), version="1"))
     whole = _yaml_type_url_first(cluster("c1"), cluster("c2", timeout_s=9), version="2")
     cut = whole.index(b"- '@type'", whole.index(b"name: c1"))
-    assert _names(parse_response(whole[:cut], "yaml")) == ["c1"]  # the prefix is valid
+    assert _names(parse_response(whole[:cut], FileFormat.YAML)) == ["c1"]  # the prefix is valid
     clock = FakeClock(100.0)
     async with _stream(path, clock) as stream:
         assert _names(await stream.read()) == ["c1", "c2"]
@@ -367,7 +367,7 @@ async def test_an_atomic_move_is_applied_at_once(tmp_path: Path) -> None:
     [
         (b"", ".pb", "the file is empty"),
         (b"  \n", ".yaml", "the file is empty"),
-        (dump_response(discovery_pb2.DiscoveryResponse(version_info="2"), "binary"), ".pb",
+        (dump_response(discovery_pb2.DiscoveryResponse(version_info="2"), FileFormat.BINARY), ".pb",
          "has no type_url"),
         (b"version_info: '2'\nresources: []\n", ".yaml", "has no type_url"),
     ],

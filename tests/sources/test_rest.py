@@ -299,12 +299,12 @@ async def test_a_nack_reaches_a_server_that_reads_only_proto_field_names(
 
 def test_responses_are_read_with_either_form_of_field_names() -> None:
     """A response body with proto field names or lowerCamelCase ones parses the same."""
-    from xdsclient._transports._formats import parse_response
+    from xdsclient._transports._formats import FileFormat, parse_response
 
     snake = b'{"version_info": "7", "type_url": "t", "nonce": "x", "resources": []}'
     camel = b'{"versionInfo": "7", "typeUrl": "t", "nonce": "x", "resources": []}'
-    assert parse_response(snake, "json") == parse_response(camel, "json")
-    assert parse_response(snake, "json").version_info == "7"
+    assert parse_response(snake, FileFormat.JSON) == parse_response(camel, FileFormat.JSON)
+    assert parse_response(snake, FileFormat.JSON).version_info == "7"
 
 
 async def test_stats_and_metrics_count_rest_polls_as_grpc_responses(cp: ControlPlane) -> None:

@@ -10,25 +10,37 @@ front. Errors say where the parser stopped.
 
 from __future__ import annotations
 
+import enum
 import importlib
 import json
 import pkgutil
 import re
-from typing import Any
+from typing import Any, assert_never
 
 from .._errors import XdsError
 
-__all__ = ["FORMATS", "FormatError", "dump_response", "format_of", "parse_response"]
+__all__ = ["FORMATS", "FileFormat", "FormatError", "dump_response", "format_of", "parse_response"]
+
+
+class FileFormat(enum.StrEnum):
+    """How a ``DiscoveryResponse`` is written in a file or a body (a string enum: its values
+    are the names error messages and logs show)."""
+
+    BINARY = "binary"
+    TEXT = "text"
+    JSON = "json"
+    YAML = "yaml"
+
 
 #: File extension -> format, as Envoy chooses it.
 FORMATS = {
-    ".pb": "binary",
-    ".pb_text": "text",
-    ".textproto": "text",
-    ".txtpb": "text",
-    ".json": "json",
-    ".yaml": "yaml",
-    ".yml": "yaml",
+    ".pb": FileFormat.BINARY,
+    ".pb_text": FileFormat.TEXT,
+    ".textproto": FileFormat.TEXT,
+    ".txtpb": FileFormat.TEXT,
+    ".json": FileFormat.JSON,
+    ".yaml": FileFormat.YAML,
+    ".yml": FileFormat.YAML,
 }
 _MAX_DEPTH = 100  # protobuf's own default recursion limit for JSON and text
 _UNKNOWN_TYPE = re.compile(
@@ -41,7 +53,7 @@ class FormatError(XdsError):
     """The bytes are not a DiscoveryResponse in the expected format; says where and why."""
 
 
-def format_of(path: str) -> str:
+def format_of(path: str) -> FileFormat:
     """The format of a file from its extension; raises `FormatError` for an unknown one."""
     for suffix, kind in FORMATS.items():
         if path.endswith(suffix):
@@ -50,7 +62,7 @@ def format_of(path: str) -> str:
     raise FormatError(f"{path}: unknown extension (expected one of {known})")
 
 
-def parse_response(data: bytes, kind: str, *, delta: bool = False) -> Any:
+def parse_response(data: bytes, kind: FileFormat, *, delta: bool = False) -> Any:
     """A ``DiscoveryResponse`` (or ``DeltaDiscoveryResponse``) from ``data`` in format ``kind``."""
     from envoy.service.discovery.v3 import discovery_pb2
 
@@ -70,20 +82,20 @@ def parse_response(data: bytes, kind: str, *, delta: bool = False) -> Any:
     raise FormatError("too many unknown message types")
 
 
-def _parse_into(message: Any, data: bytes, kind: str) -> None:
+def _parse_into(message: Any, data: bytes, kind: FileFormat) -> None:
     from google.protobuf import json_format, text_format
 
     try:
-        if kind == "binary":
+        if kind is FileFormat.BINARY:
             message.ParseFromString(data)
-        elif kind == "text":
+        elif kind is FileFormat.TEXT:
             text_format.Parse(data.decode("utf-8"), message)
-        elif kind == "json":
+        elif kind is FileFormat.JSON:
             json_format.Parse(data.decode("utf-8"), message, max_recursion_depth=_MAX_DEPTH)
-        elif kind == "yaml":
+        elif kind is FileFormat.YAML:
             json_format.ParseDict(_yaml(data), message, max_recursion_depth=_MAX_DEPTH)
         else:
-            raise FormatError(f"unknown format {kind!r}")
+            assert_never(kind)
     except FormatError:
         raise
     except UnicodeDecodeError as exc:
@@ -143,20 +155,20 @@ def _import_package_of(full_name: str) -> bool:
     return True
 
 
-def dump_response(message: Any, kind: str) -> bytes:
+def dump_response(message: Any, kind: FileFormat) -> bytes:
     """``message`` (a DiscoveryResponse) in format ``kind``: the inverse of `parse_response`."""
     from google.protobuf import json_format, text_format
 
-    if kind == "binary":
+    if kind is FileFormat.BINARY:
         data: bytes = message.SerializeToString()
         return data
-    if kind == "text":
+    if kind is FileFormat.TEXT:
         return text_format.MessageToString(message).encode()
     as_json = json_format.MessageToJson(message, indent=2)
-    if kind == "json":
+    if kind is FileFormat.JSON:
         return as_json.encode()
-    if kind == "yaml":
+    if kind is FileFormat.YAML:
         import yaml
 
         return yaml.safe_dump(json.loads(as_json), sort_keys=False).encode()
-    raise FormatError(f"unknown format {kind!r}")
+    assert_never(kind)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import TransportError
 from .._services import PER_TYPE_SERVICES
 from ._base import StreamSpec
-from ._formats import FormatError, parse_response
+from ._formats import FileFormat, FormatError, parse_response
 
 if TYPE_CHECKING:
     from .._config import ChannelCredentials
@@ -219,7 +219,7 @@ class RestStream:
         if not data.strip():
             return None
         try:
-            response = parse_response(data, "json")
+            response = parse_response(data, FileFormat.JSON)
         except FormatError as exc:
             raise TransportError(
                 f"REST poll of {self._url}: not a DiscoveryResponse: {exc}"
