@@ -1,5 +1,5 @@
 """``python -m xdsclient`` and the ``xdsclient`` console script: ``demo``, ``serve``, ``watch``,
-``dump`` and ``check``.
+``dump``, ``check`` and ``load``.
 
 Why a CLI: an operator or a control-plane author should be able to point the client at a
 server, a bootstrap, a file or a REST endpoint and see what it gets, without writing code.
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from .._errors import XdsError
-from . import _check, _demo, _dump, _watch
+from . import _check, _demo, _dump, _load, _watch
 from ._common import (
     BROKEN_PIPE,
     CONFIG,
@@ -36,7 +36,14 @@ __all__ = ["COMMANDS", "Command", "main", "run"]
 #: every subcommand, by name
 COMMANDS: dict[str, Command] = {
     command.name: command
-    for command in (_demo.DEMO, _demo.SERVE, _watch.COMMAND, _dump.COMMAND, _check.COMMAND)
+    for command in (
+        _demo.DEMO,
+        _demo.SERVE,
+        _watch.COMMAND,
+        _dump.COMMAND,
+        _check.COMMAND,
+        _load.COMMAND,
+    )
 }
 
 

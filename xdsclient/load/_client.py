@@ -274,9 +274,6 @@ class SimClient:
         call: Any = self._channel.stream_stream(stream.method)()
         stream.call = call
         stream.opened += 1
-        if stream.opened > 1:
-            self.result.reconnects += 1
-            fleet.result.reconnects += 1
         stream.session.connect(fleet.now())
         self._stream_opened()
         reset = self._schedule_reset(stream)
@@ -284,6 +281,9 @@ class SimClient:
         status: str | None = None
         try:
             await self._flush(stream)
+            if stream.opened > 1:  # counted once the server has its first request
+                self.result.reconnects += 1
+                fleet.result.reconnects += 1
             while True:
                 raw = await call.read()
                 if raw is grpc.aio.EOF:

@@ -120,6 +120,7 @@ class _Run:
                 await self._dial_shared()
             await self._ramp()
             await asyncio.sleep(max(0.0, self.stop_at - Fleet.now()))
+            self._publish(done=True)  # the fleet as the run ends, before the clients stop
         finally:
             await self._stop(helpers)
         result = self.result
@@ -128,7 +129,6 @@ class _Run:
         result.cpu_share = result.cpu_seconds / result.duration if result.duration else 0.0
         result.saturated = result.cpu_share >= _CPU_LIMIT or result.loop_lag_max >= _LAG_LIMIT
         result.per_client.sort(key=lambda client: client.index)
-        self._publish(done=True)
         return result
 
     def _helpers(self) -> list[Coroutine[Any, Any, None]]:

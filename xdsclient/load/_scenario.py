@@ -10,7 +10,7 @@ into a run. `Scenario.from_dict` is the one place a mapping becomes a scenario; 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -47,6 +47,18 @@ def _count(instance: Any, attribute: Any, value: int | None) -> None:
         raise ScenarioError(f"{attribute.name}: {value!r} must be a whole number above 0")
 
 
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _floats(value: Iterable[float]) -> tuple[float, ...]:
+    return tuple(value)
+
+
+def _strings(value: Mapping[str, str]) -> dict[str, str]:
+    return dict(value)
+
+
 def _times(instance: Any, attribute: Any, value: tuple[float, ...]) -> None:
     for item in value:
         _not_negative(instance, attribute, item)
@@ -66,14 +78,14 @@ class Faults:
     #: NACK this share of responses, at random
     nack_share: float = attrs.field(default=0.0, validator=_share)
     #: always reject resources with these names (a per-resource NACK, gRFC A46)
-    nack_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    nack_names: tuple[str, ...] = attrs.field(default=(), converter=_names)
     #: seconds to wait before writing each ACK or NACK
     slow_ack: float = attrs.field(default=0.0, validator=_not_negative)
     #: mean seconds between stream resets a client makes at random (exponentially spread)
     reset_every: float | None = attrs.field(default=None, validator=_positive)
     #: seconds into the run at which every affected client drops its connection and
     #: reconnects at once (a reconnect storm)
-    storms: tuple[float, ...] = attrs.field(default=(), converter=tuple, validator=_times)
+    storms: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_times)
     #: Delta: reconnect without ``initial_resource_versions`` (the client forgot its state)
     forgetful: bool = False
     #: mean seconds a client stays before it leaves and a new client joins in its place
@@ -159,7 +171,7 @@ class Scenario:
     node_id: str = "xdsclient-load-{i}"
     node_cluster: str = "xdsclient-load"
     #: node metadata (string values; ``{i}`` is the client's number)
-    metadata: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    metadata: Mapping[str, str] = attrs.field(factory=dict, converter=_strings, hash=False)
     #: localities given to the clients in turn (client i gets ``localities[i % len]``)
     localities: tuple[Locality, ...] = attrs.field(default=(), converter=_localities)
     #: multiplex every client's stream on one connection (default: a connection each)
@@ -204,12 +216,12 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         """Plain data (what ``--json`` records of the scenario)."""
 
-        def plain(inst: Any, field: Any, value: Any) -> Any:
-            if isinstance(value, Locality):
-                return "/".join(p for p in (value.region, value.zone, value.sub_zone) if p)
-            return value
-
-        return attrs.asdict(self, value_serializer=plain)
+        data = attrs.asdict(self)
+        data["localities"] = [
+            "/".join(p for p in (loc.region, loc.zone, loc.sub_zone) if p)
+            for loc in self.localities
+        ]
+        return data
 
 
 def _build(cls: Any, data: Any, where: str) -> Any:

@@ -1,0 +1,78 @@
+"""``xdsclient load``: the command line the tests use, its JSON, and one-line errors with
+distinct exit statuses."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.helpers import cli, closed_port, one_error_line
+
+
+async def test_the_command_line_runs_and_writes_json(cp, tmp_path):
+    """The documented command prints the table and writes every number to ``--json FILE``;
+    a ``--push`` command that fails is counted, not fatal."""
+    out_file = tmp_path / "run.json"
+    status, out, _ = await cli("load", "--server", cp.address, "--listener", "l", "--clients",
+                               "5", "--duration", "1", "--json", str(out_file),
+                               "--push", "exit 3", "--push-at", "0.5")  # fmt: skip
+    assert status == 0
+    assert "clients 5  connected 5  complete 5" in out
+    assert "first complete config" in out
+    data = json.loads(out_file.read_text())
+    assert data["complete"] == 5
+    assert data["histograms"]["first_config"]["count"] == 5
+    assert data["scenario"]["listener"] == "l"
+    assert (data["pushes"], data["errors"]) == (1, {"PUSH_FAILED": 1})
+    assert len({r.message.node.id for r in cp.requests if r.message.HasField("node")}) == 5
+
+
+async def test_a_yaml_scenario_with_flags_over_it(cp, tmp_path):
+    """``--scenario FILE`` runs the file; a flag beside it replaces that field."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"server: {cp.address}\nlistener: l\nclients: 9\nduration: 0.8\n"
+                    "faults: [{nack_names: [c1]}]\n")  # fmt: skip
+    status, out, _ = await cli("load", "--scenario", str(path), "--clients", "2")
+    assert status == 0
+    assert "clients 2  connected 2  complete 0" in out
+    assert len(cp.nacks()) == 2
+
+
+async def test_an_unknown_yaml_field_is_a_usage_error(tmp_path):
+    """An unknown field in the scenario file: one line naming it, status 2."""
+    path = tmp_path / "s.yaml"
+    path.write_text("server: 127.0.0.1:1\nlistener: l\nclinets: 3\n")
+    status, _, err = await cli("load", "--scenario", str(path))
+    assert status == 2
+    assert one_error_line(err) == "xdsclient: scenario: unknown field 'clinets'"
+
+
+async def test_a_negative_count_is_a_usage_error(tmp_path):
+    """``clients: -3`` in a file: status 2, one line."""
+    path = tmp_path / "s.yaml"
+    path.write_text("server: 127.0.0.1:1\nlistener: l\nclients: -3\n")
+    status, _, err = await cli("load", "--scenario", str(path))
+    assert status == 2
+    assert "clients: -3 must be a whole number above 0" in one_error_line(err)
+
+
+async def test_an_unreachable_server_is_status_4():
+    """Nothing listening: one line, status 4, before any client starts."""
+    status, _, err = await cli("load", "--server", f"127.0.0.1:{closed_port()}", "--listener",
+                               "l", "--duration", "1")  # fmt: skip
+    assert status == 4
+    assert "cannot reach 127.0.0.1:" in one_error_line(err)
+
+
+async def test_a_missing_scenario_file_is_status_3(tmp_path):
+    """A scenario file that cannot be read: status 3 (configuration)."""
+    status, _, err = await cli("load", "--scenario", str(tmp_path / "none.yaml"))
+    assert status == 3
+    assert "none.yaml: No such file or directory" in one_error_line(err)
+
+
+async def test_push_timing_without_a_push_is_a_usage_error():
+    """``--push-at`` without ``--push``: status 2."""
+    status, _, err = await cli("load", "--server", "127.0.0.1:1", "--listener", "l",
+                               "--push-at", "1")  # fmt: skip
+    assert status == 2
+    assert "no --push COMMAND" in one_error_line(err)

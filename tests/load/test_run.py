@@ -1,0 +1,130 @@
+"""Whole runs against the test control plane: the numbers agree with what the server saw."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from tests.load.conftest import CLUSTERS, assignments
+from xdsclient.load import Progress, Push, Scenario, UnreachableError, run
+from xdsclient.resources import ENDPOINT
+from xdsclient.testing import ControlPlane
+
+TYPES = {"Listener", "RouteConfiguration", "Cluster", "ClusterLoadAssignment"}
+
+
+def _short(type_url: str) -> str:
+    return type_url.rsplit(".", 1)[-1]
+
+
+async def test_a_run_of_two_hundred_clients_agrees_with_the_control_plane(cp):
+    """200 clients complete; streams, nodes, messages per type and NACKs match the server's."""
+    result = await run(Scenario(server=cp.address, listener="l", clients=200, duration=2.5))
+    assert (result.clients, result.connected, result.complete) == (200, 200, 200)
+    assert result.first_config.count == 200
+    assert all(client.first_config is not None for client in result.per_client)
+    firsts = [r for r in cp.requests if r.message.HasField("node")]
+    assert len({r.stream for r in cp.requests}) == 200
+    assert sorted(r.message.node.id for r in firsts) == sorted(
+        f"xdsclient-load-{i}" for i in range(200))  # fmt: skip
+    sent = Counter(_short(r.type_url) for r in cp.requests)
+    received = Counter(_short(r.type_url) for r in cp.responses)
+    assert set(result.messages) == TYPES
+    for kind, counts in result.messages.items():
+        assert (counts.sent, counts.received) == (sent[kind], received[kind]), kind
+    assert result.nacks == len(cp.nacks()) == 0
+    assert result.ack_latency.count == len(cp.responses)
+    assert result.errors == {}
+    assert result.duration == pytest.approx(2.5, abs=0.5)
+
+
+async def test_a_push_is_measured_to_every_client_that_applied_it(cp):
+    """Push-to-applied counts one value per client and changed resource, bounded by the
+    server's own send times; fan-out spread counts all but the first client per version."""
+    pushed: list[float] = []
+
+    def push() -> None:
+        pushed.append(time.monotonic())
+        cp.set_all(assignments(9090))
+
+    clients = 40
+    scenario = Scenario(server=cp.address, listener="l", clients=clients, duration=2.0,
+                        push=Push(at=1.0))  # fmt: skip
+    result = await run(scenario, push=push)
+    assert result.pushes == len(pushed) == 1
+    assert result.push_to_applied.count == clients * CLUSTERS
+    assert result.fanout.count == clients * CLUSTERS - CLUSTERS
+    sends = [r.time - pushed[0] for r in cp.responses
+             if r.type_url == ENDPOINT.type_url and r.time >= pushed[0]]  # fmt: skip
+    assert result.push_to_applied.min >= min(sends)
+    assert result.push_to_applied.max >= max(sends)
+    assert result.push_to_applied.max < 1.0
+
+
+async def test_progress_is_published_while_running_and_at_the_end(cp):
+    """Snapshots arrive during the run; the last is marked done and has every client."""
+    snapshots: list[Progress] = []
+    await run(Scenario(server=cp.address, listener="l", clients=10, duration=1.2),
+              on_progress=snapshots.append)  # fmt: skip
+    assert len(snapshots) >= 2
+    assert [s.done for s in snapshots].count(True) == 1
+    assert snapshots[-1].done
+    assert snapshots[-1].started == 10
+    assert any(s.complete == 10 for s in snapshots)
+    assert snapshots[-1].latest_first_config is not None
+
+
+def _server_connections(port: int) -> int:
+    """Established TCP connections accepted on ``port`` (this network namespace)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as file:
+                lines = file.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize(("share", "expected"), [(False, 20), (True, 1)])
+async def test_each_client_has_its_own_connection_unless_shared(cp, share, expected):
+    """By default every client dials its own TCP connection; shared, all use one."""
+    seen: list[int] = []
+
+    def look(progress) -> None:
+        if progress.complete == 20 and not progress.done:
+            seen.append(_server_connections(cp.port))
+
+    scenario = Scenario(server=cp.address, listener="l", clients=20, duration=1.2,
+                        share_connections=share)  # fmt: skip
+    result = await run(scenario, on_progress=look)
+    assert result.complete == 20
+    assert seen
+    assert seen[-1] == expected
+
+
+@pytest.mark.parametrize(("ads", "delta"), [(False, False), (True, True), (False, True)])
+async def test_every_variant_completes_and_is_acked(cp, ads, delta):
+    """Per-type streams and Delta complete too, every response answered without a NACK."""
+    result = await run(Scenario(server=cp.address, listener="l", clients=10, duration=1.0,
+                                ads=ads, delta=delta))  # fmt: skip
+    assert result.complete == 10
+    assert len({r.stream for r in cp.requests}) == (10 if ads else 40)
+    assert all(r.is_delta == delta for r in cp.requests)
+    assert result.ack_latency.count == len(cp.responses)
+
+
+async def test_an_unreachable_server_fails_the_run_before_it_starts():
+    """No server: `UnreachableError` within ``connect_timeout``, no clients started."""
+    async with ControlPlane() as gone:
+        address = gone.address
+    started = time.monotonic()
+    with pytest.raises(UnreachableError, match="cannot reach"):
+        await run(Scenario(server=address, listener="l", clients=5, connect_timeout=0.3))
+    assert time.monotonic() - started < 2
