@@ -58,7 +58,7 @@ GRACE = 30.0
 #: seconds from the master's ``xds_run`` to the common start (every worker gets it by then)
 START_DELAY = 0.5
 #: exit statuses the parent maps to the CLI's (`_locust.py` names them)
-USAGE, UNAVAILABLE, FAILED = 2, 4, 1
+USAGE, CONFIG, UNAVAILABLE, FAILED = 2, 3, 4, 1
 _POLL = 0.1
 
 
@@ -132,7 +132,7 @@ class _Master:
             runner = environment.create_master_runner(self.job["bind_host"], self.job["bind_port"])
         except (OSError, SystemExit) as exc:  # Locust exits on a busy port
             raise JobError(f"the Locust master cannot listen on {self.job['bind_host']}:"
-                           f"{self.job['bind_port']} ({exc})", UNAVAILABLE) from None  # fmt: skip
+                           f"{self.job['bind_port']} ({exc})", CONFIG) from None  # fmt: skip
         self.runner = runner
         runner.register_message("xds_progress", self._on_progress)
         runner.register_message("xds_result", self._on_result)
