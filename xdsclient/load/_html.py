@@ -51,7 +51,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; 
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, #overview td { text-align: left; }
 thead th { background: #f2f2f2; }
 .warning { background: #fff3cd; border: 1px solid #e0b000; padding: 0.6em 1em; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
@@ -190,7 +190,8 @@ class _Figures:
         axes.set_ylabel("percentile")
         axes.set_ylim(0, 100.5)
         axes.grid(True, which="both", alpha=0.3)
-        axes.legend(loc="lower right", fontsize="small")
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3, fontsize="small",
+                    frameon=False)  # fmt: skip
         return _svg(figure)
 
     def clients(self, timeline: Sequence[Progress], total: int) -> str | None:
@@ -199,9 +200,9 @@ class _Figures:
             return None
         figure = self._figure(figsize=(10, 4))
         axes = figure.add_subplot()
-        elapsed = [p.elapsed for p in timeline]
+        elapsed = [0.0, *(p.elapsed for p in timeline)]  # nothing had started at 0
         for field in ("started", "connected", "complete"):
-            axes.plot(elapsed, [getattr(p, field) for p in timeline], label=field,
+            axes.plot(elapsed, [0, *(getattr(p, field) for p in timeline)], label=field,
                       drawstyle="steps-post")  # fmt: skip
         if total:
             axes.axhline(total, color="#999", linestyle=":", linewidth=1, label="clients")
