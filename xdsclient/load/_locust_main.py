@@ -48,7 +48,12 @@ from locust import runners  # noqa: E402
 from locust.env import Environment  # noqa: E402
 from locust.rpc import Message  # noqa: E402
 
-from ._locust_merge import merge_progress, progress_from_dict, progress_to_dict  # noqa: E402
+from ._locust_merge import (  # noqa: E402
+    merge_progress,
+    progress_from_dict,
+    progress_to_dict,
+    shares,
+)
 from ._results import Progress, RunResult  # noqa: E402
 from ._run import UnreachableError, run  # noqa: E402
 from ._scenario import Scenario, ScenarioError  # noqa: E402
@@ -98,17 +103,6 @@ def _bound_connect(timeout: float) -> None:
     every `runners.CONNECT_TIMEOUT` seconds, `runners.CONNECT_RETRY_COUNT` times)."""
     runners.CONNECT_TIMEOUT = max(1, min(runners.CONNECT_TIMEOUT, int(timeout)))
     runners.CONNECT_RETRY_COUNT = max(1, int(timeout / runners.CONNECT_TIMEOUT))
-
-
-def shares(clients: int, workers: int) -> list[tuple[int, int]]:
-    """Each worker's (first index, count): ``clients`` split as evenly as can be."""
-    base, extra = divmod(clients, workers)
-    result, first = [], 0
-    for number in range(workers):
-        count = base + (1 if number < extra else 0)
-        result.append((first, count))
-        first += count
-    return result
 
 
 class _Master:

@@ -1,4 +1,5 @@
-"""Progress snapshots across processes: as plain data, and several workers' merged into one.
+"""The arithmetic of a distributed run: each worker's share of the clients, and progress
+snapshots across processes, as plain data and several workers' merged into one.
 
 Why apart from the Locust processes: this is the arithmetic of a distributed run (what the
 master tells the terminal, the Prometheus endpoint and the HTML report while workers run), and
@@ -15,7 +16,7 @@ import attrs
 
 from ._results import Histogram, Progress
 
-__all__ = ["merge_progress", "progress_from_dict", "progress_to_dict"]
+__all__ = ["merge_progress", "progress_from_dict", "progress_to_dict", "shares"]
 
 _SUMMED = ("started", "connected", "complete", "reconnects", "nacks", "errors")
 _LATEST = ("latest_connect", "latest_first_config", "latest_ack_latency",
@@ -52,3 +53,15 @@ def merge_progress(snapshots: Sequence[Progress], *, done: bool) -> Progress:
         for name, histogram in (snapshot.histograms or {}).items():
             histograms.setdefault(name, Histogram()).merge(histogram)
     return Progress(**fields, done=done, histograms=histograms or None)
+
+
+def shares(clients: int, workers: int) -> list[tuple[int, int]]:
+    """Each worker's (first client number, count): ``clients`` split as evenly as can be, the
+    first workers taking one more when it does not divide."""
+    base, extra = divmod(clients, workers)
+    result, first = [], 0
+    for number in range(workers):
+        count = base + (1 if number < extra else 0)
+        result.append((first, count))
+        first += count
+    return result
