@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ async def finish(process: asyncio.subprocess.Process, seconds: float = 120) -> t
     return process.returncode, out.decode(), err.decode()
 
 
-def check_aggregated(data: dict, cp, clients: int, workers: int) -> None:
+def check_aggregated(data: dict[str, Any], cp, clients: int, workers: int) -> None:
     """One report of every worker's clients: each node id once, the same ones the control
     plane saw, and every histogram with every client."""
     assert data["processes"] == workers
