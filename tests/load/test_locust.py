@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from typing import Any
 
@@ -108,6 +109,22 @@ async def test_workers_that_never_come_are_status_4():
     status, _, err = await finish(process)
     assert status == 4
     assert one_error_line(err) == "xdsclient: 0 of 1 Locust workers connected within 1 s"
+
+
+async def test_a_taken_master_port_is_status_3():
+    """``--master-port`` that something else listens on: one line, status 3."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await start("--server", "127.0.0.1:1", "--listener", "l", "--master",
+                              "--expect-workers", "1", "--master-bind-host", "127.0.0.1",
+                              "--master-port", str(port))  # fmt: skip
+        status, _, err = await finish(process)
+    assert status == 3
+    assert one_error_line(err) == (
+        f"xdsclient: --master-port: cannot listen on 127.0.0.1:{port}: the port is taken"
+    )
 
 
 async def test_a_worker_without_a_master_is_status_4():

@@ -129,10 +129,14 @@ async def run_reported(scenario: Any, args: argparse.Namespace) -> Any:
         if plan is None:
             result = await run(scenario, on_progress=fan_out(callbacks))
         else:
-            if args.master and not args.quiet:
-                print(f"xdsclient load: Locust master on {plan.bind_host}:{plan.bind_port}, "
-                      f"waiting for {plan.workers} worker(s)", file=sys.stderr)  # fmt: skip
-            result = await run_distributed(scenario, plan, on_progress=fan_out(callbacks))
+
+            def listening(port: int) -> None:
+                if args.master and not args.quiet:
+                    print(f"xdsclient load: Locust master on {plan.bind_host}:{port}, waiting "
+                          f"for {plan.workers} worker(s)", file=sys.stderr)  # fmt: skip
+
+            result = await run_distributed(scenario, plan, on_progress=fan_out(callbacks),
+                                           on_listening=listening)  # fmt: skip
         if metrics is not None:
             metrics.finish(result)
     except MetricsError as exc:

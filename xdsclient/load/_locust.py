@@ -25,7 +25,7 @@ import importlib.util
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import attrs
@@ -77,11 +77,16 @@ def _require_locust() -> None:
 
 
 async def run_distributed(
-    scenario: Scenario, plan: Distributed, *, on_progress: ProgressCallback | None = None
+    scenario: Scenario,
+    plan: Distributed,
+    *,
+    on_progress: ProgressCallback | None = None,
+    on_listening: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Run ``scenario`` over ``plan.workers`` Locust workers and return their merged result
-    (``processes`` is the number of workers). Raises `WorkersUnavailableError` when the
-    workers do not all connect within ``plan.timeout``, `LocustError` when one fails."""
+    (``processes`` is the number of workers). ``on_listening`` is told the master's port once
+    it listens. Raises `WorkersUnavailableError` when the workers do not all connect within
+    ``plan.timeout``, `LocustError` when one fails."""
     _require_locust()
     port = plan.bind_port or (_free_port(plan.bind_host) if plan.local else DEFAULT_MASTER_PORT)
     job = {"mode": "master", "scenario": scenario.to_dict(), "workers": plan.workers,
@@ -94,7 +99,7 @@ async def run_distributed(
                       "master_port": port, "timeout": plan.timeout}  # fmt: skip
             for _ in range(plan.workers):
                 children.append(await _Child.start(worker))
-        return await _master_result(master, children[1:], on_progress)
+        return await _master_result(master, children[1:], on_progress, on_listening)
     finally:
         await asyncio.gather(*(child.end() for child in children))
 
@@ -116,7 +121,10 @@ async def run_worker(master_host: str, master_port: int, *, timeout: float = 60.
 
 
 async def _master_result(
-    master: _Child, workers: list[_Child], on_progress: ProgressCallback | None
+    master: _Child,
+    workers: list[_Child],
+    on_progress: ProgressCallback | None,
+    on_listening: Callable[[int], None] | None,
 ) -> RunResult:
     """The master's result, handing its progress on; a local worker that fails first (before
     it could tell the master) ends the run with its own error."""
@@ -127,6 +135,8 @@ async def _master_result(
         async for event in master.events():
             if event["event"] == "progress" and on_progress is not None:
                 on_progress(progress_from_dict(event["progress"]))
+            elif event["event"] == "listening" and on_listening is not None:
+                on_listening(int(event["port"]))
             elif event["event"] == "result":
                 result = RunResult.from_dict(event["result"])
                 return

@@ -46,6 +46,7 @@ from typing import IO, Any  # noqa: E402
 import gevent  # noqa: E402
 from locust import runners  # noqa: E402
 from locust.env import Environment  # noqa: E402
+from locust.exception import RPCError  # noqa: E402
 from locust.rpc import Message  # noqa: E402
 
 from ._locust_merge import (  # noqa: E402
@@ -122,11 +123,19 @@ class _Master:
 
     def main(self) -> None:
         environment = Environment(user_classes=[])
+        where = f"{self.job['bind_host']}:{self.job['bind_port']}"
+        quiet = logging.getLogger("locust.runners")
+        quiet.setLevel(logging.CRITICAL)  # its log line of a busy port: ours is the one line
         try:
             runner = environment.create_master_runner(self.job["bind_host"], self.job["bind_port"])
-        except (OSError, SystemExit) as exc:  # Locust exits on a busy port
-            raise JobError(f"the Locust master cannot listen on {self.job['bind_host']}:"
-                           f"{self.job['bind_port']} ({exc})", CONFIG) from None  # fmt: skip
+        except SystemExit:  # what Locust does when the port is taken
+            raise JobError(f"--master-port: cannot listen on {where}: the port is taken",
+                           CONFIG) from None  # fmt: skip
+        except (OSError, RPCError) as exc:
+            reason = "the port is taken" if "in use" in str(exc) else str(exc)
+            raise JobError(f"--master-port: cannot listen on {where}: {reason}", CONFIG) from None
+        finally:
+            quiet.setLevel(logging.NOTSET)
         self.runner = runner
         runner.register_message("xds_progress", self._on_progress)
         runner.register_message("xds_result", self._on_result)
