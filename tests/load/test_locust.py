@@ -136,11 +136,13 @@ async def test_a_worker_without_a_master_is_status_4():
     assert one_error_line(err) == f"xdsclient: no Locust master at 127.0.0.1:{port} within 1 s"
 
 
-async def test_a_worker_that_cannot_reach_the_server_fails_the_run_with_status_4():
+async def test_a_worker_that_cannot_reach_the_server_fails_the_run_with_status_4(tmp_path):
     """The server is unreachable from the workers: the master reports the worker's own error
     as one line, status 4, as a local run would."""
-    process = await start("--server", f"127.0.0.1:{closed_port()}", "--listener", "l",
-                          "--duration", "1", "--processes", "1", "--quiet")  # fmt: skip
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"server: 127.0.0.1:{closed_port()}\nlistener: l\nduration: 1\n"
+                        "connect_timeout: 0.5\n")  # fmt: skip
+    process = await start("--scenario", str(scenario), "--processes", "1", "--quiet")
     status, _, err = await finish(process)
     assert status == 4
     assert "a Locust worker failed: cannot reach 127.0.0.1:" in one_error_line(err)
