@@ -118,9 +118,9 @@ def _table(progress: Progress, total: int) -> Any:
 
     state = "done" if progress.done else "running"
     table = Table(title=f"xdsclient load: {state}, {progress.elapsed:.1f} s", title_justify="left")
-    table.add_column("clients", justify="right")
+    table.add_column("clients")
     table.add_column("", justify="right")
-    table.add_column("latest", justify="right")
+    table.add_column("latest")
     table.add_column("", justify="right")
     rows = (
         ("started", f"{progress.started}/{total}", "connect", _ms(progress.latest_connect)),
