@@ -25,6 +25,8 @@ from xdsclient.load._locust_merge import (
     shares,
 )
 
+from .conftest import CLUSTERS, assignments
+
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -99,6 +101,35 @@ async def test_a_master_and_two_workers_started_apart_aggregate_both(cp, tmp_pat
         assert worker_out == ""
         assert worker_err.startswith(f"xdsclient load: worker of 127.0.0.1:{port}")
     check_aggregated(json.loads(out_file.read_text()), cp, clients=9, workers=2)
+
+
+async def test_a_push_runs_once_and_every_worker_measures_it(cp, tmp_path):
+    """``--push`` over two workers: the command runs once (on the first worker), the result
+    counts one push, and the clients of both workers measure push to applied from it."""
+    marks = tmp_path / "pushes"
+    out_file = tmp_path / "run.json"
+    process = await start("--server", cp.address, "--listener", "l", "--clients", "8",
+                          "--duration", "2.5", "--processes", "2", "--quiet",
+                          "--push", f"echo pushed >> {marks}", "--push-at", "1",
+                          "--json", str(out_file))  # fmt: skip
+
+    async def push_when_told() -> None:  # the command tells us; we push on the control plane
+        while not marks.exists():
+            await asyncio.sleep(0.01)
+        cp.set_all(assignments(9))
+
+    pusher = asyncio.create_task(push_when_told())
+    try:
+        status, _, err = await finish(process)
+    finally:
+        pusher.cancel()
+    assert status == 0, err
+    assert marks.read_text() == "pushed\n"
+    data = json.loads(out_file.read_text())
+    assert data["pushes"] == 1
+    assert data["errors"] == {}
+    # every client applies the update of each of the CLUSTERS assignments after the push
+    assert data["histograms"]["push_to_applied"]["count"] == 8 * CLUSTERS
 
 
 async def test_workers_that_never_come_are_status_4():

@@ -7,8 +7,13 @@ JSON argument), and it patches first thing, then imports Locust. Three traps, me
 
 - gevent's full patching (what ``import locust`` does) hangs grpc.aio: its threads become
   greenlets. We patch everything but threads (``thread=False``) and run each worker's asyncio
-  loop, with its simulated clients, in a real thread.
-- Not patching at all breaks the master/worker connection, so the patching stays.
+  loop, with its simulated clients, in a real thread. Nor do we patch ``select`` (that loop's
+  selector) or ``os``, ``subprocess`` and ``signal``: with those patched, a ``--push`` command
+  a worker's loop started never completed (gevent then owns ``waitpid`` and SIGCHLD, which
+  asyncio's child watcher in the worker's thread relies on).
+- Not patching at all lost the master/worker connection in the measurements behind issue 26.
+  Our own runs without it passed, but Locust is written for a patched process (its greenlets
+  sleep and do socket I/O through the standard library), so the rest of the patching stays.
 - Locust rounds times to milliseconds: the numbers travel as our own histograms
   (`Histogram.to_dict`) in Locust's custom messages, and Locust's request statistics are not
   used at all. Locust carries the messages and the processes, and does the heartbeats.
@@ -26,10 +31,11 @@ a run), a run has its duration plus `GRACE` to report.
 
 from __future__ import annotations
 
-# Patching comes before every other import (gevent's rule); threads stay real (grpc.aio).
+# Patching comes before every other import (gevent's rule); threads stay real (grpc.aio), and
+# what asyncio's loop in a worker's thread uses stays as the standard library has it.
 from gevent import monkey  # type: ignore[import-untyped]
 
-monkey.patch_all(thread=False, select=False)
+monkey.patch_all(thread=False, select=False, os=False, subprocess=False, signal=False)
 
 import os  # noqa: E402
 
