@@ -27,6 +27,7 @@ from ._common import (
     positive_float,
     positive_int,
 )
+from ._load_reports import add_report_options, run_reported, run_worker
 
 __all__ = ["COMMAND"]
 
@@ -167,6 +168,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between pushes (default 1)",
     )
     push.add_argument("--pushes", type=positive_int, help="how many pushes (default 1)")
+    add_report_options(parser)
 
 
 _SCENARIO_FLAGS = ("server", "bootstrap", "listener", "envoy", "resources", "clients", "ramp",
@@ -230,14 +232,16 @@ def _push(args: argparse.Namespace, data: dict[str, Any]) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..load import ScenarioError, UnreachableError, run, table
+    from ..load import ScenarioError, UnreachableError, table
 
+    if args.worker:
+        return await run_worker(args)
     try:
         scenario = scenario_of(args)
     except ScenarioError as exc:
         raise CliError(str(exc), USAGE) from None
     try:
-        result = await run(scenario)
+        result = await run_reported(scenario, args)
     except UnreachableError as exc:
         raise CliError(str(exc), UNAVAILABLE) from None
     except ScenarioError as exc:  # what the bootstrap names cannot be used

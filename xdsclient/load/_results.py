@@ -346,3 +346,6 @@ class Progress:
     latest_ack_latency: float | None = None
     latest_push_to_applied: float | None = None
     done: bool = False  #: the last snapshot of the run
+    #: the run's histograms so far, by name: its live objects (copy what you keep; read them
+    #: only inside the callback, on the run's loop); None when the publisher has none
+    histograms: Mapping[str, Histogram] | None = attrs.field(default=None, eq=False, repr=False)

@@ -99,7 +99,7 @@ class _Run:
         self.fleet = Fleet(self.result, SharedDecoder(validate=scenario.validate))
         self.clients: dict[int, SimClient] = {}
         self.tasks: dict[int, asyncio.Task[None]] = {}
-        self.next_index = 0
+        self.next_index = scenario.first_index
         self.start = 0.0
         self.stop_at = 0.0
         self.shared: grpc.aio.Channel | None = None
@@ -212,7 +212,8 @@ class _Run:
             reconnects=result.reconnects, nacks=result.nacks,
             errors=sum(result.errors.values()), latest_connect=fleet.latest_connect,
             latest_first_config=fleet.latest_first_config, latest_ack_latency=fleet.latest_ack,
-            latest_push_to_applied=fleet.latest_push, done=done))  # fmt: skip
+            latest_push_to_applied=fleet.latest_push, done=done,
+            histograms=result.histograms()))  # fmt: skip
 
     async def _pushes(self) -> None:
         plan = self.scenario.push

@@ -187,6 +187,9 @@ class Scenario:
     connect_timeout: float = attrs.field(default=5.0, validator=_positive)
     #: seed of every random choice (faults, jitter): the same scenario runs the same way
     seed: int = 0
+    #: the first client's number: a distributed run gives each worker its own range, so node
+    #: ids, faults and random choices are those of one process running every client
+    first_index: int = attrs.field(default=0, validator=_not_negative)
 
     def __attrs_post_init__(self) -> None:
         if (self.server is None) == (self.bootstrap is None):
