@@ -5,8 +5,7 @@ synchronous code with time passed in, tested with fake time. It lives in the cli
 `xdsclient.lb`) because the client's load reporting stream reads it and the client never
 imports the packages beside it (tests/test_imports.py).
 
-What a report carries follows gRPC (C-core ``xds_client_stats.cc``, grpc-go ``load/store.go``)
-and gRFC A27:
+What a report carries follows gRFC A27 (and A64 for named metrics):
 - per locality: issued, succeeded, errored since the last report, and in progress (a gauge: it
   is never reset, so a call started before a report and finished after it is counted once in
   each field it belongs to); named metrics as a sum and a count per name;
@@ -18,7 +17,7 @@ and gRFC A27:
 Rules: a report takes only what it carries, so counts made while no stream is up (or for a
 cluster the server did not ask about) wait for the next one; a locality whose every count is
 zero and that has nothing in progress is left out, and a (cluster, service) with nothing to
-say is left out of a report (as C-core does).
+say is left out of a report (our choice: not yet compared with grpcio).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ load reporting is only its decisions, time passed in, with the driver's reconnec
 - the first request of each stream carries the node, with the client feature
   ``envoy.lrs.supports_send_all_clusters``, and no stats;
 - each `LoadStatsResponse` says which clusters to report (``send_all_clusters`` or a list) and
-  how often (``load_reporting_interval``, at least 1 s as in C-core); the next report is due one
-  interval after the response;
+  how often (``load_reporting_interval``, at least 1 s: our floor, so a zero interval cannot
+  spin); the next report is due one interval after the response;
 - a report is a `LoadStatsRequest` with one ``cluster_stats`` per (cluster, EDS service) with
   something to say (`LoadStore.snapshot`), sent every interval while the stream is up;
 - a stream that ends stops the reports; the store is not touched, so the counts made while
@@ -35,7 +35,7 @@ LRS_SPEC = StreamSpec.of_method(
 )
 #: The client feature that tells the server it may answer ``send_all_clusters``.
 SEND_ALL_CLUSTERS = "envoy.lrs.supports_send_all_clusters"
-#: The shortest interval followed (C-core's GRPC_XDS_MIN_CLIENT_LOAD_REPORTING_INTERVAL_MS).
+#: The shortest interval followed, so a server's zero cannot make the client spin.
 MIN_INTERVAL = 1.0
 
 
