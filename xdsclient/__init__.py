@@ -35,6 +35,13 @@ from ._errors import (
     WaitTimeoutError,
     XdsError,
 )
+from ._load_store import (
+    ClusterLoad,
+    ClusterLoadReport,
+    LoadStore,
+    LocalityLoadReport,
+    MetricLoad,
+)
 from ._observe import (
     ChannelClosed,
     ConnectivityChanged,
@@ -78,6 +85,8 @@ __all__ = [
     "ClientStats",
     "Clock",
     "ClusterConfig",
+    "ClusterLoad",
+    "ClusterLoadReport",
     "ConfigUpdate",
     "ConfigWatch",
     "ConnectivityChanged",
@@ -85,7 +94,10 @@ __all__ = [
     "Event",
     "FileSource",
     "InvalidNameError",
+    "LoadStore",
     "Locality",
+    "LocalityLoadReport",
+    "MetricLoad",
     "MissingExtraError",
     "NodeConfig",
     "Observer",

@@ -26,6 +26,7 @@ from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._csds import client_config
 from ._dependencies import XdsConfig
+from ._load_store import ClusterLoad
 from ._logs import ProtocolLogger
 from ._metrics import enable_metrics
 from ._observe import Observer, Observers
@@ -42,7 +43,7 @@ from ._targets import listener_for
 from ._transports import TransportFactory
 from ._wait import wait_for, wait_for_config
 from ._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
-from .resources import BUILTIN_TYPES, ResourceType
+from .resources import BUILTIN_TYPES, ClusterView, ResourceType
 
 __all__ = ["XdsClient"]
 
@@ -260,6 +261,19 @@ class XdsClient:
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         """Run ``coro`` on a task the client owns (ended by `close`). For config watches."""
         return self._registry.start_task(coro, name=name)
+
+    def load_reporter(self, cluster: ClusterView) -> ClusterLoad:
+        """The load of ``cluster`` (per cluster and EDS service name) that this client reports
+        to the server the cluster came from (``lrs_server: self``, gRFC A27), on one LRS stream
+        per server sharing its connection. Report each call to it: ``call_started(locality)``,
+        ``call_finished(locality, ok, metrics)``, ``call_dropped(category)`` (None for a
+        circuit-breaker drop). The same object for the same (cluster, service); the counts
+        outlive a failed stream. Raises ValueError for a cluster without ``lrs_server``."""
+        if not cluster.lrs_server_self:
+            raise ValueError(f"cluster {cluster.name} does not report load (no lrs_server: self)")
+        self._registry.check_open()
+        assert self._pool is not None
+        return self._pool.load_reporter(cluster.name, cluster.eds_service_name)
 
     # ------------------------------------------------------------------ introspection
 

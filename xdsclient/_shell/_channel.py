@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from .._config import Backoff
 from .._errors import TransportError
+from .._load_store import LoadStore
+from .._lrs import LRS_SPEC, LoadReporting, LoadReportingEvents
 from .._observe import Observers
 from .._protocol import Event, ProtocolOptions, Session
 from .._protocol._cache import CacheEntry, Table
@@ -56,6 +58,8 @@ class Channel:
         self.server = server
         self.transport = transport
         self.drivers: dict[str, StreamDriver[Session]] = {}  # type URL -> its stream's driver
+        #: the one load reporting (LRS) stream to this server, once something is reported
+        self.load_reporting: StreamDriver[LoadReporting] | None = None
         self.tasks = TaskOwner()
 
     def start(
@@ -89,6 +93,22 @@ class Channel:
             for rtype in types:
                 self.drivers[rtype.type_url] = driver
             self.tasks.start(driver.run(), name=f"xdsclient {spec} {self.server.uri}")
+
+    def report_load(self, store: LoadStore, *, node: Any, clock: Clock, backoff: Backoff) -> None:
+        """Open the LRS stream reporting ``store`` on this server's transport (once)."""
+        if self.load_reporting is not None:
+            return
+        driver = StreamDriver(
+            protocol=LoadReporting(node=node, store=store),
+            transport=self.transport,
+            spec=LRS_SPEC,
+            server=self.server.uri,
+            clock=clock,
+            events=LoadReportingEvents(),
+            backoff=backoff,
+        )
+        self.load_reporting = driver
+        self.tasks.start(driver.run(), name=f"xdsclient LRS {self.server.uri}")
 
     # ------------------------------------------------------------------ commands
 

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
+from .._load_store import ClusterLoad, LoadStore
 from .._logs import authority_words
 from .._names import authority_of
 from .._observe import ChannelClosed, Observers
@@ -36,7 +37,7 @@ from .._protocol import Event, ResourceCache, ResourceStatus
 from .._services import PER_TYPE_SERVICES
 from .._sources import FileSource, RestSource, Source
 from .._transports import StreamSpec, TransportFactory, transport_for
-from ..resources import ResourceType
+from ..resources import CLUSTER, ResourceType
 from ._authorities import (
     Action,
     Authorities,
@@ -100,6 +101,8 @@ class ServerPool:
         #: type URL -> the file or REST source serving it instead of the servers
         self._sources: dict[str, Source] = dict(config.sources)
         self._closing: list[Channel] = []  # released channels whose tasks are ending
+        #: LRS server -> what is reported to it; kept for the life of the pool
+        self._load_stores: dict[ServerConfig, LoadStore] = {}
         self._authorities = Authorities(config.servers_of)
         self._act: dict[type, Callable[[Any], None]] = {
             Subscribe: self._subscribe,
@@ -145,6 +148,37 @@ class ServerPool:
             self._channels[source].unsubscribe(type_url, (name,))
             return
         self._carry_out(self._authorities.unsubscribe(authority_of(name), type_url, name))
+
+    def load_reporter(self, cluster: str, service: str) -> ClusterLoad:
+        """The load of ``(cluster, service)``, reported to the server ``cluster`` came from
+        (``lrs_server: self``: its authority's active server) on that server's one LRS stream,
+        which shares the server's transport with discovery."""
+        authority = authority_of(cluster)
+        if self._sources.get(CLUSTER.type_url) is not None:
+            raise ValueError(f"cluster {cluster} comes from a source, not a server: no LRS")
+        server = self._authorities.active(authority) or next(
+            iter(self._config.servers_of(authority) or ()), None
+        )
+        if server is None:
+            raise ValueError(f"no server serves cluster {cluster}: no LRS")
+        store = self._load_stores.setdefault(server, LoadStore())
+        load = store.load(cluster, service, self._clock.time())
+        self._report_load(self._channel(server))
+        return load
+
+    def _report_load(self, channel: Channel) -> None:
+        store = (
+            self._load_stores.get(channel.server)
+            if isinstance(channel.server, ServerConfig)
+            else None
+        )
+        if store is not None:
+            channel.report_load(
+                store,
+                node=self._config.node.to_proto(),
+                clock=self._clock,
+                backoff=self._options.backoff,
+            )
 
     async def close(self) -> None:
         """Stop every channel, the released ones included, and wait for them."""
@@ -211,6 +245,8 @@ class ServerPool:
         channel = self._channels.pop(action.server)
         self._closing.append(channel)
         self._tasks.start(self._stop(channel), name=f"xdsclient close {channel.server.uri}")
+        if action.server in self._load_stores:  # load is still reported there
+            self._channel(action.server)
 
     def _log_hand_over(self, action: HandOver) -> None:
         assert action.source is not None
@@ -270,6 +306,7 @@ class ServerPool:
             observers=self._observers,
             owner=self,
         )
+        self._report_load(channel)
         return channel
 
     async def _stop(self, channel: Channel) -> None:

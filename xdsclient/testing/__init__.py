@@ -7,6 +7,7 @@ from ._control_plane import ControlPlane, ListenError, ReceivedRequest, SentResp
 from ._demo_config import assignment, changing_endpoints, demo_resources
 from ._fake_clock import FakeClock
 from ._fake_transport import FakeStream, FakeTransport
+from ._lrs_server import LoadReportingServer, ReceivedLoadReport
 from ._recorder import ProtocolRecorder
 from ._seeded import SeededBug
 
@@ -16,7 +17,9 @@ __all__ = [
     "FakeStream",
     "FakeTransport",
     "ListenError",
+    "LoadReportingServer",
     "ProtocolRecorder",
+    "ReceivedLoadReport",
     "ReceivedRequest",
     "SeededBug",
     "SentResponse",
@@ -32,7 +35,9 @@ for _cls in (
     FakeStream,
     FakeTransport,
     ListenError,
+    LoadReportingServer,
     ProtocolRecorder,
+    ReceivedLoadReport,
     ReceivedRequest,
     SentResponse,
 ):

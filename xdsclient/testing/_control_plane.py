@@ -13,7 +13,8 @@ streams with a status, stop answering, send any raw response, restart, make a se
 - `_faults.py`: the seeded bugs, as hooks those streams call at defined points;
 - `_encoding.py`: responses as bytes, each body encoded once and shared among streams;
 - `_grpc_front.py`, `_rest_endpoint.py`: the gRPC and REST-JSON front ends over the store;
-- `_records.py`: the journal of requests and responses every front end records into.
+- `_records.py`: the journal of requests and responses every front end records into;
+- `_lrs_server.py`: the load reporting (LRS) server, served by the gRPC front end.
 
 TTLs: a resource set with a TTL goes out wrapped in ``Resource`` (SotW) with its TTL;
 `heartbeat` sends body-less refreshes.
@@ -37,6 +38,7 @@ from .._transports._formats import dump_response, format_of
 from ..resources import ENDPOINT
 from ._faults import Abort, Faults
 from ._grpc_front import GrpcFront, ListenError
+from ._lrs_server import LoadReportingServer, ReceivedLoadReport
 from ._records import Journal, ReceivedRequest, SentResponse
 from ._rest_endpoint import RestEndpoint
 from ._seeded import SeededBug
@@ -67,6 +69,8 @@ class ControlPlane:
         self.bugs = self._faults.bugs
         self._store = ResourceStore()
         self._journal = Journal()
+        #: The load reporting (LRS) server: `configure` what it asks, read what it received.
+        self.load_reporting = LoadReportingServer()
         self._grpc = GrpcFront(
             host=host,
             port=port,
@@ -74,6 +78,7 @@ class ControlPlane:
             store=self._store,
             faults=self._faults,
             journal=self._journal,
+            load_reporting=self.load_reporting,
         )
         #: Every request received, in order.
         self.requests: list[ReceivedRequest] = self._journal.requests
@@ -126,6 +131,11 @@ class ControlPlane:
     def address(self) -> str:
         """``host:port`` to dial."""
         return f"{self._host}:{self.port}"
+
+    @property
+    def load_reports(self) -> list[ReceivedLoadReport]:
+        """Every load report (LRS request after a stream's first) received, in order."""
+        return self.load_reporting.reports
 
     @property
     def stream_count(self) -> int:

@@ -27,6 +27,7 @@ from .._protocol._messages import DeltaDiscoveryRequest, DiscoveryRequest
 from .._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
 from ._encoding import Encoder
 from ._faults import Abort, Faults
+from ._lrs_server import LoadReportingServer
 from ._records import Journal
 from ._server_delta import DeltaServerStream
 from ._server_sotw import SotwServerStream
@@ -75,8 +76,11 @@ class GrpcFront:
         faults: Faults,
         journal: Journal,
         clock: Callable[[], float] = time.monotonic,
+        load_reporting: LoadReportingServer | None = None,
     ) -> None:
+        """``load_reporting``: the LRS server to serve beside discovery, if any."""
         self._host = host
+        self._load_reporting = load_reporting
         self.port = port  #: the port listened on (chosen at the first start when 0)
         self._credentials = credentials
         self._store = store
@@ -145,7 +149,8 @@ class GrpcFront:
             serving.wake.set()
 
     def handlers(self) -> list[grpc.GenericRpcHandler]:
-        """One generic handler per xDS service (ADS first, then per type), SotW and Delta."""
+        """One generic handler per xDS service (ADS first, then per type), SotW and Delta;
+        then load reporting's, when there is an LRS server."""
         handlers = []
         for service in (ADS_SERVICE, *PER_TYPE_SERVICES.values()):
             methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
@@ -161,6 +166,8 @@ class GrpcFront:
                     response_serializer=None,  # responses are bytes already
                 )
             handlers.append(grpc.method_handlers_generic_handler(service.name, methods))
+        if self._load_reporting is not None:
+            handlers.append(self._load_reporting.handler())
         return handlers
 
     def _changed(self, type_url: str) -> None:
