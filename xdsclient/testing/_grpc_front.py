@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import attrs
 import grpc
 
 from .._errors import XdsError
@@ -224,7 +225,9 @@ class GrpcFront:
                     await self._write(context, outgoing)
 
     async def _write(self, context: grpc.aio.ServicerContext[Any, Any], outgoing: Outgoing) -> None:
-        self._journal.sent(outgoing.record)
+        # Stamped as it is written, not when it was decided: a response's time is when it left,
+        # after the server built it (what a client's latency is measured from).
+        self._journal.sent(attrs.evolve(outgoing.record, time=self._clock()))
         await context.write(outgoing.data)
 
     async def _read(self, serving: _Serving, requests: AsyncIterator[Any]) -> None:
