@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 
@@ -129,3 +130,30 @@ async def test_an_unreachable_server_fails_the_run_before_it_starts():
     with pytest.raises(UnreachableError, match="cannot reach"):
         await run(Scenario(server=address, listener="l", clients=5, connect_timeout=0.3))
     assert time.monotonic() - started < 2
+
+
+async def test_ack_latency_ends_when_the_ack_is_handed_to_grpc_not_when_the_loop_hears_of_it(cp):
+    """With the event loop busy 50 ms a turn, an ACK still counts from the response read to the
+    ACK handed to gRPC (the same turn), not to the later turn that reports the write done."""
+    turn = 0.05
+    hog: list[asyncio.Task[None]] = []
+
+    async def busy_loop() -> None:
+        while True:
+            time.sleep(turn)  # a saturated generator: every loop turn takes this long
+            await asyncio.sleep(0)
+
+    def push() -> None:
+        cp.set_all(assignments(9090))
+        hog.append(asyncio.create_task(busy_loop()))
+
+    scenario = Scenario(server=cp.address, listener="l", clients=1, duration=0.8,
+                        push=Push(at=0.4))  # fmt: skip
+    try:
+        result = await run(scenario, push=push)
+    finally:
+        for task in hog:
+            task.cancel()
+    assert result.push_to_applied.count == CLUSTERS  # the push was answered while hogged
+    assert result.ack_latency.count == len(cp.responses)
+    assert result.ack_latency.max < turn

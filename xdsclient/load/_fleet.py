@@ -67,7 +67,7 @@ class Fleet:
         self.latest_first_config = seconds
 
     def acked(self, seconds: float) -> None:
-        """A response's ACK (or NACK) was written ``seconds`` after the response was read."""
+        """A response's ACK (or NACK) was handed to gRPC ``seconds`` after the response was read."""
         self.result.ack_latency.record(seconds)
         self.latest_ack = seconds
 
