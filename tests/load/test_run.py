@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections import Counter
 
@@ -157,3 +158,25 @@ async def test_ack_latency_ends_when_the_ack_is_handed_to_grpc_not_when_the_loop
     assert result.push_to_applied.count == CLUSTERS  # the push was answered while hogged
     assert result.ack_latency.count == len(cp.responses)
     assert result.ack_latency.max < turn
+
+
+async def test_starting_every_client_at_once_lets_the_event_loop_turn_between_them(cp):
+    """Without a ramp, clients are started in short turns of the event loop (other tasks run
+    between them), not all in one turn that holds the loop for the whole fleet's start."""
+    counts: list[int] = []
+
+    async def turns() -> None:
+        while True:
+            counts.append(len(asyncio.all_tasks()))
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(turns())
+    try:
+        scenario = Scenario(server=cp.address, listener="l", clients=300, duration=0.3,
+                            share_connections=True)  # fmt: skip
+        result = await run(scenario)
+    finally:
+        watcher.cancel()
+    assert result.clients == 300
+    started = [after - before for before, after in itertools.pairwise(counts)]
+    assert 0 < max(started) < 300  # each client is a task: never all of them in one turn
