@@ -137,6 +137,10 @@ class SimClient:
     # ------------------------------------------------------------------ set-up
 
     def _types(self) -> list[resources.ResourceType[Any]]:
+        """The walk's resource types, reading through the run's decoder: one list for every
+        client that does not NACK on purpose (the same values, built once)."""
+        if not self._faults.rejects and self._fleet.resource_types is not None:
+            return self._fleet.resource_types
         decoder = self._fleet.decoder
         types = []
         for type_url in _WALK_TYPES:
@@ -146,6 +150,8 @@ class SimClient:
             types.append(resources.ResourceType(
                 type_url=type_url, decode=decode, decode_is_pure=not self._faults.rejects,
                 all_resources_required_in_sotw=type_url in _FULL_STATE))  # fmt: skip
+        if not self._faults.rejects:
+            self._fleet.resource_types = types
         return types
 
     def _faulty(self, decode: Any) -> Any:
@@ -357,27 +363,34 @@ class SimClient:
             events = stream.session.receive(response, read_at)
         finally:
             self._nack_all = False
-        if type_url in self._values:
+        first_answer = type_url in self._values and type_url not in self._answered
+        if first_answer:
             self._answered.add(type_url)
-        self._apply(events, fleet.now())
+        self._apply(events, fleet.now(), walk=first_answer)
         if self._faults.slow_ack:
             await asyncio.sleep(self._faults.slow_ack)
         await self._flush(stream, answering=(type_url, read_at))
         await self._flush_others(stream)
 
-    def _apply(self, events: list[Any], now: float) -> None:
+    def _apply(self, events: list[Any], now: float, *, walk: bool = False) -> None:
+        """Keep the values the events bring; walk again only when what the walk reads (the
+        names held and the names they lead to) changed, not for an update that keeps both,
+        such as every new version of an assignment."""
         fleet = self._fleet
         for event in events:
             table = self._values.get(event.type_url)
             if table is None:
                 continue
             if isinstance(event, ResourceChanged):
-                if table.get(event.name) is not None:
+                old = table.get(event.name)
+                if old is not None:
                     fleet.updated(event.type_url, event.value, now)
+                walk = walk or old is None or old.refs != event.value.refs
                 table[event.name] = event.value
             elif isinstance(event, DataError):
-                table.pop(event.name, None)
-        self._walk()
+                walk = table.pop(event.name, None) is not None or walk
+        if walk:
+            self._walk()
 
     async def _flush(self, stream: _Stream, answering: tuple[str, float] | None = None) -> None:
         """Write what the session owes (ACKs, NACKs, interest), then re-arm its timer.
