@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -56,8 +56,8 @@ def channel_options(share: bool) -> list[tuple[str, Any]]:
 class _Faults:
     """The faults of one client: every `Faults` group that applies to it, combined."""
 
-    def __init__(self, groups: Sequence[Faults], rng: random.Random) -> None:
-        self.rng = rng
+    def __init__(self, groups: Sequence[Faults], rng: Callable[[], random.Random]) -> None:
+        self._rng = rng
         everies = [g.nack_every for g in groups if g.nack_every is not None]
         self.nack_every = min(everies) if everies else None
         self.nack_share = max((g.nack_share for g in groups), default=0.0)
@@ -80,7 +80,7 @@ class _Faults:
         self.responses += 1
         if self.nack_every is not None and self.responses % self.nack_every == 0:
             return True
-        return bool(self.nack_share) and self.rng.random() < self.nack_share
+        return bool(self.nack_share) and self._rng().random() < self.nack_share
 
 
 class _Stream:
@@ -115,9 +115,9 @@ class SimClient:
         self._target = target
         self._channel = shared_channel
         self._own_channel = shared_channel is None
-        rng = random.Random(f"{scenario.seed}:{index}")
-        self._faults = _Faults([f for f in scenario.faults if f.applies_to(index)], rng)
-        self._rng = rng
+        self._seed = f"{scenario.seed}:{index}"
+        self._random: random.Random | None = None  # made on first use: 2.5 KB a client
+        self._faults = _Faults([f for f in scenario.faults if f.applies_to(index)], self._rng)
         self.result = ClientResult(index=index, node_id=node.id)
         self._node = node.to_proto()
         self._nack_all = False
@@ -135,6 +135,13 @@ class SimClient:
         self.churned = False
 
     # ------------------------------------------------------------------ set-up
+
+    def _rng(self) -> random.Random:
+        """This client's random numbers (faults, jitter), seeded by the run's seed and its
+        number; most clients of a run without faults or errors never need one."""
+        if self._random is None:
+            self._random = random.Random(self._seed)
+        return self._random
 
     def _types(self) -> list[resources.ResourceType[Any]]:
         """The walk's resource types, reading through the run's decoder: one list for every
@@ -193,7 +200,7 @@ class SimClient:
         self._walk()
         churn = self._faults.churn_every
         if churn is not None and lifetime is None:
-            lifetime = self._rng.expovariate(1 / churn)
+            lifetime = self._rng().expovariate(1 / churn)
         try:
             async with asyncio.timeout(lifetime):
                 await self._dial(first=True)
@@ -267,7 +274,7 @@ class SimClient:
                 continue
             self._fleet.error(status)
             self.result.errors += 1
-            await asyncio.sleep(backoff.delay(attempt, self._rng.random()))
+            await asyncio.sleep(backoff.delay(attempt, self._rng().random()))
             attempt += 1
 
     async def _stream_once(self, stream: _Stream) -> tuple[bool, str | None]:
@@ -316,7 +323,7 @@ class SimClient:
         every = self._faults.reset_every
         if every is None:
             return None
-        delay = self._rng.expovariate(1 / every)
+        delay = self._rng().expovariate(1 / every)
         return asyncio.get_running_loop().call_later(delay, self._reset, stream)
 
     def _forget(self, stream: _Stream) -> None:
