@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import time
 from collections import Counter
 
@@ -129,3 +131,52 @@ async def test_an_unreachable_server_fails_the_run_before_it_starts():
     with pytest.raises(UnreachableError, match="cannot reach"):
         await run(Scenario(server=address, listener="l", clients=5, connect_timeout=0.3))
     assert time.monotonic() - started < 2
+
+
+async def test_ack_latency_ends_when_the_ack_is_handed_to_grpc_not_when_the_loop_hears_of_it(cp):
+    """With the event loop busy 50 ms a turn, an ACK still counts from the response read to the
+    ACK handed to gRPC (the same turn), not to the later turn that reports the write done."""
+    turn = 0.05
+    hog: list[asyncio.Task[None]] = []
+
+    async def busy_loop() -> None:
+        while True:
+            time.sleep(turn)  # a saturated generator: every loop turn takes this long
+            await asyncio.sleep(0)
+
+    def push() -> None:
+        cp.set_all(assignments(9090))
+        hog.append(asyncio.create_task(busy_loop()))
+
+    scenario = Scenario(server=cp.address, listener="l", clients=1, duration=0.8,
+                        push=Push(at=0.4))  # fmt: skip
+    try:
+        result = await run(scenario, push=push)
+    finally:
+        for task in hog:
+            task.cancel()
+    assert result.push_to_applied.count == CLUSTERS  # the push was answered while hogged
+    assert result.ack_latency.count == len(cp.responses)
+    assert result.ack_latency.max < turn
+
+
+async def test_starting_every_client_at_once_lets_the_event_loop_turn_between_them(cp):
+    """Without a ramp, clients are started in short turns of the event loop (other tasks run
+    between them), not all in one turn that holds the loop for the whole fleet's start."""
+    counts: list[int] = []
+
+    async def turns() -> None:
+        while True:
+            counts.append(len(asyncio.all_tasks()))
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(turns())
+    try:
+        scenario = Scenario(server=cp.address, listener="l", clients=300, duration=0.3,
+                            share_connections=True)  # fmt: skip
+        result = await run(scenario)
+    finally:
+        watcher.cancel()
+    assert result.clients == 300
+    started = [after - before for before, after in itertools.pairwise(counts)]
+    assert 0 < max(started) < 300  # each client is a task: never all of them in one turn

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -56,8 +56,8 @@ def channel_options(share: bool) -> list[tuple[str, Any]]:
 class _Faults:
     """The faults of one client: every `Faults` group that applies to it, combined."""
 
-    def __init__(self, groups: Sequence[Faults], rng: random.Random) -> None:
-        self.rng = rng
+    def __init__(self, groups: Sequence[Faults], rng: Callable[[], random.Random]) -> None:
+        self._rng = rng
         everies = [g.nack_every for g in groups if g.nack_every is not None]
         self.nack_every = min(everies) if everies else None
         self.nack_share = max((g.nack_share for g in groups), default=0.0)
@@ -80,7 +80,7 @@ class _Faults:
         self.responses += 1
         if self.nack_every is not None and self.responses % self.nack_every == 0:
             return True
-        return bool(self.nack_share) and self.rng.random() < self.nack_share
+        return bool(self.nack_share) and self._rng().random() < self.nack_share
 
 
 class _Stream:
@@ -115,9 +115,9 @@ class SimClient:
         self._target = target
         self._channel = shared_channel
         self._own_channel = shared_channel is None
-        rng = random.Random(f"{scenario.seed}:{index}")
-        self._faults = _Faults([f for f in scenario.faults if f.applies_to(index)], rng)
-        self._rng = rng
+        self._seed = f"{scenario.seed}:{index}"
+        self._random: random.Random | None = None  # made on first use: 2.5 KB a client
+        self._faults = _Faults([f for f in scenario.faults if f.applies_to(index)], self._rng)
         self.result = ClientResult(index=index, node_id=node.id)
         self._node = node.to_proto()
         self._nack_all = False
@@ -136,7 +136,18 @@ class SimClient:
 
     # ------------------------------------------------------------------ set-up
 
+    def _rng(self) -> random.Random:
+        """This client's random numbers (faults, jitter), seeded by the run's seed and its
+        number; most clients of a run without faults or errors never need one."""
+        if self._random is None:
+            self._random = random.Random(self._seed)
+        return self._random
+
     def _types(self) -> list[resources.ResourceType[Any]]:
+        """The walk's resource types, reading through the run's decoder: one list for every
+        client that does not NACK on purpose (the same values, built once)."""
+        if not self._faults.rejects and self._fleet.resource_types is not None:
+            return self._fleet.resource_types
         decoder = self._fleet.decoder
         types = []
         for type_url in _WALK_TYPES:
@@ -146,6 +157,8 @@ class SimClient:
             types.append(resources.ResourceType(
                 type_url=type_url, decode=decode, decode_is_pure=not self._faults.rejects,
                 all_resources_required_in_sotw=type_url in _FULL_STATE))  # fmt: skip
+        if not self._faults.rejects:
+            self._fleet.resource_types = types
         return types
 
     def _faulty(self, decode: Any) -> Any:
@@ -187,7 +200,7 @@ class SimClient:
         self._walk()
         churn = self._faults.churn_every
         if churn is not None and lifetime is None:
-            lifetime = self._rng.expovariate(1 / churn)
+            lifetime = self._rng().expovariate(1 / churn)
         try:
             async with asyncio.timeout(lifetime):
                 await self._dial(first=True)
@@ -261,7 +274,7 @@ class SimClient:
                 continue
             self._fleet.error(status)
             self.result.errors += 1
-            await asyncio.sleep(backoff.delay(attempt, self._rng.random()))
+            await asyncio.sleep(backoff.delay(attempt, self._rng().random()))
             attempt += 1
 
     async def _stream_once(self, stream: _Stream) -> tuple[bool, str | None]:
@@ -310,7 +323,7 @@ class SimClient:
         every = self._faults.reset_every
         if every is None:
             return None
-        delay = self._rng.expovariate(1 / every)
+        delay = self._rng().expovariate(1 / every)
         return asyncio.get_running_loop().call_later(delay, self._reset, stream)
 
     def _forget(self, stream: _Stream) -> None:
@@ -357,39 +370,50 @@ class SimClient:
             events = stream.session.receive(response, read_at)
         finally:
             self._nack_all = False
-        if type_url in self._values:
+        first_answer = type_url in self._values and type_url not in self._answered
+        if first_answer:
             self._answered.add(type_url)
-        self._apply(events, fleet.now())
+        self._apply(events, fleet.now(), walk=first_answer)
         if self._faults.slow_ack:
             await asyncio.sleep(self._faults.slow_ack)
-        if await self._flush(stream):
-            fleet.acked(fleet.now() - read_at)
+        await self._flush(stream, answering=(type_url, read_at))
         await self._flush_others(stream)
 
-    def _apply(self, events: list[Any], now: float) -> None:
+    def _apply(self, events: list[Any], now: float, *, walk: bool = False) -> None:
+        """Keep the values the events bring; walk again only when what the walk reads (the
+        names held and the names they lead to) changed, not for an update that keeps both,
+        such as every new version of an assignment."""
         fleet = self._fleet
         for event in events:
             table = self._values.get(event.type_url)
             if table is None:
                 continue
             if isinstance(event, ResourceChanged):
-                if table.get(event.name) is not None:
+                old = table.get(event.name)
+                if old is not None:
                     fleet.updated(event.type_url, event.value, now)
+                walk = walk or old is None or old.refs != event.value.refs
                 table[event.name] = event.value
             elif isinstance(event, DataError):
-                table.pop(event.name, None)
-        self._walk()
+                walk = table.pop(event.name, None) is not None or walk
+        if walk:
+            self._walk()
 
-    async def _flush(self, stream: _Stream) -> int:
-        """Write what the session owes (ACKs, NACKs, interest), then re-arm its timer; how
-        many requests it wrote."""
+    async def _flush(self, stream: _Stream, answering: tuple[str, float] | None = None) -> None:
+        """Write what the session owes (ACKs, NACKs, interest), then re-arm its timer.
+
+        ``answering`` is the type URL and read time of the response just read: its ACK latency
+        ends as the request of that type (the one carrying the ACK or NACK) is handed to gRPC,
+        which sends it on its own threads. Awaiting the write's completion would add the time
+        this loop takes to hear of it, which under a burst is the whole burst, while the server
+        already has the ACK (docs/load-testing.md, "Performance").
+        """
         fleet = self._fleet
         async with stream.lock:
             call = stream.call
             if call is None:
-                return 0
-            requests = stream.session.requests_to_send(fleet.now())
-            for request in requests:
+                return
+            for request in stream.session.requests_to_send(fleet.now()):
                 data = request.SerializeToString()
                 counts = fleet.counts(request.type_url)
                 counts.sent += 1
@@ -398,9 +422,11 @@ class SimClient:
                     counts.nacks += 1
                     self.result.nacks += 1
                     fleet.result.nacks += 1
+                if answering is not None and request.type_url == answering[0]:
+                    fleet.acked(fleet.now() - answering[1])
+                    answering = None
                 await call.write(data)
         self._arm(stream)
-        return len(requests)
 
     async def _flush_others(self, stream: _Stream) -> None:
         for other in self._streams:

@@ -9,7 +9,9 @@ tasks; nothing here awaits.
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from ..resources import ResourceType
 from ._lean import KINDS, Lean, SharedDecoder
 from ._results import MessageCounts, RunResult
 
@@ -41,6 +43,9 @@ class Fleet:
         self.latest_first_config: float | None = None
         self.latest_ack: float | None = None
         self.latest_push: float | None = None
+        #: the walk's resource types of every client that does not NACK on purpose (shared,
+        #: built by the first such client)
+        self.resource_types: list[ResourceType[Any]] | None = None
 
     @staticmethod
     def now() -> float:
@@ -67,7 +72,7 @@ class Fleet:
         self.latest_first_config = seconds
 
     def acked(self, seconds: float) -> None:
-        """A response's ACK (or NACK) was written ``seconds`` after the response was read."""
+        """A response's ACK (or NACK) was handed to gRPC ``seconds`` after the response was read."""
         self.result.ack_latency.record(seconds)
         self.latest_ack = seconds
 

@@ -230,7 +230,7 @@ class RunResult:
     version of each resource, the first client to receive it to each other client that
     received it: the spread of one push over the fleet); ``push_to_applied`` (a push's time to
     each client applying a resource it changed; only when the push time is known);
-    ``ack_latency`` (a response read to its ACK or NACK written, inside the client).
+    ``ack_latency`` (a response read to its ACK or NACK handed to gRPC, inside the client).
     """
 
     scenario: dict[str, Any] = attrs.Factory(dict)  #: the scenario, as plain data
