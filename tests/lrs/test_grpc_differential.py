@@ -8,7 +8,8 @@ reports to the same `ControlPlane.load_reporting`; reports are told apart by the
 
 What C-core does differently, by a choice each side documents (docs/load-balancing.md):
 it reports every locality it has a child policy for, counts all zero, where we leave such a
-locality out.
+locality out; the report after a counted one is all zeros from C-core and a request without
+``cluster_stats`` from us. Neither sends a final report when it closes.
 """
 
 from __future__ import annotations
@@ -200,3 +201,53 @@ async def test_our_reports_carry_the_fields_and_counts_grpc_reports(
             assert min(intervals) >= 0.99, (node, intervals)
     finally:
         await client.close()
+
+
+async def test_after_a_counted_report_grpc_sends_zeros_and_we_send_no_cluster_stats(
+    plane: ControlPlane,
+) -> None:
+    """The report after the counted one: C-core's lists both clusters' locality with every
+    count zero and no drop; ours is a request without ``cluster_stats``."""
+    async with grpc_load_session(plane, LISTENER, "grpc-node") as session:
+        await session.calls([(METHOD, 12), (MISSING, 3), (DROPPED, 2)])
+        await _until(lambda: _counted(_totals(_reports_of(plane, "grpc-node"))) == EXPECTED)
+        counted = len(_reports_of(plane, "grpc-node"))
+        await _until(lambda: len(_reports_of(plane, "grpc-node")) > counted)
+        after = _reports_of(plane, "grpc-node")[counted]
+    assert _drops([after]) == {}
+    assert set(_totals([after]).values()) == {(0, 0, 0, 0)}
+    assert {(s.cluster_name, s.cluster_service_name) for s in after.cluster_stats} == {
+        (SERVED, f"{SERVED}-svc"),
+        (DROPPING, f"{DROPPING}-svc"),
+    }
+    clock = FakeClock()
+    client = await _ours(plane, clock)
+    try:
+        counted = len(_reports_of(plane, "our-node"))
+        clock.advance(1)
+        await _until(lambda: len(_reports_of(plane, "our-node")) > counted, 5)
+        assert not _reports_of(plane, "our-node")[counted].cluster_stats
+    finally:
+        await client.close()
+
+
+async def test_neither_grpc_nor_we_send_a_final_report_at_close(plane: ControlPlane) -> None:
+    """Calls made after the last report and before the client closes are never reported, by
+    C-core (its channel closed, its process ended) nor by us (`XdsClient.close`)."""
+    async with grpc_load_session(plane, LISTENER, "grpc-node") as session:
+        await session.calls([(METHOD, 1)])
+        await _until(lambda: _counted(_totals(_reports_of(plane, "grpc-node"))) != {})
+        plane.load_reporting.configure(interval=60)
+        await session.calls([(METHOD, 4)])
+    await _until(lambda: plane.load_reporting.stream_count == 0)
+    assert set(_counted(_totals(_reports_of(plane, "grpc-node"))).values()) == {(1, 1, 0, 0)}
+    plane.load_reporting.configure(interval=1)
+    client = await _ours(plane, FakeClock())
+    served: ClusterView = await client.wait_for(CLUSTER, SERVED, timeout=5)
+    load = client.load_reporter(served)
+    for _ in range(4):
+        load.call_started(EAST)
+        load.call_finished(EAST, ok=True)
+    await client.close()
+    await _until(lambda: plane.load_reporting.stream_count == 0, 5)
+    assert _counted(_totals(_reports_of(plane, "our-node"))) == EXPECTED
