@@ -1,7 +1,7 @@
 """Servers built to misbehave the way real ones do, on 127.0.0.1, for the checker to survive:
 a closed port, a gRPC server with no xDS service, one whose xDS streams abort, one serving
-ADS only (the per-type services UNIMPLEMENTED), and one that selects what it serves by the
-node's metadata."""
+ADS only (the per-type services UNIMPLEMENTED), one that selects what it serves by the
+node's metadata, and an LRS service that asks for nothing and refuses reports."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
+from envoy.service.load_stats.v3 import lrs_pb2
 
 from xdsclient._protocol._messages import DeltaDiscoveryRequest, DiscoveryRequest
 from xdsclient._services import ADS_SERVICE, PER_TYPE_SERVICES
 from xdsclient.testing import ControlPlane
+from xdsclient.testing._lrs_server import LRS_SERVICE
 
 XDS_SERVICES = (ADS_SERVICE, *PER_TYPE_SERVICES.values())
 
@@ -121,3 +123,38 @@ def selecting_by_node(backend: str, key: str, value: str) -> list[grpc.GenericRp
 async def _forward(requests: AsyncIterator[Any], call: Any) -> None:
     async for request in requests:
         await call.write(request)
+
+
+def rude_lrs() -> grpc.GenericRpcHandler:
+    """An LRS service that answers the node with a zero interval and ends the stream (INTERNAL)
+    at the first load report."""
+
+    async def serve(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        first = True
+        async for _ in requests:
+            if not first:
+                await context.abort(grpc.StatusCode.INTERNAL, "reports are not welcome")
+            first = False
+            yield lrs_pb2.LoadStatsResponse(send_all_clusters=True)
+
+    method = grpc.stream_stream_rpc_method_handler(
+        serve,
+        request_deserializer=lrs_pb2.LoadStatsRequest.FromString,
+        response_serializer=lrs_pb2.LoadStatsResponse.SerializeToString,
+    )
+    return grpc.method_handlers_generic_handler(LRS_SERVICE, {"StreamLoadStats": method})
+
+
+def silent_lrs() -> grpc.GenericRpcHandler:
+    """An LRS service that reads every request and never answers."""
+
+    async def serve(requests: AsyncIterator[Any], context: Any) -> None:
+        async for _ in requests:
+            pass
+
+    method = grpc.stream_stream_rpc_method_handler(
+        serve,
+        request_deserializer=lrs_pb2.LoadStatsRequest.FromString,
+        response_serializer=lrs_pb2.LoadStatsResponse.SerializeToString,
+    )
+    return grpc.method_handlers_generic_handler(LRS_SERVICE, {"StreamLoadStats": method})

@@ -42,6 +42,20 @@ async def test_the_clean_control_plane_passes_and_every_seeded_bug_fails_a_rule(
     assert len(reports) == len(SeededBug) >= 12
 
 
+async def test_the_control_planes_lrs_server_passes_the_lrs_rules() -> None:
+    """The test control plane's LRS server answers with an interval and takes the checker's
+    report: both LRS rules pass, and the report reaches it."""
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        report = await check(control_plane.address, variants=["ads-sotw"], **FAST)
+        reports = control_plane.load_reports
+    passed = {r.rule.id for r in report.results if r.status == "PASS"}
+    assert {RuleId.LRS_INTERVAL_SET, RuleId.LRS_ACCEPTS_REPORTS} <= passed
+    assert [
+        r.message.cluster_stats[0].upstream_locality_stats[0].total_issued_requests for r in reports
+    ] == [1]
+
+
 async def test_an_invalid_resource_is_a_finding_naming_the_field() -> None:
     async with ControlPlane() as control_plane:
         control_plane.set_all(demo_resources("shop.example.com"))

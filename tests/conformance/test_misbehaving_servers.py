@@ -98,6 +98,50 @@ async def test_an_ads_only_server_is_checked_over_ads_and_skips_per_type() -> No
         assert all(why.startswith("UNIMPLEMENTED") for why in report.skipped.values())
 
 
+async def test_a_rude_lrs_service_fails_the_lrs_rules_only() -> None:
+    """An LRS service answering with a zero interval and ending the stream at the first report
+    fails lrs-interval-set and lrs-accepts-reports, and nothing else."""
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        handlers = (*servers.ads_only(control_plane), servers.rude_lrs())
+        async with servers.grpc_server(*handlers) as address:
+            report = await check(address, variants=["ads-sotw", "ads-delta"], **FAST)
+    failed = {(f.rule.id, f.variant) for f in report.failures}
+    assert failed == {
+        (rule, variant)
+        for rule in (RuleId.LRS_INTERVAL_SET, RuleId.LRS_ACCEPTS_REPORTS)
+        for variant in ("ads-sotw", "ads-delta")
+    }
+    assert all(
+        "INTERNAL" in f.detail for f in report.failures if f.rule.id == "lrs-accepts-reports"
+    )
+
+
+async def test_an_lrs_service_that_never_answers_fails_both_lrs_rules() -> None:
+    """An LRS service silent after the node fails both LRS rules, saying it was not answered."""
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        handlers = (*servers.ads_only(control_plane), servers.silent_lrs())
+        async with servers.grpc_server(*handlers) as address:
+            report = await check(address, variants=["ads-sotw"], **FAST)
+    assert {f.rule.id for f in report.failures} == {
+        RuleId.LRS_INTERVAL_SET,
+        RuleId.LRS_ACCEPTS_REPORTS,
+    }
+    assert all("no response within 1 s" in f.detail for f in report.failures)
+
+
+async def test_a_server_without_lrs_has_the_lrs_rules_not_applicable() -> None:
+    """A server whose LRS service is UNIMPLEMENTED: the LRS rules are N/A, not failures."""
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(demo_resources("shop.example.com"))
+        async with servers.grpc_server(*servers.ads_only(control_plane)) as address:
+            report = await check(address, variants=["ads-sotw"], **FAST)
+    lrs = [r for r in report.results if r.rule.id in {"lrs-interval-set", "lrs-accepts-reports"}]
+    assert [r.detail for r in lrs] == ["the server does not serve LRS"] * 2
+    assert report.ok
+
+
 async def test_a_variant_asked_for_but_not_served_is_exit_6() -> None:
     """Asking for xds-sotw from an ADS-only server is not a pass: exit 6, naming it."""
     async with ControlPlane() as control_plane:

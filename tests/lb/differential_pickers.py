@@ -229,3 +229,79 @@ async def grpc_session(
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
+
+
+# -- grpcio's client reporting load (LRS), for tests/lrs/test_grpc_differential.py ----------------
+
+_LOAD_CHILD = r"""
+import json, sys, grpc
+channel = grpc.insecure_channel("xds:///" + sys.argv[1])
+for line in sys.stdin:
+    codes = []
+    for method, count in json.loads(line):
+        call = channel.unary_unary(method)
+        for _ in range(count):
+            try:
+                call(b"", wait_for_ready=True, timeout=10)
+                codes.append("OK")
+            except grpc.RpcError as error:
+                codes.append(error.code().name)
+    print(json.dumps(codes), flush=True)
+channel.close()
+"""
+
+
+class GrpcLoadSession:
+    """grpcio's C-core xDS client in a child process, making calls when told."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+
+    async def calls(self, plan: Sequence[tuple[str, int]], *, limit: float = 20.0) -> list[str]:
+        """Make, in order, ``count`` calls of each ``(method, count)`` of ``plan``; returns each
+        call's status code name (``OK``, ``UNIMPLEMENTED``...)."""
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.write(json.dumps(list(plan)).encode() + b"\n")
+        await self._process.stdin.drain()
+        codes: list[str] = json.loads(
+            await asyncio.wait_for(self._process.stdout.readline(), limit)
+        )
+        return codes
+
+
+@contextlib.asynccontextmanager
+async def grpc_load_session(
+    plane: ControlPlane, listener: str, node_id: str
+) -> AsyncIterator[GrpcLoadSession]:
+    """grpcio's xDS client for ``listener``, bootstrapped to ``plane`` as node ``node_id``,
+    until the context ends (its channel is closed then, before the process ends)."""
+    bootstrap = {
+        "xds_servers": [
+            {
+                "server_uri": plane.address,
+                "channel_creds": [{"type": "insecure"}],
+                "server_features": ["xds_v3"],
+            }
+        ],
+        "node": {"id": node_id},
+    }
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "bootstrap.json")
+        with open(path, "w") as file:
+            json.dump(bootstrap, file)
+        env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _LOAD_CHILD, listener,
+            env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            yield GrpcLoadSession(process)
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), 5)
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()

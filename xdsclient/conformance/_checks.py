@@ -21,6 +21,7 @@ from typing import Any
 from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
 from ._context import FULL_STATE, MAX_RESPONSES, Context, Finding, resources_of, ttls_of
 from ._discovery import discover
+from ._lrs import scenario_lrs
 from ._probe import Probe
 from ._rules import RuleId
 
@@ -443,6 +444,7 @@ SCENARIOS = (
     scenario_full_state,
     scenario_unknown_type,
     scenario_delta,
+    scenario_lrs,
 )
 
 

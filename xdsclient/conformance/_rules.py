@@ -49,6 +49,8 @@ class RuleId(enum.StrEnum):
     DELTA_RESUBSCRIBE_RESENT = "delta-resubscribe-resent"
     DELTA_EXPLICIT_WILDCARD = "delta-explicit-wildcard"
     TTL_REFRESHED = "ttl-refreshed"
+    LRS_INTERVAL_SET = "lrs-interval-set"
+    LRS_ACCEPTS_REPORTS = "lrs-accepts-reports"
 
 
 class Level(enum.Enum):
@@ -254,6 +256,18 @@ RULES: dict[RuleId, Rule] = {
             _S,
             f"{_SPEC}: TTL",
             "a resource served with a TTL is refreshed (heartbeat or update) before it expires",
+        ),
+        Rule(
+            RuleId.LRS_INTERVAL_SET,
+            _M,
+            "gRFC A27 (load reporting); lrs.proto LoadStatsResponse",
+            "an LRS stream is answered with a positive load_reporting_interval",
+        ),
+        Rule(
+            RuleId.LRS_ACCEPTS_REPORTS,
+            _M,
+            "gRFC A27 (load reporting); lrs.proto LoadStatsRequest",
+            "a load report on an LRS stream does not end the stream",
         ),
     )
 }
