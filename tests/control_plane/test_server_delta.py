@@ -66,6 +66,23 @@ def test_the_table_covers_every_reachable_mode_and_step() -> None:
     assert set(TRANSITIONS) == everything - unreachable
 
 
+def test_what_the_wildcard_sent_is_sent_again_when_the_client_comes_back_to_it() -> None:
+    """A client may drop what it held only through ``*`` when it unsubscribes ``*``; coming back
+    to ``*`` gets it sent again (found by the property below: the server took it as held)."""
+    store = ResourceStore()
+    s = stream(store, delta=True)
+    s.receive(delta_request(EDS, (), ()), now=0.0)  # the first request names nothing: wildcard
+    set_(store, EDS, "b")
+    s.changed(EDS)
+    [first] = delta_responses(s)
+    assert [r.name for r in first.resources] == ["b"]
+    s.receive(delta_request(EDS, (), ("*",)), now=0.0)  # leaves the wildcard
+    assert delta_responses(s) == []
+    s.receive(delta_request(EDS, ("*",), ()), now=0.0)  # comes back to the wildcard
+    [again] = delta_responses(s)
+    assert [(r.name, r.HasField("resource")) for r in again.resources] == [("b", True)]
+
+
 _NAMES = st.sampled_from(["a", "b", "c", "*"])
 
 

@@ -109,6 +109,11 @@ class DeltaServerStream(ServerStream):
                 sub.absent.discard(name)
             if not sub.wants(name):
                 sub.sent.pop(name, None)
+        if not sub.mode.wildcard:
+            # What the client held only through the wildcard it may drop on leaving it: a later
+            # subscription by name must send it again, not take it as held.
+            for name in [n for n in sub.sent if n not in sub.names]:
+                del sub.sent[name]
 
     def _reply(self, type_url: str, sub: _Subscription) -> Encoded | None:
         everything = self._faults.send_unrequested or sub.mode.wildcard
