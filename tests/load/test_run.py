@@ -23,7 +23,8 @@ def _short(type_url: str) -> str:
 
 async def test_a_run_of_two_hundred_clients_agrees_with_the_control_plane(cp):
     """200 clients complete; streams, nodes, messages per type and NACKs match the server's."""
-    result = await run(Scenario(server=cp.address, listener="l", clients=200, duration=2.5))
+    # Real time, with room for a loaded machine: 200 clients take well under a second alone.
+    result = await run(Scenario(server=cp.address, listener="l", clients=200, duration=5.0))
     assert (result.clients, result.connected, result.complete) == (200, 200, 200)
     assert result.first_config.count == 200
     assert all(client.first_config is not None for client in result.per_client)
@@ -39,7 +40,7 @@ async def test_a_run_of_two_hundred_clients_agrees_with_the_control_plane(cp):
     assert result.nacks == len(cp.nacks()) == 0
     assert result.ack_latency.count == len(cp.responses)
     assert result.errors == {}
-    assert result.duration == pytest.approx(2.5, abs=0.5)
+    assert result.duration == pytest.approx(5.0, abs=0.5)
 
 
 async def test_a_push_is_measured_to_every_client_that_applied_it(cp):
@@ -52,8 +53,8 @@ async def test_a_push_is_measured_to_every_client_that_applied_it(cp):
         cp.set_all(assignments(9090))
 
     clients = 40
-    scenario = Scenario(server=cp.address, listener="l", clients=clients, duration=2.0,
-                        push=Push(at=1.0))  # fmt: skip
+    scenario = Scenario(server=cp.address, listener="l", clients=clients, duration=4.0,
+                        push=Push(at=2.5))  # fmt: skip  # every client complete before the push
     result = await run(scenario, push=push)
     assert result.pushes == len(pushed) == 1
     assert result.push_to_applied.count == clients * CLUSTERS
@@ -62,7 +63,7 @@ async def test_a_push_is_measured_to_every_client_that_applied_it(cp):
              if r.type_url == ENDPOINT.type_url and r.time >= pushed[0]]  # fmt: skip
     assert result.push_to_applied.min >= min(sends)
     assert result.push_to_applied.max >= max(sends)
-    assert result.push_to_applied.max < 1.0
+    assert result.push_to_applied.max < 1.5
 
 
 async def test_progress_is_published_while_running_and_at_the_end(cp):
@@ -115,7 +116,7 @@ async def test_each_client_has_its_own_connection_unless_shared(cp, share, expec
 @pytest.mark.parametrize(("ads", "delta"), [(False, False), (True, True), (False, True)])
 async def test_every_variant_completes_and_is_acked(cp, ads, delta):
     """Per-type streams and Delta complete too, every response answered without a NACK."""
-    result = await run(Scenario(server=cp.address, listener="l", clients=10, duration=1.0,
+    result = await run(Scenario(server=cp.address, listener="l", clients=10, duration=3.0,
                                 ads=ads, delta=delta))  # fmt: skip
     assert result.complete == 10
     assert len({r.stream for r in cp.requests}) == (10 if ads else 40)
