@@ -11,6 +11,7 @@ from envoy.config.route.v3 import route_pb2
 
 from tests.builders import cluster, endpoints, listener
 from tests.client.conftest import FAST_BACKOFF, Variant
+from tests.helpers import eventually
 from xdsclient import (
     ClientOptions,
     ConfigUpdate,
@@ -108,7 +109,7 @@ async def test_a_primary_down_at_start_is_replaced_then_resumed_when_it_returns(
         assert port_of(await next_config(watch)) == 2002
         await primary.start()
         assert port_of(await next_config(watch)) == 1001
-        await _until(lambda: fallback.stream_count == 0)  # the fallback channel is closed
+        await eventually(lambda: fallback.stream_count == 0)  # the fallback channel is closed
 
 
 async def test_a_primary_lost_after_the_config_is_complete_is_not_replaced(
@@ -124,7 +125,7 @@ async def test_a_primary_lost_after_the_config_is_complete_is_not_replaced(
     ):
         assert port_of(await next_config(watch)) == 1001
         await primary.stop()
-        await _until(lambda: _cluster_state(client).error is not None)
+        await eventually(lambda: _cluster_state(client).error is not None)
         assert fallback.requests == []
         assert _cluster_state(client).value is not None
 
@@ -133,12 +134,6 @@ def _cluster_state(client: XdsClient) -> ResourceState:
     state = client.resource_state(CLUSTER, "c")
     assert state is not None
     return state
-
-
-async def _until(predicate: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 LDS_A = "xdstp://a.example/envoy.config.listener.v3.Listener/client/svc%20one?project=1"

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import eventually
 from tests.lb.differential_pickers import METHOD, backends, grpc_load_session
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
@@ -113,16 +114,6 @@ def _counted(totals: Totals) -> Totals:
     return {key: value for key, value in totals.items() if any(value)}
 
 
-async def _until(condition: Any, limit: float = 10.0) -> None:
-    """Until ``condition()`` holds (C-core reports on its own real clock), at most ``limit`` s."""
-
-    async def poll() -> None:
-        while not condition():
-            await asyncio.sleep(0.05)
-
-    await asyncio.wait_for(poll(), limit)
-
-
 EXPECTED: Totals = {(SERVED, f"{SERVED}-svc", "r", "east", "s"): (15, 12, 3, 0)}
 EXPECTED_DROPS = {(DROPPING, f"{DROPPING}-svc"): (2, {"throttle": 2})}
 
@@ -168,11 +159,12 @@ async def test_our_reports_carry_the_fields_and_counts_grpc_reports(
     async with grpc_load_session(plane, LISTENER, "grpc-node") as session:
         codes = await session.calls([(METHOD, 12), (MISSING, 3), (DROPPED, 2)])
         assert codes == ["OK"] * 12 + ["UNIMPLEMENTED"] * 3 + ["UNAVAILABLE"] * 2
-        await _until(
+        await eventually(
             lambda: (
                 _counted(_totals(_reports_of(plane, "grpc-node"))) == EXPECTED
                 and _drops(_reports_of(plane, "grpc-node")) == EXPECTED_DROPS
-            )
+            ),
+            10,
         )
     client = await _ours(plane, FakeClock())
     try:
@@ -210,9 +202,9 @@ async def test_after_a_counted_report_grpc_sends_zeros_and_we_send_no_cluster_st
     count zero and no drop; ours is a request without ``cluster_stats``."""
     async with grpc_load_session(plane, LISTENER, "grpc-node") as session:
         await session.calls([(METHOD, 12), (MISSING, 3), (DROPPED, 2)])
-        await _until(lambda: _counted(_totals(_reports_of(plane, "grpc-node"))) == EXPECTED)
+        await eventually(lambda: _counted(_totals(_reports_of(plane, "grpc-node"))) == EXPECTED, 10)
         counted = len(_reports_of(plane, "grpc-node"))
-        await _until(lambda: len(_reports_of(plane, "grpc-node")) > counted)
+        await eventually(lambda: len(_reports_of(plane, "grpc-node")) > counted, 10)
         after = _reports_of(plane, "grpc-node")[counted]
     assert _drops([after]) == {}
     assert set(_totals([after]).values()) == {(0, 0, 0, 0)}
@@ -225,7 +217,7 @@ async def test_after_a_counted_report_grpc_sends_zeros_and_we_send_no_cluster_st
     try:
         counted = len(_reports_of(plane, "our-node"))
         clock.advance(1)
-        await _until(lambda: len(_reports_of(plane, "our-node")) > counted, 5)
+        await eventually(lambda: len(_reports_of(plane, "our-node")) > counted, 5)
         assert not _reports_of(plane, "our-node")[counted].cluster_stats
     finally:
         await client.close()
@@ -236,10 +228,10 @@ async def test_neither_grpc_nor_we_send_a_final_report_at_close(plane: ControlPl
     C-core (its channel closed, its process ended) nor by us (`XdsClient.close`)."""
     async with grpc_load_session(plane, LISTENER, "grpc-node") as session:
         await session.calls([(METHOD, 1)])
-        await _until(lambda: _counted(_totals(_reports_of(plane, "grpc-node"))) != {})
+        await eventually(lambda: _counted(_totals(_reports_of(plane, "grpc-node"))) != {}, 10)
         plane.load_reporting.configure(interval=60)
         await session.calls([(METHOD, 4)])
-    await _until(lambda: plane.load_reporting.stream_count == 0)
+    await eventually(lambda: plane.load_reporting.stream_count == 0, 10)
     assert set(_counted(_totals(_reports_of(plane, "grpc-node"))).values()) == {(1, 1, 0, 0)}
     plane.load_reporting.configure(interval=1)
     client = await _ours(plane, FakeClock())
@@ -249,5 +241,5 @@ async def test_neither_grpc_nor_we_send_a_final_report_at_close(plane: ControlPl
         load.call_started(EAST)
         load.call_finished(EAST, ok=True)
     await client.close()
-    await _until(lambda: plane.load_reporting.stream_count == 0, 5)
+    await eventually(lambda: plane.load_reporting.stream_count == 0, 5)
     assert _counted(_totals(_reports_of(plane, "our-node"))) == EXPECTED

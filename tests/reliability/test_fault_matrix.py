@@ -8,7 +8,8 @@ import socket
 from typing import Any
 
 from tests.builders import cluster, endpoints
-from tests.client.conftest import FAST_BACKOFF, Variant, eventually, next_event
+from tests.client.conftest import FAST_BACKOFF, Variant, next_event
+from tests.helpers import eventually
 from tests.reliability.proxy import Proxy
 from xdsclient import (
     AmbientError,
