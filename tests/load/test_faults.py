@@ -73,8 +73,9 @@ async def test_random_resets_open_new_streams_that_keep_their_versions(cp):
     streams = _streams_by_node(cp)
     seen = sum(len(s) - 1 for s in streams.values())
     assert seen > 0
-    # a stream reopened as the run ends may be cut before the server reads its request
-    assert seen <= result.reconnects <= seen + 3
+    # As the run ends, a client's last reopened stream may be cut before the server reads its
+    # request, or read by the server before the client counted it: one either way per client.
+    assert abs(result.reconnects - seen) <= 3
     assert result.errors == {}
     later_firsts = [r for r in cp.requests
                     if r.message.HasField("node") and r.type_url == LISTENER.type_url
