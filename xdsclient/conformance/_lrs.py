@@ -36,19 +36,43 @@ async def scenario_lrs(ctx: Context) -> None:
     node = base_pb2.Node()
     node.CopyFrom(ctx.node)
     node.client_features.append(SEND_ALL_CLUSTERS)
-    call = ctx.channel.stream_stream(
-        LRS_METHOD,
-        request_serializer=lrs_pb2.LoadStatsRequest.SerializeToString,
-        response_deserializer=lrs_pb2.LoadStatsResponse.FromString,
-    )()
+    call = _open(ctx)
     try:
         await _run(ctx, call, node)
     finally:
         call.cancel()
 
 
+def _open(ctx: Context) -> Any:
+    return ctx.channel.stream_stream(
+        LRS_METHOD,
+        request_serializer=lrs_pb2.LoadStatsRequest.SerializeToString,
+        response_deserializer=lrs_pb2.LoadStatsResponse.FromString,
+    )()
+
+
+async def _server_status(ctx: Context) -> str | None:
+    """How the server ends an LRS stream we write nothing on (``CODE: details``), or None if it
+    does not within the timeout: a server that ends the stream while our request is being
+    written leaves gRPC's own status (INTERNAL) in place of its own, as in discovery probing."""
+    call = _open(ctx)
+    try:
+        response = await asyncio.wait_for(call.read(), ctx.timeout)
+    except TimeoutError:
+        return None
+    except grpc.aio.AioRpcError as exc:
+        return f"{exc.code().name}: {exc.details()}"
+    finally:
+        call.cancel()
+    return await _status(call) if response is grpc.aio.EOF else None
+
+
 async def _run(ctx: Context, call: Any, node: Any) -> None:
     answer = await _next(call, lrs_pb2.LoadStatsRequest(node=node), ctx.timeout)
+    if isinstance(answer, str) and not answer.startswith("UNIMPLEMENTED"):
+        status = await _server_status(ctx)
+        if status is not None and status.startswith("UNIMPLEMENTED"):
+            answer = status
     if answer is None or isinstance(answer, str):
         if answer is not None and answer.startswith("UNIMPLEMENTED"):
             for rule in _RULES:
