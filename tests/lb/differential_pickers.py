@@ -15,12 +15,12 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
 
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, bootstrap
 
 METHOD = "/lbtest.Who/Am"
 
@@ -50,6 +50,17 @@ class _Who(grpc.GenericRpcHandler):
             return str(self.port).encode()
 
         return grpc.unary_unary_rpc_method_handler(answer)
+
+
+@contextlib.contextmanager
+def _bootstrap_file(plane: ControlPlane, node_id: str) -> Iterator[str]:
+    """The path of a bootstrap file for grpcio's xDS client of ``plane``, until the context
+    ends."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "bootstrap.json")
+        with open(path, "w") as file:
+            json.dump(bootstrap([plane], node_id=node_id, server_features=["xds_v3"]), file)
+        yield path
 
 
 @contextlib.asynccontextmanager
@@ -84,20 +95,7 @@ async def grpc_picks(
     ``resources`` served by a fresh control plane."""
     async with ControlPlane() as plane:
         plane.set_all(resources)
-        bootstrap = {
-            "xds_servers": [
-                {
-                    "server_uri": plane.address,
-                    "channel_creds": [{"type": "insecure"}],
-                    "server_features": ["xds_v3"],
-                }
-            ],
-            "node": {"id": "lb-pickers"},
-        }
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "bootstrap.json")
-            with open(path, "w") as file:
-                json.dump(bootstrap, file)
+        with _bootstrap_file(plane, "lb-pickers") as path:
             child_env = {
                 **os.environ,
                 "GRPC_VERBOSITY": "NONE",
@@ -202,20 +200,7 @@ async def grpc_session(
 ) -> AsyncIterator[GrpcSession]:
     """grpcio's xDS client for ``listener``, bootstrapped to ``plane``, with channel
     ``options``, until the context ends."""
-    bootstrap = {
-        "xds_servers": [
-            {
-                "server_uri": plane.address,
-                "channel_creds": [{"type": "insecure"}],
-                "server_features": ["xds_v3"],
-            }
-        ],
-        "node": {"id": "lb-tree"},
-    }
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "bootstrap.json")
-        with open(path, "w") as file:
-            json.dump(bootstrap, file)
+    with _bootstrap_file(plane, "lb-tree") as path:
         env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-c", _SESSION_CHILD, listener, METHOD, json.dumps(list(options)),
@@ -276,20 +261,7 @@ async def grpc_load_session(
 ) -> AsyncIterator[GrpcLoadSession]:
     """grpcio's xDS client for ``listener``, bootstrapped to ``plane`` as node ``node_id``,
     until the context ends (its channel is closed then, before the process ends)."""
-    bootstrap = {
-        "xds_servers": [
-            {
-                "server_uri": plane.address,
-                "channel_creds": [{"type": "insecure"}],
-                "server_features": ["xds_v3"],
-            }
-        ],
-        "node": {"id": node_id},
-    }
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "bootstrap.json")
-        with open(path, "w") as file:
-            json.dump(bootstrap, file)
+    with _bootstrap_file(plane, node_id) as path:
         env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-c", _LOAD_CHILD, listener,
