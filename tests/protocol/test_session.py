@@ -92,3 +92,14 @@ def test_subscribed_lists_the_wildcard_first() -> None:
     s, _ = connected(subscribe={LDS: ["a", "*"]})
     assert s.subscribed(LDS) == ("*", "a")
     assert s.subscribed(CDS) == ()
+
+
+def test_only_the_last_response_keeps_its_verdicts_so_a_session_holds_one_classify_step() -> None:
+    s, _ = connected(subscribe={CDS: ["c"], EDS: ["e"]})
+    s.receive(sotw_response(CDS, [cluster("c")], version="1", nonce="n1"), 1.0)
+    assert s.verdicts() == [("c", None)]
+    s.receive(sotw_response(EDS, [endpoints("e")], version="1", nonce="n2"), 2.0)
+    assert s.verdicts() == [("e", None)]
+    held = [state for state in s._types.values() if state.last_classified is not None]
+    assert [state.type_url for state in held] == [EDS]  # a classify step a type, at 5,000
+    # simulated clients, was 2 KB a client

@@ -227,7 +227,9 @@ class Session:
         self._response_received = True
         state = self._types.get(response.type_url)
         events: list[Event] = []
-        self._last_applied = None
+        previous, self._last_applied = self._last_applied, None
+        if previous is not None:  # only the last response has verdicts: free its classify step
+            previous.last_classified = None
         if state is None or not state.sent_on_stream:
             return events
         state.last_classified = None
