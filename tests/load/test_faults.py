@@ -96,6 +96,22 @@ async def test_a_reconnect_storm_reconnects_every_client_at_once(cp):
     assert result.connect.count == 2 * clients  # every client dialed a new connection
 
 
+async def test_a_storm_on_a_shared_connection_reopens_every_stream_on_it(cp):
+    """Shared: a storm resets each client's stream (no new connection); each opens a second
+    stream, restating its versions."""
+    clients = 10
+    result = await run(_scenario(cp, Faults(storms=[0.8]), clients=clients, duration=1.5,
+                                 share_connections=True))  # fmt: skip
+    streams = _streams_by_node(cp)
+    assert all(len(s) == 2 for s in streams.values())
+    assert result.reconnects == clients
+    assert result.connect.count == 1  # the run's one dial
+    seconds = {s[1] for s in streams.values()}
+    restated = [r for r in cp.requests if r.stream in seconds and r.message.HasField("node")]
+    assert len(restated) == clients
+    assert all(r.message.version_info for r in restated)
+
+
 async def test_forgetful_delta_clients_offer_no_initial_versions(cp):
     """``forgetful``: a Delta reconnect carries no ``initial_resource_versions``; without it,
     the versions held are offered."""
@@ -119,6 +135,16 @@ async def test_churn_replaces_clients_that_leave_with_new_ones(cp):
     # one that joins as the run ends may be stopped before the server reads its request
     assert result.clients - 2 <= len(nodes) <= result.clients
     assert len(result.per_client) == result.clients
+
+
+async def test_churn_on_a_shared_connection_ends_streams_not_the_connection(cp):
+    """Shared: a client that leaves ends its stream; the ones joining use the same channel."""
+    result = await run(_scenario(cp, Faults(churn_every=0.3), clients=4, duration=1.5,
+                                 share_connections=True))  # fmt: skip
+    assert result.clients > 4
+    assert result.connect.count == 1
+    assert result.errors == {}
+    assert len(set(_streams_by_node(cp))) >= result.clients - 2
 
 
 async def test_server_errors_are_counted_and_retried_with_backoff(cp):

@@ -113,11 +113,14 @@ async def test_each_client_has_its_own_connection_unless_shared(cp, share, expec
     assert min(seen) == expected
 
 
-@pytest.mark.parametrize(("ads", "delta"), [(False, False), (True, True), (False, True)])
-async def test_every_variant_completes_and_is_acked(cp, ads, delta):
-    """Per-type streams and Delta complete too, every response answered without a NACK."""
+@pytest.mark.parametrize(("ads", "delta", "share"),
+                         [(False, False, False), (True, True, False), (False, True, False),
+                          (False, False, True)])  # fmt: skip
+async def test_every_variant_completes_and_is_acked(cp, ads, delta, share):
+    """Per-type streams and Delta complete too, every response answered without a NACK (and
+    per-type streams on a shared connection: a client's four streams on one channel)."""
     result = await run(Scenario(server=cp.address, listener="l", clients=10, duration=3.0,
-                                ads=ads, delta=delta))  # fmt: skip
+                                ads=ads, delta=delta, share_connections=share))  # fmt: skip
     assert result.complete == 10
     assert len({r.stream for r in cp.requests}) == (10 if ads else 40)
     assert all(r.is_delta == delta for r in cp.requests)
