@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import os
 import resource
 import statistics
@@ -46,6 +47,9 @@ RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
+#: streams started per event-loop turn: thousands started in one turn fail INTERNAL in gRPC
+#: (the load tester starts its clients the same way, `xdsclient.load._run`)
+_START_BATCH = 50
 
 
 # ---------------------------------------------------------------------------- the server process
@@ -104,6 +108,7 @@ class _Stream:
     pushed_at: float | None = None
     pushing: bool = False
     asked: set[str] = attrs.Factory(set)  # the types requested so far
+    failed: str | None = None  # the gRPC status the stream failed with (it is not retried)
 
     def requests(self, type_url: str, names: list[str], nonce: str = "", version: str = "") -> Any:
         if self.delta:
@@ -117,6 +122,16 @@ class _Stream:
         return request
 
     async def run(
+        self, channel: Any, node: str, done: asyncio.Event, pushed: asyncio.Event
+    ) -> None:
+        try:
+            await self._walk(channel, node, done, pushed)
+        except grpc.aio.AioRpcError as exc:
+            self.failed = exc.code().name
+            done.set()
+            pushed.set()
+
+    async def _walk(
         self, channel: Any, node: str, done: asyncio.Event, pushed: asyncio.Event
     ) -> None:
         method = "DeltaAggregatedResources" if self.delta else "StreamAggregatedResources"
@@ -216,6 +231,12 @@ class _Server:
                 self.process.wait()
 
 
+def _check(streams: list[_Stream]) -> None:
+    failed = collections.Counter(s.failed for s in streams if s.failed is not None)
+    if failed:
+        raise SystemExit(f"{failed.total()} of {len(streams)} streams failed: {dict(failed)}")
+
+
 async def run(args: Any, delta: bool) -> Result:
     server = _Server(args.clusters, args.server_src)
     channels: list[Any] = []
@@ -232,21 +253,24 @@ async def run(args: Any, delta: bool) -> Result:
         done, pushed = asyncio.Event(), asyncio.Event()
         start = time.monotonic()
         async with asyncio.timeout(args.timeout):
-            tasks = [
-                asyncio.create_task(s.run(channels[i % count], f"bench-{i}", done, pushed))
-                for i, s in enumerate(streams)
-            ]
-            while any(s.complete_at is None for s in streams):
+            for i, s in enumerate(streams):
+                tasks.append(asyncio.create_task(s.run(channels[i % count], f"bench-{i}", done,
+                                                       pushed)))  # fmt: skip
+                if i % _START_BATCH == _START_BATCH - 1:
+                    await asyncio.sleep(0)
+            while any(s.complete_at is None and s.failed is None for s in streams):
                 done.clear()
                 await done.wait()
+            _check(streams)
             cpu_full, _ = server.stats()
             for s in streams:
                 s.pushing = True
             push_start = time.monotonic()
             server.ask("push")
-            while any(s.pushed_at is None for s in streams):
+            while any(s.pushed_at is None and s.failed is None for s in streams):
                 pushed.clear()
                 await pushed.wait()
+            _check(streams)
             cpu_push, rss = server.stats()
         full = [s.complete_at - start for s in streams if s.complete_at is not None]
         push = [s.pushed_at - push_start for s in streams if s.pushed_at is not None]

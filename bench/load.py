@@ -189,6 +189,7 @@ async def _case(clients: int, shared: bool, duration: float, in_process: bool) -
         "CPU (s)": f"{result.cpu_seconds:.1f}",
         "loop lag max (ms)": f"{result.loop_lag_max * 1000:.0f}",
         "saturated": "yes" if result.saturated else "no",
+        "stream errors": str(sum(result.errors.values())),
         "server CPU (s)": server_cpu,
     }
 

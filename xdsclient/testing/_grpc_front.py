@@ -99,6 +99,9 @@ class GrpcFront:
     async def start(self) -> None:
         """Listen and serve; `ListenError` when the address cannot be bound."""
         # Tests run clients with short keepalives: accept their pings instead of GOAWAY-ing them.
+        # Load tests open thousands of streams at once: gRPC's server cancels new calls while
+        # over 1,000 (then 3,000) wait to be accepted by this loop; 5,000 on one connection
+        # lost 1,224 that way (bench/control_plane.py), so the waiting room is made larger.
         # No SO_REUSEPORT (gRPC's default): a port another server listens on must be refused,
         # or clients would land on either server at random.
         server = grpc.aio.server(
@@ -107,6 +110,8 @@ class GrpcFront:
                 ("grpc.http2.min_ping_interval_without_data_ms", 100),
                 ("grpc.http2.max_ping_strikes", 0),
                 ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.server.max_pending_requests", 100000),
+                ("grpc.server.max_pending_requests_hard_limit", 100000),
             ]
         )
         server.add_generic_rpc_handlers(self.handlers())
