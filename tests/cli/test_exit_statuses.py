@@ -74,6 +74,7 @@ async def _unavailable(_: ControlPlane) -> str:
                                  f"127.0.0.1:{closed_port()}", "--timeout", "0.5")  # fmt: skip
     assert status == 4
     assert "REQUESTED" in out
+    assert len(err.splitlines()) == 1  # not the library's WARNING as well
     return one_error_line(err)
 
 
@@ -139,7 +140,7 @@ CASES: dict[int, tuple[Callable[[ControlPlane], Awaitable[str]], str]] = {
     1: (_must_failed, "xdsclient: a MUST rule failed"),
     2: (_usage, "xdsclient: argument --count: '0': must be above 0 (see xdsclient watch --help)"),
     3: (_configuration, "xdsclient: cannot read bootstrap"),
-    4: (_unavailable, "xdsclient: incomplete after 0.5 s"),
+    4: (_unavailable, "xdsclient: incomplete after 0.5 s: xDS stream to 127.0.0.1:"),
     5: (_incomplete, "xdsclient: not usable: Cluster bad (NACKED)"),
     6: (_not_served, "xdsclient: nothing to check at 127.0.0.1:"),
     70: (_internal, "xdsclient: internal error: RuntimeError: a bug"),
@@ -163,3 +164,19 @@ async def test_each_exit_status_is_produced_with_its_one_line(
     case, line = CASES[status]
     got = await case(cp)
     assert got.startswith(line) if line else got == ""
+
+
+@pytest.mark.parametrize(
+    "command", [["watch", "--listener", "l"], ["watch", "cluster", "c"], ["dump", "--resource",
+                                                                          "cluster:c"]]
+)  # fmt: skip
+async def test_an_unreachable_server_is_one_line_naming_why_nothing_arrived(
+    command: list[str],
+) -> None:
+    """The failure line says why nothing arrived (the server's failure, as gRPC put it); the
+    library's own "server lost" WARNING is not printed beside it."""
+    port = closed_port()
+    status, _, err = await cli(*command, "--server", f"127.0.0.1:{port}", "--timeout", "0.5")
+    assert status == 4
+    (line,) = err.splitlines()
+    assert re.match(rf"xdsclient: .*: xDS stream to 127\.0\.0\.1:{port} failed: UNAVAILABLE", line)

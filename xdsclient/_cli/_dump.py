@@ -28,6 +28,7 @@ from ._common import (
     make_client,
     positive_float,
 )
+from ._connectivity import held_back
 from ._outcome import outcome
 
 
@@ -50,16 +51,26 @@ async def _run(args: argparse.Namespace) -> int:
     output = args.format or ("json" if args.json else "table")
     if output == "yaml":
         _yaml()  # fail before connecting when PyYAML is missing
-    async with make_client(args) as client, contextlib.AsyncExitStack() as held:
+    client = make_client(args)
+    with held_back(client) as connectivity:
+        complete, config, text = await _dump(client, args, wanted, output)
+    print(text)
+    unfinished = f"incomplete after {args.timeout:g} s"
+    return outcome(config, lambda _: True, _asked(args.listener, wanted), finished=complete,
+                   unfinished=unfinished, cause=connectivity.cause())  # fmt: skip
+
+
+async def _dump(
+    client: Any, args: argparse.Namespace, wanted: list[tuple[Any, str]], output: str
+) -> tuple[bool, Any, str]:
+    """Wait for what was asked (at most ``--timeout``): (all answered, the CSDS dump, its
+    text)."""
+    async with client, contextlib.AsyncExitStack() as held:
         watches = [await held.enter_async_context(watch)
                    for watch in _watches(client, args.listener, wanted)]  # fmt: skip
         complete = await _all_answered(watches, args.timeout)
         config = client.csds()
-        text = _render(client, config, output)
-    print(text)
-    unfinished = f"incomplete after {args.timeout:g} s"
-    return outcome(config, lambda _: True, _asked(args.listener, wanted), finished=complete,
-                   unfinished=unfinished)  # fmt: skip
+        return complete, config, _render(client, config, output)
 
 
 def _asked(listener: str | None, wanted: list[tuple[Any, str]]) -> list[tuple[str, str]]:

@@ -32,11 +32,13 @@ def outcome(
     *,
     finished: bool,
     unfinished: str,
+    cause: str | None = None,
 ) -> int:
     """The exit status for the CSDS ``config`` (its resources ``wanted`` only; each (type URL,
     name) ``asked`` for by name must be there), printing the one line that explains a failure;
     ``finished``: whether the run got all it waited for, ``unfinished``: the line to print when
-    it did not."""
+    it did not; ``cause``: why nothing usable arrived (a server's failure), added to the line
+    of status 4."""
     from envoy.admin.v3 import config_dump_shared_pb2 as shared
 
     name_of = shared.ClientResourceStatus.Name
@@ -48,13 +50,14 @@ def outcome(
     if bad:
         _say(f"not usable: {_list(bad)}")
         return INCOMPLETE
+    because = f": {cause}" if cause else ""
     if not finished:
-        _say(unfinished)
+        _say(unfinished + because)
         return UNAVAILABLE
     waiting = [_entry(item, "REQUESTED") for item in items
                if name_of(item.client_status) == "REQUESTED"]  # fmt: skip
     if waiting:
-        _say(f"nothing arrived for {_list(waiting)}")
+        _say(f"nothing arrived for {_list(waiting)}{because}")
         return UNAVAILABLE
     return OK
 

@@ -29,6 +29,7 @@ from ._common import (
     positive_float,
     positive_int,
 )
+from ._connectivity import held_back
 from ._outcome import outcome
 from ._summary import resource_json, summary
 
@@ -52,16 +53,19 @@ async def _run(args: argparse.Namespace) -> int:
     if args.listener is None and (args.type is None or not args.names):
         raise CliError("watch needs TYPE NAME... or --listener NAME", USAGE)
     rtype = None if args.listener is not None else known_type(args.type)
-    async with make_client(args) as client:
-        lines = _config_lines(client, args) if rtype is None else _event_lines(client, rtype, args)
-        printed = await _follow(lines, args.count, args.timeout)
-        config = client.csds()
+    client = make_client(args)
+    with held_back(client) as connectivity:
+        async with client:
+            lines = (_config_lines(client, args) if rtype is None
+                     else _event_lines(client, rtype, args))  # fmt: skip
+            printed = await _follow(lines, args.count, args.timeout)
+            config = client.csds()
     finished = args.count is None or printed >= args.count
     after = f" after {args.timeout:g} s" if args.timeout is not None else ""
     unfinished = f"{printed} of {args.count} updates{after}"
     asked = _asked(rtype, args)
     return outcome(config, _wanted(rtype, args.names), asked, finished=finished,
-                   unfinished=unfinished)  # fmt: skip
+                   unfinished=unfinished, cause=connectivity.cause())  # fmt: skip
 
 
 async def _follow(lines: Lines, count: int | None, timeout: float | None) -> int:

@@ -1,0 +1,63 @@
+"""What ``dump`` and ``watch`` know of the servers they tried: the cause to name when nothing
+arrived in time.
+
+Why: an unreachable server used to make two lines on stderr, the library's WARNING
+("xDS server ... lost: ...") and then the command's own failure line, which did not say why
+nothing had arrived. While these commands run, the library's connectivity lines are held back
+(their output already shows each error as it changes, once), and the failure line names the
+cause: the last failure of a server that is still lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from .._observe import ConnectivityChanged
+
+__all__ = ["Connectivity", "held_back"]
+
+_LOGGER = "xdsclient.connectivity"
+
+
+class Connectivity:
+    """An observer keeping, per server, the last failure while it stays lost."""
+
+    def __init__(self) -> None:
+        self._lost: dict[str, str] = {}
+
+    def __call__(self, event: Any) -> None:
+        if type(event) is not ConnectivityChanged:
+            return
+        if event.connected:
+            self._lost.pop(event.server, None)
+        else:
+            self._lost.pop(event.server, None)  # the latest failure last
+            self._lost[event.server] = event.error or "no response"
+
+    def cause(self) -> str | None:
+        """The latest failure of a server still lost (its text names the server), or None."""
+        if not self._lost:
+            return None
+        server, error = list(self._lost.items())[-1]
+        return error if server in error else f"{server}: {error}"
+
+
+@contextlib.contextmanager
+def held_back(client: Any) -> Iterator[Connectivity]:
+    """Observe ``client``'s connectivity, and hold back the library's connectivity log lines
+    until the block ends."""
+    connectivity = Connectivity()
+    remove = client.add_observer(connectivity, verdicts=False)
+    logger = logging.getLogger(_LOGGER)
+    handler, propagate = logging.NullHandler(), logger.propagate
+    logger.addHandler(handler)  # with no handler, logging's last resort would print them
+    logger.propagate = False
+    try:
+        yield connectivity
+    finally:
+        logger.propagate = propagate
+        logger.removeHandler(handler)
+        remove()
