@@ -167,6 +167,20 @@ async def next_update(watch: ConfigWatch) -> ConfigUpdate:
         return await anext(watch)
 
 
+async def next_snapshot(watch: ConfigWatch) -> XdsConfig:
+    """The next update, which must be a snapshot."""
+    update = await next_update(watch)
+    assert isinstance(update, XdsConfig), update
+    return update
+
+
+async def next_warning(watch: ConfigWatch) -> AmbientError:
+    """The next update, which must be an ambient error."""
+    update = await next_update(watch)
+    assert isinstance(update, AmbientError), update
+    return update
+
+
 async def test_one_complete_snapshot_once_every_needed_resource_is_resolved(
     source: Source,
 ) -> None:
@@ -181,8 +195,7 @@ async def test_one_complete_snapshot_once_every_needed_resource_is_resolved(
             (CLUSTER.type_url, "c"),
             (ENDPOINT.type_url, "c"),
         }
-        snapshot = await next_update(watch)
-        assert isinstance(snapshot, XdsConfig)
+        snapshot = await next_snapshot(watch)
         assert snapshot.clusters["c"].endpoints is not None
         source.set(*GRAPH)  # the same content again publishes nothing
         await settle()
@@ -201,12 +214,12 @@ async def test_one_complete_snapshot_once_every_needed_resource_is_resolved(
 async def test_a_batch_of_changes_is_walked_once_after_the_batch(source: Source) -> None:
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.lookups.clear()
         source.set(cluster("c", timeout_s=9), endpoints("c", port=9090), listener("l", route="r"))
         await settle()
         assert source.lookups.count((LISTENER.type_url, "l")) == 1
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
 
 
 async def test_an_endpoints_only_batch_redoes_only_its_clusters_and_matches_a_full_walk(
@@ -252,7 +265,7 @@ async def test_a_data_error_for_a_needed_resource_replaces_the_snapshot_with_the
 ) -> None:
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         deleted = ResourceDoesNotExistError(LISTENER.type_url, "l", "deleted")
         source.fail(LISTENER, "l", deleted)
         assert await next_update(watch) is deleted
@@ -266,9 +279,8 @@ async def test_an_ambient_error_follows_the_snapshot_and_only_the_latest_waits(
         source.warn(CLUSTER, "c", TransportError("first"))
         source.warn(ENDPOINT, "c", TransportError("second"))
         await settle()
-        assert isinstance(await next_update(watch), XdsConfig)  # the snapshot first
-        warning = await next_update(watch)
-        assert isinstance(warning, AmbientError)
+        await next_snapshot(watch)  # the snapshot first
+        warning = await next_warning(watch)
         assert str(warning.error) == "second"  # the latest replaced the earlier one
 
 
@@ -277,15 +289,14 @@ async def test_a_new_snapshot_drops_a_waiting_ambient_error_and_comes_first(
 ) -> None:
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.warn(ENDPOINT, "c", TransportError("stale"))
         await settle()  # the warning waits for the consumer
         source.set(endpoints("c", port=9090))
         await settle()
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.warn(CLUSTER, "c", TransportError("fresh"))
-        warning = await next_update(watch)
-        assert isinstance(warning, AmbientError)
+        warning = await next_warning(watch)
         assert str(warning.error) == "fresh"
 
 
@@ -294,14 +305,13 @@ async def test_an_ambient_error_followed_in_its_batch_by_a_change_of_its_resourc
 ) -> None:
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         with source.one_batch():
             source.warn(ENDPOINT, "c", TransportError("stale"))
             source.set(endpoints("c", port=9090))
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.warn(CLUSTER, "c", TransportError("fresh"))
-        warning = await next_update(watch)
-        assert isinstance(warning, AmbientError)
+        warning = await next_warning(watch)
         assert str(warning.error) == "fresh"
 
 
@@ -310,15 +320,13 @@ async def test_an_ambient_error_in_the_batch_that_changes_the_snapshot_comes_aft
 ) -> None:
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         with source.one_batch():  # as when a reconnect fails: some errors ambient, some not
             source.warn(LISTENER, "l", TransportError("unreachable"))
             source.fail(ENDPOINT, "c", TransportError("unreachable"))
-        snapshot = await next_update(watch)
-        assert isinstance(snapshot, XdsConfig)
+        snapshot = await next_snapshot(watch)
         assert snapshot.clusters["c"].endpoints_error is not None
-        warning = await next_update(watch)
-        assert isinstance(warning, AmbientError)
+        warning = await next_warning(watch)
         assert warning.name == "l"
 
 
@@ -330,9 +338,8 @@ async def test_an_ambient_error_before_the_first_complete_snapshot_follows_it(
         with source.one_batch():
             source.warn(CLUSTER, "c", TransportError("unreachable"))
             source.fail(ENDPOINT, "c", TransportError("unreachable"))
-        assert isinstance(await next_update(watch), XdsConfig)
-        warning = await next_update(watch)
-        assert isinstance(warning, AmbientError)
+        await next_snapshot(watch)
+        warning = await next_warning(watch)
         assert warning.name == "c"
 
 
@@ -355,9 +362,9 @@ async def test_an_ambient_error_equal_to_the_last_delivered_is_not_delivered_aga
     """The same resource failing the same way again (a retry) is no news; another error is."""
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.warn(CLUSTER, "c", TransportError("unreachable"))
-        assert isinstance(await next_update(watch), AmbientError)
+        await next_warning(watch)
         reader = asyncio.ensure_future(next_update(watch))
         for _ in range(3):
             source.warn(CLUSTER, "c", TransportError("unreachable"))
@@ -375,21 +382,20 @@ async def test_a_change_of_the_warned_resource_makes_the_same_error_news_again(
     """Once the resource an ambient error was about changes, the same error is delivered again."""
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.warn(ENDPOINT, "c", TransportError("unreachable"))
-        assert isinstance(await next_update(watch), AmbientError)
+        await next_warning(watch)
         source.set(endpoints("c", port=9090))
-        assert isinstance(await next_update(watch), XdsConfig)
+        await next_snapshot(watch)
         source.warn(ENDPOINT, "c", TransportError("unreachable"))
-        warning = await next_update(watch)
-        assert isinstance(warning, AmbientError)
+        warning = await next_warning(watch)
         assert str(warning.error) == "unreachable"
 
 
 async def test_cancel_ends_iteration_and_drops_every_subscription(source: Source) -> None:
     source.set(*GRAPH)
     watch = ConfigWatch(source, "l", "l")
-    assert isinstance(await next_update(watch), XdsConfig)
+    await next_snapshot(watch)
     reader = asyncio.ensure_future(anext(watch))
     await settle()
     watch.cancel()
