@@ -57,6 +57,26 @@ async def _answer(stream: FakeStream, *names: str, port: int = 1) -> None:
     await settle()
 
 
+async def _fallen_back(
+    fake: FakeTransport, client: XdsClient, port: int
+) -> tuple[list[Event], FakeStream]:
+    """The primary refused from the start: a watcher of ``a`` is served by the fallback
+    (``port``); what it saw, and the fallback's stream."""
+    fake.refuse(server=PRIMARY)
+    seen = _watch(client)
+    fallback = await fake.stream(SECONDARY)
+    await _answer(fallback, "a", port=port)
+    return seen, fallback
+
+
+async def _primary_back(fake: FakeTransport, clock: FakeClock) -> FakeStream:
+    """The primary accepts again and its first backoff passes: its new stream (the request
+    not yet read)."""
+    fake.accept(server=PRIMARY)
+    clock.advance(1.0)
+    return await fake.stream(PRIMARY)
+
+
 def _ports(seen: list[Event]) -> list[int | str]:
     """What a watcher saw: a port per change, the kind of error otherwise."""
     return [
@@ -70,13 +90,9 @@ def _ports(seen: list[Event]) -> list[int | str]:
 async def test_a_primary_down_at_start_falls_back_then_goes_back_once_it_answers(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client)
-    await _answer(await fake.stream(SECONDARY), "a", port=2)
+    seen, _ = await _fallen_back(fake, client, port=2)
     assert _ports(seen) == [2]  # no connectivity error: a server was left to try
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)  # the primary's first backoff
-    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    await _answer(await _primary_back(fake, clock), "a", port=1)
     assert _ports(seen) == [2, 1]
     assert SECONDARY in fake.closed_servers  # nobody needs the fallback any more
     state = client.resource_state(ENDPOINT, "a")
@@ -141,10 +157,7 @@ async def test_all_servers_down_gives_data_errors_only_from_the_last_one(
 async def test_all_servers_down_with_a_cached_value_keeps_it(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client)
-    fallback = await fake.stream(SECONDARY)
-    await _answer(fallback, "a", port=2)
+    seen, fallback = await _fallen_back(fake, client, port=2)
     fake.refuse(server=SECONDARY)
     fallback.fail()
     await settle()
@@ -157,12 +170,8 @@ async def test_all_servers_down_with_a_cached_value_keeps_it(
 async def test_a_flapping_primary_moves_the_authority_each_time_something_is_missing(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client, "a")
-    await _answer(await fake.stream(SECONDARY), "a", port=2)
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    primary = await fake.stream(PRIMARY)
+    seen, _ = await _fallen_back(fake, client, port=2)
+    primary = await _primary_back(fake, clock)
     await _answer(primary, "a", port=1)  # back on the primary; the fallback closes
     assert fake.closed_servers == [SECONDARY]
     fake.refuse(server=PRIMARY)
@@ -177,13 +186,8 @@ async def test_a_flapping_primary_moves_the_authority_each_time_something_is_mis
 async def test_a_fallback_server_s_events_stop_once_the_primary_is_back(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client)
-    fallback = await fake.stream(SECONDARY)
-    await _answer(fallback, "a", port=2)
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    seen, fallback = await _fallen_back(fake, client, port=2)
+    await _answer(await _primary_back(fake, clock), "a", port=1)
     fallback.send([endpoints("a", port=9)], version="9")  # too late: it is being closed
     await settle()
     assert _ports(seen) == [2, 1]
@@ -192,12 +196,8 @@ async def test_a_fallback_server_s_events_stop_once_the_primary_is_back(
 async def test_a_timer_on_a_primary_that_connects_but_stays_silent_is_not_heard(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client)
-    await _answer(await fake.stream(SECONDARY), "a", port=2)
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    primary = await fake.stream(PRIMARY)
+    seen, _ = await _fallen_back(fake, client, port=2)
+    primary = await _primary_back(fake, clock)
     await primary.request()
     clock.advance(OPTIONS.does_not_exist_timeout + 1)  # the primary's does-not-exist timer
     await settle()
@@ -323,9 +323,7 @@ async def test_a_fallback_shows_as_a_failure_of_the_primary_and_updates_of_the_s
     assert failures == {PRIMARY: 1}
     valid = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.resource_updates_valid"]}
     assert valid == {SECONDARY: 1}
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    await _answer(await _primary_back(fake, clock), "a", port=1)
     await settle()
     points = _points(reader)
     connected = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.connected"]}
@@ -349,9 +347,7 @@ async def test_a_fallback_server_closed_after_going_back_is_no_longer_connected(
     _watch(client)
     await _answer(await fake.stream(SECONDARY), "a", port=2)
     assert client.stats().servers[SECONDARY].connected_state == 1
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    await _answer(await fake.stream(PRIMARY), "a", port=1)
+    await _answer(await _primary_back(fake, clock), "a", port=1)
     await settle()
     assert SECONDARY in fake.closed_servers
     stats = client.stats()
@@ -372,13 +368,8 @@ async def test_when_both_servers_send_the_same_versions_a_watcher_sees_each_once
 ) -> None:
     """Both servers send versions 12 and 13 while the primary takes the authority back: the
     watcher sees each version once, from the primary; the fallback's copies are not delivered."""
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client)
-    fallback = await fake.stream(SECONDARY)
-    await _answer(fallback, "a", port=11)
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    primary = await fake.stream(PRIMARY)
+    seen, fallback = await _fallen_back(fake, client, port=11)
+    primary = await _primary_back(fake, clock)
     await primary.request()
     for port in (12, 13):
         primary.send([endpoints("a", port=port)], version=str(port))
@@ -394,13 +385,8 @@ async def test_a_primary_answering_with_an_older_state_than_the_fallback_s_is_fo
     and its contents apply even when older than what the fallback delivered meanwhile (gRPC
     C-core does the same; the client cannot order two servers' versions). The watcher goes
     back only because a server sent the older version, and never replays one by itself."""
-    fake.refuse(server=PRIMARY)
-    seen = _watch(client)
-    fallback = await fake.stream(SECONDARY)
-    await _answer(fallback, "a", port=11)
-    fake.accept(server=PRIMARY)
-    clock.advance(1.0)
-    primary = await fake.stream(PRIMARY)
+    seen, fallback = await _fallen_back(fake, client, port=11)
+    primary = await _primary_back(fake, clock)
     await primary.request()
     for port in (12, 13):
         fallback.send([endpoints("a", port=port)], version=str(port))
