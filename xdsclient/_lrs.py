@@ -8,7 +8,10 @@ load reporting is only its decisions, time passed in, with the driver's reconnec
   how often (``load_reporting_interval``, at least 1 s: our floor, so a zero interval cannot
   spin); the next report is due one interval after the response;
 - a report is a `LoadStatsRequest` with one ``cluster_stats`` per (cluster, EDS service) with
-  something to say (`LoadStore.snapshot`), sent every interval while the stream is up;
+  something to say (`LoadStore.snapshot`), sent every interval while the stream is up, except
+  that a report with nothing to say is skipped when the stream's previous report had nothing
+  either (as gRPC C-core's LRS client does: one empty report after load stops, then quiet
+  until there is load again; each stream starts as if its last report had something);
 - a stream that ends stops the reports; the store is not touched, so the counts made while
   disconnected go in the first report of the next stream (a report taken is lost only if its
   write fails). A new stream waits for the server's answer again before reporting.
@@ -57,6 +60,8 @@ class LoadReporting:
         #: seconds between reports, as the server last said (0: not said yet on this stream)
         self.interval = 0.0
         self._due: float | None = None
+        #: the last report this stream took had nothing to say
+        self._last_empty = False
 
     @property
     def has_interest(self) -> bool:
@@ -65,6 +70,7 @@ class LoadReporting:
 
     def connect(self, now: float) -> None:
         self._connected, self._node_sent, self.response_received = True, False, False
+        self._last_empty = False
 
     def requests_to_send(self, now: float) -> list[Any]:
         if not self._connected:
@@ -75,7 +81,10 @@ class LoadReporting:
         if self._due is None or now < self._due:
             return []
         self._due = now + self.interval
-        return [_request(self.store.snapshot(now, self.clusters))]
+        reports = self.store.snapshot(now, self.clusters)
+        skip = self._last_empty and not reports
+        self._last_empty = not reports
+        return [] if skip else [_request(reports)]
 
     def receive(self, message: Any, now: float) -> list[Any]:
         self.response_received = True

@@ -102,6 +102,43 @@ async def test_reports_follow_the_servers_interval_and_sum_to_the_calls(
     assert second.cluster_stats[0].upstream_locality_stats[0].total_requests_in_progress == 3
 
 
+async def test_once_load_stops_one_empty_report_is_sent_then_none_until_load_again(
+    client: XdsClient, fake: FakeTransport, clock: FakeClock
+) -> None:
+    """As gRPC C-core: the report after the last counted one says nothing (no
+    ``cluster_stats``); the following empty ones are not sent; new load is reported at the
+    next interval; a new stream starts as if its last report had something."""
+    load = client.load_reporter(_view("c"))
+    stream = await _lrs_stream(fake)
+    await stream.request()
+    stream.respond(_answer(send_all=True, every=1))
+    await settle()
+    load.call_started(EAST)
+    load.call_finished(EAST, ok=True)
+    clock.advance(1)
+    assert _issued(await stream.request()) == {("c", "east"): 1}
+    clock.advance(1)
+    assert not (await stream.request()).cluster_stats
+    for _ in range(5):
+        clock.advance(1)
+        await settle()
+    assert stream.pending_requests() == []
+    load.call_started(EAST)
+    load.call_finished(EAST, ok=False)
+    clock.advance(1)
+    assert _issued(await stream.request()) == {("c", "east"): 1}
+    clock.advance(1)
+    assert not (await stream.request()).cluster_stats
+    stream.fail()
+    await settle()
+    again = await _lrs_stream(fake)
+    await again.request()
+    again.respond(_answer(send_all=True, every=1))
+    await settle()
+    clock.advance(1)
+    assert not (await again.request()).cluster_stats  # a new stream's first report is sent
+
+
 async def test_only_the_clusters_the_server_lists_are_reported(
     client: XdsClient, fake: FakeTransport, clock: FakeClock
 ) -> None:
