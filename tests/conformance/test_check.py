@@ -5,6 +5,7 @@ the field path, and the reports print as a table, JSON and JUnit XML."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,36 @@ async def test_a_ttl_must_be_refreshed_before_it_expires(heartbeat: bool) -> Non
             beating.cancel()
     statuses = {r.variant: r.status for r in report.results if r.rule.id == "ttl-refreshed"}
     assert statuses == dict.fromkeys(("ads-delta", "ads-sotw"), "PASS" if heartbeat else "FAIL")
+
+
+async def _keep_changing(
+    control_plane: ControlPlane, assignments: list[Any], period: float
+) -> None:
+    """Every ``period``, each assignment with a new port: content that really changes."""
+    for port in itertools.count(9000):
+        await asyncio.sleep(period)
+        for message in assignments:
+            endpoint = message.endpoints[0].lb_endpoints[0].endpoint
+            endpoint.address.socket_address.port_value = port
+        control_plane.set_all(assignments)
+
+
+async def test_an_update_after_an_ack_is_not_an_echo() -> None:
+    """A server whose endpoints change while the checker waits after an ACK (as the demo's
+    do) sends responses with new content: updates, not echoes, so no-response-to-ack passes
+    (it failed against ``xdsclient serve``); a server that echoes still fails it (the seeded
+    ``ECHO_ON_ACK`` bug, above)."""
+    resources = demo_resources("shop.example.com")
+    assignments = [r for r in resources if r.DESCRIPTOR.full_name.endswith("LoadAssignment")]
+    async with ControlPlane() as control_plane:
+        control_plane.set_all(resources)
+        changing = asyncio.ensure_future(_keep_changing(control_plane, assignments, 0.1))
+        try:
+            report = await check(control_plane.address, variants=["ads-sotw", "ads-delta"], **FAST)
+        finally:
+            changing.cancel()
+    statuses = {r.variant: r.status for r in report.results if r.rule.id == "no-response-to-ack"}
+    assert statuses == dict.fromkeys(("ads-sotw", "ads-delta"), "PASS")
 
 
 def test_a_misspelt_rule_id_is_an_error_not_a_silent_na() -> None:
