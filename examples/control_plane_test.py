@@ -27,17 +27,21 @@ LISTENER = "shop.example.com"
 
 
 @pytest.fixture(autouse=True)
-def demo(xds_control_plane: ControlPlane) -> None:
-    """The embedded control plane serves the demo configuration."""
-    xds_control_plane.set_all(demo_resources(LISTENER))
+def demo(xds_settings: XdsTestSettings, request: pytest.FixtureRequest) -> None:
+    """The embedded control plane serves the demo configuration (none is started when the
+    tests run against another server)."""
+    if not xds_settings.external:
+        control_plane: ControlPlane = request.getfixturevalue("xds_control_plane")
+        control_plane.set_all(demo_resources(LISTENER))
 
 
 @pytest.fixture
-def changeable(xds_settings: XdsTestSettings, xds_control_plane: ControlPlane) -> ControlPlane:
+def changeable(xds_settings: XdsTestSettings, request: pytest.FixtureRequest) -> ControlPlane:
     """The server under test, when it is one this test can change."""
     if xds_settings.external:
         pytest.skip("needs a control plane this test can change")
-    return xds_control_plane
+    control_plane: ControlPlane = request.getfixturevalue("xds_control_plane")
+    return control_plane
 
 
 async def first_config(client: XdsClient) -> XdsConfig:

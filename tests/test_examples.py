@@ -76,6 +76,28 @@ def test_control_plane_test_passes_under_pytest() -> None:
     assert "4 passed" in done.stdout
 
 
+async def test_control_plane_test_runs_against_another_server_without_the_embedded_one() -> None:
+    """``--xds-server``: the tests that only read run against that server, the ones that
+    change the configuration skip themselves, and no embedded control plane is started (the
+    example's demo fixture asks for one only when it is the server under test)."""
+    import asyncio
+
+    from xdsclient.testing import ControlPlane, demo_resources
+
+    async with ControlPlane() as server:
+        server.set_all(demo_resources("shop.example.com"))
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--setup-show",
+            str(EXAMPLES / "control_plane_test.py"), "--xds-server", server.address,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await asyncio.wait_for(process.communicate(), 120)
+    text = out.decode()
+    assert process.returncode == 0, text
+    assert "3 passed, 1 skipped" in text
+    assert "xds_control_plane" not in text  # --setup-show lists every fixture set up
+
+
 async def test_mixed_sources_walk_one_configuration_from_files_rest_and_grpc() -> None:
     lines = await load("mixed_sources").main()
     assert lines == [
