@@ -9,13 +9,13 @@ over its stdin; the push time is taken just before asking).
 Measured (targets in brackets):
 - all complete: run start to the last client's first complete configuration [10 s];
 - update reached all: the push to the last client applying its last changed assignment [2 s];
-- ACK p99: response read to ACK written, inside the generator [50 ms];
+- ACK p99: response read to its ACK handed to gRPC, inside the generator [50 ms];
 - memory per client: the generator's RSS growth from before the run to its peak, per client
   [150 KB own connections, 64 KB shared]; each case runs in a fresh process;
 - the generator's CPU seconds (gRPC's threads included), its largest event-loop lag, whether
   it saturated, and the server's CPU seconds over the run.
 
-    python bench/load.py [--clients 1000] [--shared-clients 5000] [--duration 20]
+    python bench/load.py [--clients 1000] [--shared-clients 5000] [--duration 40]
                          [--in-process]
 
 ``--in-process`` keeps the control plane in this process (the first pass's set-up). To compare
@@ -210,7 +210,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--shared-clients", type=int, default=5000)
-    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--duration", type=float, default=40.0)
     parser.add_argument("--in-process", action="store_true",
                         help="run the control plane in this process")  # fmt: skip
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
