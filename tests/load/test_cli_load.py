@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.cli.helpers import cli, closed_port, one_error_line
+from tests.conformance import servers
 
 
 async def test_the_command_line_runs_and_writes_json(cp, tmp_path):
@@ -61,6 +62,17 @@ async def test_an_unreachable_server_is_status_4():
                                "l", "--duration", "1")  # fmt: skip
     assert status == 4
     assert "cannot reach 127.0.0.1:" in one_error_line(err)
+
+
+async def test_a_server_without_xds_is_status_6_in_one_line():
+    """A gRPC server that serves no xDS: not served, one line, status 6, long before the run's
+    duration."""
+    async with servers.grpc_server(servers.greeter()) as address:
+        status, out, err = await cli("load", "--server", address, "--listener", "l",
+                                     "--clients", "3", "--duration", "60", "--quiet")  # fmt: skip
+    assert (status, out) == (6, "")
+    assert "does not serve" in one_error_line(err)
+    assert len(err.splitlines()) == 1
 
 
 async def test_a_missing_scenario_file_is_status_3(tmp_path):

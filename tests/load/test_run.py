@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
+from tests.conformance import servers
 from tests.load.conftest import CLUSTERS, assignments
-from xdsclient.load import Progress, Push, Scenario, UnreachableError, run
+from xdsclient.load import NotServedError, Progress, Push, Scenario, UnreachableError, run
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import ControlPlane
 
@@ -135,6 +136,24 @@ async def test_an_unreachable_server_fails_the_run_before_it_starts():
     with pytest.raises(UnreachableError, match="cannot reach"):
         await run(Scenario(server=address, listener="l", clients=5, connect_timeout=0.3))
     assert time.monotonic() - started < 2
+
+
+async def test_a_server_without_xds_ends_the_run_at_once_as_not_served():
+    """A gRPC server with no xDS service: the first stream that ends UNIMPLEMENTED before any
+    response ends the run with `NotServedError` naming the method (not at ``duration``)."""
+    async with servers.grpc_server(servers.greeter()) as address, asyncio.timeout(20):
+        with pytest.raises(NotServedError, match=r"does not serve .*/StreamAggregatedResources"):
+            await run(Scenario(server=address, listener="l", clients=5, duration=60))
+
+
+async def test_per_type_streams_to_an_ads_only_server_are_not_served_but_ads_runs(cp):
+    """A server serving ADS only: a per-type scenario is not served (its LDS method is
+    UNIMPLEMENTED); the same scenario over ADS completes."""
+    async with servers.grpc_server(*servers.ads_only(cp)) as address, asyncio.timeout(20):
+        with pytest.raises(NotServedError, match="ListenerDiscoveryService"):
+            await run(Scenario(server=address, listener="l", clients=3, duration=60, ads=False))
+        result = await run(Scenario(server=address, listener="l", clients=3, duration=1.0))
+    assert result.complete == 3
 
 
 async def test_ack_latency_ends_when_the_ack_is_handed_to_grpc_not_when_the_loop_hears_of_it(cp):

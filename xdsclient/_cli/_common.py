@@ -31,7 +31,7 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (CONFIG, "configuration: a bad bootstrap, file or name, or a missing extra"),
     (UNAVAILABLE, "nothing usable in time: unreachable, incomplete at --timeout"),
     (INCOMPLETE, "dump, watch: a resource NACKed, missing, timed out or in error"),
-    (NOT_SERVED, "check: nothing to check (no xDS service, variant or resource for this node)"),
+    (NOT_SERVED, "check, load: no xDS service or variant (check: or no resource for this node)"),
     (INTERNAL, "internal error (a bug: please report it)"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
     (BROKEN_PIPE, "the output was closed early (a pipe into `head`): quietly, as SIGPIPE"),

@@ -18,6 +18,7 @@ from typing import Any
 from .._errors import MissingExtraError
 from ._common import (
     CONFIG,
+    NOT_SERVED,
     UNAVAILABLE,
     USAGE,
     CliError,
@@ -232,7 +233,7 @@ def _push(args: argparse.Namespace, data: dict[str, Any]) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..load import ScenarioError, UnreachableError, table
+    from ..load import NotServedError, ScenarioError, UnreachableError, table
 
     if args.worker:
         return await run_worker(args)
@@ -244,6 +245,8 @@ async def _run(args: argparse.Namespace) -> int:
         result = await run_reported(scenario, args)
     except UnreachableError as exc:
         raise CliError(str(exc), UNAVAILABLE) from None
+    except NotServedError as exc:
+        raise CliError(str(exc), NOT_SERVED) from None
     except ScenarioError as exc:  # what the bootstrap names cannot be used
         raise CliError(str(exc), CONFIG) from None
     sys.stdout.write(table(result))

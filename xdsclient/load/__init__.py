@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._report import table
 from ._results import ClientResult, Histogram, MessageCounts, Progress, RunResult
-from ._run import PROGRESS_INTERVAL, UnreachableError, run
+from ._run import PROGRESS_INTERVAL, NotServedError, UnreachableError, run
 from ._scenario import Faults, Push, Scenario, ScenarioError, load_scenario
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Faults",
     "Histogram",
     "MessageCounts",
+    "NotServedError",
     "Progress",
     "Push",
     "RunResult",
@@ -31,6 +32,6 @@ __all__ = [
     "table",
 ]
 
-for _cls in (ClientResult, Faults, Histogram, MessageCounts, Progress, Push, RunResult, Scenario,
-             ScenarioError, UnreachableError):  # fmt: skip
+for _cls in (ClientResult, Faults, Histogram, MessageCounts, NotServedError, Progress, Push,
+             RunResult, Scenario, ScenarioError, UnreachableError):  # fmt: skip
     _cls.__module__ = __name__

@@ -298,6 +298,9 @@ class SimClient:
                 continue
             self._fleet.error(status)
             self.result.errors += 1
+            if status == "UNIMPLEMENTED":
+                self._fleet.not_served(f"{self._target} does not serve {stream.method} "
+                                       "(UNIMPLEMENTED): nothing to load")  # fmt: skip
             await asyncio.sleep(backoff.delay(attempt, self._rng().random()))
             attempt += 1
 
@@ -384,6 +387,7 @@ class SimClient:
     async def _on_response(self, stream: _Stream, raw: bytes, response_class: Any) -> None:
         fleet = self._fleet
         read_at = fleet.now()
+        fleet.answered = True
         response = response_class.FromString(raw)
         type_url = response.type_url
         counts = fleet.counts(type_url)

@@ -9,6 +9,7 @@ tasks; nothing here awaits.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..resources import ResourceType
@@ -47,6 +48,12 @@ class Fleet:
         #: built by the first such client)
         self.resource_types: list[ResourceType[Any]] | None = None
         self._names: dict[frozenset[str], frozenset[str]] = {}
+        #: a client read a response (the server serves what the clients ask)
+        self.answered = False
+        #: why the run cannot go on: the server does not serve the clients' method
+        self.unserved: str | None = None
+        #: called once when `unserved` is first set (the run ends early)
+        self.on_unserved: Callable[[], None] | None = None
 
     @staticmethod
     def now() -> float:
@@ -95,6 +102,15 @@ class Fleet:
         if push is not None and now >= push:
             self.result.push_to_applied.record(now - push)
             self.latest_push = now - push
+
+    def not_served(self, reason: str) -> None:
+        """A stream failed UNIMPLEMENTED before any client read a response: the server does
+        not serve this xDS method, and the run has nothing to measure."""
+        if self.answered or self.unserved is not None:
+            return
+        self.unserved = reason
+        if self.on_unserved is not None:
+            self.on_unserved()
 
     def error(self, status: str) -> None:
         """A stream ended with (or failed to open with) a gRPC status."""

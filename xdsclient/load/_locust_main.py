@@ -62,7 +62,7 @@ from ._locust_merge import (  # noqa: E402
     shares,
 )
 from ._results import Progress, RunResult  # noqa: E402
-from ._run import UnreachableError, run  # noqa: E402
+from ._run import NotServedError, UnreachableError, run  # noqa: E402
 from ._scenario import Scenario, ScenarioError  # noqa: E402
 
 #: seconds past a run's duration for every worker's result to arrive
@@ -70,7 +70,7 @@ GRACE = 30.0
 #: seconds from the master's ``xds_run`` to the common start (every worker gets it by then)
 START_DELAY = 0.5
 #: exit statuses the parent maps to the CLI's (`_locust.py` names them)
-USAGE, CONFIG, UNAVAILABLE, FAILED = 2, 3, 4, 1
+USAGE, CONFIG, UNAVAILABLE, FAILED, NOT_SERVED = 2, 3, 4, 1, 6
 _POLL = 0.1
 
 
@@ -305,6 +305,8 @@ class _Worker:
             self.outcome = ("xds_result", result.to_dict())
         except UnreachableError as exc:
             self.outcome = ("xds_failed", {"message": str(exc), "status": UNAVAILABLE})
+        except NotServedError as exc:
+            self.outcome = ("xds_failed", {"message": str(exc), "status": NOT_SERVED})
         except ScenarioError as exc:
             self.outcome = ("xds_failed", {"message": str(exc), "status": USAGE})
         except Exception as exc:  # any failure is the master's to report, as one line

@@ -27,7 +27,7 @@ from ._lean import SharedDecoder
 from ._results import Progress, RunResult
 from ._scenario import Scenario, ScenarioError
 
-__all__ = ["PROGRESS_INTERVAL", "UnreachableError", "run"]
+__all__ = ["PROGRESS_INTERVAL", "NotServedError", "UnreachableError", "run"]
 
 #: seconds between two `Progress` snapshots
 PROGRESS_INTERVAL = 0.5
@@ -46,6 +46,12 @@ ProgressHook = Callable[[Progress], Any]
 
 class UnreachableError(XdsError, ConnectionError):
     """The server could not be reached before the run started (``connect_timeout``)."""
+
+
+class NotServedError(XdsError, LookupError):
+    """The server answered the clients' first streams UNIMPLEMENTED before any response: it
+    does not serve the xDS method the scenario uses (ADS or per-type, SotW or Delta). The run
+    ends at once instead of retrying against it to the end."""
 
 
 def _target_and_node(scenario: Scenario) -> tuple[str, NodeConfig]:
@@ -100,6 +106,8 @@ class _Run:
         self.push = push
         self.result = RunResult(scenario=scenario.to_dict())
         self.fleet = Fleet(self.result, SharedDecoder(validate=scenario.validate))
+        self.ended = asyncio.Event()  # set when the run must end before its duration
+        self.fleet.on_unserved = self.ended.set
         self.clients: dict[int, SimClient] = {}
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.next_index = scenario.first_index
@@ -122,10 +130,13 @@ class _Run:
             if scenario.share_connections:
                 await self._dial_shared()
             await self._ramp()
-            await asyncio.sleep(max(0.0, self.stop_at - Fleet.now()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ended.wait(), max(0.0, self.stop_at - Fleet.now()))
             self._publish(done=True)  # the fleet as the run ends, before the clients stop
         finally:
             await self._stop(helpers)
+        if self.fleet.unserved is not None:
+            raise NotServedError(self.fleet.unserved)
         result = self.result
         result.duration = Fleet.now() - self.start
         result.cpu_seconds = time.process_time() - cpu0
@@ -157,7 +168,10 @@ class _Run:
                 due = self.start + number / ramp
                 if due >= self.stop_at:
                     break
-                await asyncio.sleep(max(0.0, due - Fleet.now()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.ended.wait(), max(0.0, due - Fleet.now()))
+                if self.ended.is_set():
+                    break
             elif number and number % _START_BATCH == 0:  # all at once, in short loop turns
                 await asyncio.sleep(0)
             self._start_client()
@@ -266,6 +280,8 @@ async def run(
     and once at the end (``done``). ``push`` is the scenario's push action when it has no
     command (the push time is taken just before it is called; it may be a coroutine
     function). Raises `UnreachableError` when the server cannot be reached within
-    ``connect_timeout``, `ScenarioError` for a bootstrap the load tester cannot use.
+    ``connect_timeout``, `NotServedError` (as soon as it shows) when the server does not
+    serve the scenario's xDS method, `ScenarioError` for a bootstrap the load tester cannot
+    use.
     """
     return await _Run(scenario, on_progress, push).main()
