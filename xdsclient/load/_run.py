@@ -132,7 +132,8 @@ class _Run:
             await self._ramp()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.ended.wait(), max(0.0, self.stop_at - Fleet.now()))
-            self._publish(done=True)  # the fleet as the run ends, before the clients stop
+            if self.fleet.unserved is None:  # the fleet as the run ends, before the clients stop
+                self._publish(done=True)
         finally:
             await self._stop(helpers)
         if self.fleet.unserved is not None:
