@@ -56,6 +56,10 @@ async def test_a_grpc_server_without_xds_is_nothing_served_exit_6() -> None:
         code, out, err = await cli("check", "--server", address, "--json", *CLI_FAST)
     assert not report.ok
     assert report.not_served == "no xDS service: no variant is served"
+    assert report.table().splitlines() == [  # no table of rules without a column
+        *(f"skipped {variant}: {report.skipped[variant]}" for variant in report.skipped),
+        "NOT SERVED: no xDS service: no variant is served",
+    ]
     assert set(report.skipped) == set(VARIANTS)
     assert all("UNIMPLEMENTED" in why for why in report.skipped.values())
     assert code == 6

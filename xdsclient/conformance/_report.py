@@ -84,8 +84,12 @@ class Report:
         and evidence (what ``xdsclient check`` prints)."""
         variants = sorted({r.variant for r in self.results})
         width = max(len(rule) for rule in RULES)
-        lines = [f"{'rule':<{width}}  {'level':<6}  " + "  ".join(f"{v:<9}" for v in variants)]
-        for rule in RULES.values():
+        lines = []
+        if variants:  # no variant checked: no table of rules without a column
+            lines.append(
+                f"{'rule':<{width}}  {'level':<6}  " + "  ".join(f"{v:<9}" for v in variants)
+            )
+        for rule in RULES.values() if variants else ():
             cells = [self.status(rule.id, v) for v in variants]
             lines.append(
                 f"{rule.id:<{width}}  {rule.level.value:<6}  " + "  ".join(f"{c:<9}" for c in cells)
