@@ -46,6 +46,14 @@ async def _lrs_stream(fake: FakeTransport) -> FakeStream:
     return stream
 
 
+async def _answered(stream: FakeStream, **answer: Any) -> FakeStream:
+    """``stream`` after its first request was read and answered with ``_answer(**answer)``."""
+    await stream.request()
+    stream.respond(_answer(**answer))
+    await settle()
+    return stream
+
+
 def _issued(report: Any) -> dict[tuple[str, str], int]:
     return {
         (stats.cluster_name, locality.locality.zone): locality.total_issued_requests
@@ -73,10 +81,7 @@ async def test_reports_follow_the_servers_interval_and_sum_to_the_calls(
     """Nothing is reported before the interval the server chose has passed; then one report
     per interval, whose counts sum to the calls made, drops included."""
     load = client.load_reporter(_view("c", service="svc"))
-    stream = await _lrs_stream(fake)
-    await stream.request()
-    stream.respond(_answer(send_all=True, every=5))
-    await settle()
+    stream = await _answered(await _lrs_stream(fake), send_all=True, every=5)
     for _ in range(4):
         load.call_started(EAST)
     load.call_finished(EAST, ok=True, metrics={"cpu": 0.25})
@@ -109,10 +114,7 @@ async def test_once_load_stops_one_empty_report_is_sent_then_none_until_load_aga
     ``cluster_stats``); the following empty ones are not sent; new load is reported at the
     next interval; a new stream starts as if its last report had something."""
     load = client.load_reporter(_view("c"))
-    stream = await _lrs_stream(fake)
-    await stream.request()
-    stream.respond(_answer(send_all=True, every=1))
-    await settle()
+    stream = await _answered(await _lrs_stream(fake), send_all=True, every=1)
     load.call_started(EAST)
     load.call_finished(EAST, ok=True)
     clock.advance(1)
@@ -131,10 +133,7 @@ async def test_once_load_stops_one_empty_report_is_sent_then_none_until_load_aga
     assert not (await stream.request()).cluster_stats
     stream.fail()
     await settle()
-    again = await _lrs_stream(fake)
-    await again.request()
-    again.respond(_answer(send_all=True, every=1))
-    await settle()
+    again = await _answered(await _lrs_stream(fake), send_all=True, every=1)
     clock.advance(1)
     assert not (await again.request()).cluster_stats  # a new stream's first report is sent
 
@@ -166,10 +165,7 @@ async def test_a_failed_stream_loses_no_counts(
     are in the first report of the next stream, which again starts with the node and waits
     for the server's answer."""
     load = client.load_reporter(_view("c"))
-    stream = await _lrs_stream(fake)
-    await stream.request()
-    stream.respond(_answer(send_all=True, every=1))
-    await settle()
+    stream = await _answered(await _lrs_stream(fake), send_all=True, every=1)
     load.call_started(EAST)
     clock.advance(1)
     assert _issued(await stream.request()) == {("c", "east"): 1}
@@ -205,10 +201,7 @@ async def test_a_stream_refused_is_retried_with_backoff_keeping_the_counts(
     assert fake.open_attempts == 1
     fake.accept()
     clock.advance(0.01)
-    stream = await _lrs_stream(fake)
-    await stream.request()
-    stream.respond(_answer(send_all=True, every=1))
-    await settle()
+    stream = await _answered(await _lrs_stream(fake), send_all=True, every=1)
     clock.advance(1)
     assert _issued(await stream.request()) == {("c", "east"): 1}
 
