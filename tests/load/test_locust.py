@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import ENV, cli, closed_port, one_error_line
+from tests.conformance import servers
 from xdsclient.load import Histogram, Progress
 from xdsclient.load._locust_merge import (
     merge_progress,
@@ -177,6 +178,18 @@ async def test_a_worker_that_cannot_reach_the_server_fails_the_run_with_status_4
     status, _, err = await finish(process)
     assert status == 4
     assert "a Locust worker failed: cannot reach 127.0.0.1:" in one_error_line(err)
+
+
+async def test_a_server_without_xds_fails_a_distributed_run_with_status_6():
+    """The workers find the server does not serve xDS: the master reports it as one line,
+    status 6, as a local run would (it was 70, an internal error)."""
+    async with servers.grpc_server(servers.greeter()) as address:
+        process = await start("--server", address, "--listener", "l", "--clients", "4",
+                              "--duration", "30", "--processes", "1", "--quiet")  # fmt: skip
+        status, _, err = await finish(process)
+    assert status == 6
+    assert "a Locust worker failed: " in one_error_line(err)
+    assert "does not serve" in one_error_line(err)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,16 @@ import os
 import sys
 from typing import Any
 
-from ._common import CONFIG, INTERNAL, UNAVAILABLE, USAGE, CliError, positive_float, positive_int
+from ._common import (
+    CONFIG,
+    INTERNAL,
+    NOT_SERVED,
+    UNAVAILABLE,
+    USAGE,
+    CliError,
+    positive_float,
+    positive_int,
+)
 
 __all__ = ["add_report_options", "check_report_options", "run_reported", "run_worker"]
 
@@ -154,9 +163,10 @@ async def run_reported(scenario: Any, args: argparse.Namespace) -> Any:
 
 def _status(exc: Any) -> int:
     """The exit status of a distributed run's failure: a bad scenario, a bad address or port,
-    nothing in time; anything else a worker hit is a bug (70)."""
+    nothing in time, a server that does not serve the scenario; anything else a worker hit is
+    a bug (70)."""
     status: int = exc.status
-    return status if status in (USAGE, CONFIG, UNAVAILABLE) else INTERNAL
+    return status if status in (USAGE, CONFIG, UNAVAILABLE, NOT_SERVED) else INTERNAL
 
 
 def _plan(args: argparse.Namespace) -> Any:
