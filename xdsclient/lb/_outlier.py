@@ -191,13 +191,19 @@ class OutlierDetector:
 
     # -- the two algorithms ------------------------------------------------------------------
 
+    def _candidates(self, volume: int, minimum_hosts: int) -> list[tuple[EndpointKey, _Tracker]]:
+        """The endpoints with at least ``volume`` calls last interval, or none when fewer than
+        ``minimum_hosts`` have (both algorithms, gRFC A50)."""
+        found = [(k, t) for k, t in self._trackers.items() if t.volume and t.volume >= volume]
+        return found if len(found) >= minimum_hosts else []
+
     def _success_rate(self, rand: random.Random, now: float, ejected: int) -> int:
         settings = self.config.success_rate_ejection
         if settings is None:
             return ejected
         stdev_factor, enforcement, minimum_hosts, volume = settings
-        candidates = [(k, t) for k, t in self._trackers.items() if t.volume and t.volume >= volume]
-        if not candidates or len(candidates) < minimum_hosts:
+        candidates = self._candidates(volume, minimum_hosts)
+        if not candidates:
             return ejected
         rates = [t.success_rate for _, t in candidates]
         mean = sum(rates) / len(rates)
@@ -214,8 +220,8 @@ class OutlierDetector:
         if settings is None:
             return ejected
         threshold, enforcement, minimum_hosts, volume = settings
-        candidates = [(k, t) for k, t in self._trackers.items() if t.volume and t.volume >= volume]
-        if not candidates or len(candidates) < minimum_hosts:
+        candidates = self._candidates(volume, minimum_hosts)
+        if not candidates:
             return ejected
         for key, tracker in candidates:
             if tracker.ejected_at is not None:
