@@ -1,17 +1,7 @@
-"""Fixtures for load reporting tests: the fake transport and the fake clock."""
+"""Fixtures for load reporting tests: the shell tests' fake transport and fake clock."""
 
 from __future__ import annotations
 
-import pytest
+from tests.shell.conftest import clock, fake
 
-from xdsclient.testing import FakeClock, FakeTransport
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake() -> FakeTransport:
-    return FakeTransport()
+__all__ = ["clock", "fake"]
