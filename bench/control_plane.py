@@ -47,9 +47,6 @@ RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
-#: streams started per event-loop turn: thousands started in one turn fail INTERNAL in gRPC
-#: (the load tester starts its clients the same way, `xdsclient.load._run`)
-_START_BATCH = 50
 
 
 # ---------------------------------------------------------------------------- the server process
@@ -253,11 +250,10 @@ async def run(args: Any, delta: bool) -> Result:
         done, pushed = asyncio.Event(), asyncio.Event()
         start = time.monotonic()
         async with asyncio.timeout(args.timeout):
-            for i, s in enumerate(streams):
-                tasks.append(asyncio.create_task(s.run(channels[i % count], f"bench-{i}", done,
-                                                       pushed)))  # fmt: skip
-                if i % _START_BATCH == _START_BATCH - 1:
-                    await asyncio.sleep(0)
+            tasks = [
+                asyncio.create_task(s.run(channels[i % count], f"bench-{i}", done, pushed))
+                for i, s in enumerate(streams)
+            ]
             while any(s.complete_at is None and s.failed is None for s in streams):
                 done.clear()
                 await done.wait()

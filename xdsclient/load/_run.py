@@ -37,7 +37,8 @@ _LAG_LIMIT = 0.25
 #: CPU share (of one core) above which the generator saturated
 _CPU_LIMIT = 0.9
 #: clients started per event-loop turn without a ramp: starting 5,000 (and running their
-#: first steps) in one turn held the loop 3 s, and over 1,000 of their streams failed INTERNAL
+#: first steps) in one turn held the loop 3 s (the streams that then failed INTERNAL were the
+#: test control plane's pending-call limit, `testing/_grpc_front.py`, not this)
 _START_BATCH = 50
 
 PushHook = Callable[[], Awaitable[Any] | Any]
