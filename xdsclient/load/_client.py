@@ -387,7 +387,6 @@ class SimClient:
     async def _on_response(self, stream: _Stream, raw: bytes, response_class: Any) -> None:
         fleet = self._fleet
         read_at = fleet.now()
-        fleet.answered = True
         response = response_class.FromString(raw)
         type_url = response.type_url
         counts = fleet.counts(type_url)

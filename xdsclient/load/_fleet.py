@@ -48,8 +48,6 @@ class Fleet:
         #: built by the first such client)
         self.resource_types: list[ResourceType[Any]] | None = None
         self._names: dict[frozenset[str], frozenset[str]] = {}
-        #: a client read a response (the server serves what the clients ask)
-        self.answered = False
         #: why the run cannot go on: the server does not serve the clients' method
         self.unserved: str | None = None
         #: called once when `unserved` is first set (the run ends early)
@@ -106,7 +104,8 @@ class Fleet:
     def not_served(self, reason: str) -> None:
         """A stream failed UNIMPLEMENTED before any client read a response: the server does
         not serve this xDS method, and the run has nothing to measure."""
-        if self.answered or self.unserved is not None:
+        answered = any(counts.received for counts in self.result.messages.values())
+        if answered or self.unserved is not None:
             return
         self.unserved = reason
         if self.on_unserved is not None:
