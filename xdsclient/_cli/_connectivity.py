@@ -31,17 +31,15 @@ class Connectivity:
     def __call__(self, event: Any) -> None:
         if type(event) is not ConnectivityChanged:
             return
-        if event.connected:
-            self._lost.pop(event.server, None)
-        else:
-            self._lost.pop(event.server, None)  # the latest failure last
+        self._lost.pop(event.server, None)  # a failure goes last: the latest
+        if not event.connected:
             self._lost[event.server] = event.error or "no response"
 
     def cause(self) -> str | None:
         """The latest failure of a server still lost (its text names the server), or None."""
         if not self._lost:
             return None
-        server, error = list(self._lost.items())[-1]
+        server, error = next(reversed(self._lost.items()))
         return error if server in error else f"{server}: {error}"
 
 
