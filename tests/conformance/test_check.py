@@ -195,3 +195,22 @@ def test_a_misspelt_rule_id_is_an_error_not_a_silent_na() -> None:
     assert report.status("nonce-present", "ads-sotw") == "PASS"
     with pytest.raises(ValueError, match="nonce-presnt"):
         report.status("nonce-presnt", "ads-sotw")
+
+
+def test_a_body_is_the_same_when_it_parses_to_the_same_message_and_never_when_it_cannot() -> None:
+    """An echo is told by content: fields in another order (a server may serialize maps in any
+    order) are the same resource; a body that does not parse is not, and raises nothing."""
+    from envoy.config.endpoint.v3 import endpoint_pb2
+
+    from xdsclient.conformance._checks import _same
+
+    named = endpoint_pb2.ClusterLoadAssignment(cluster_name="web").SerializeToString()
+    policy = endpoint_pb2.ClusterLoadAssignment(
+        policy=endpoint_pb2.ClusterLoadAssignment.Policy(overprovisioning_factor={"value": 140})
+    ).SerializeToString()
+    assert named + policy != policy + named
+    assert _same(ENDPOINT.type_url, named + policy, policy + named)
+    assert not _same(ENDPOINT.type_url, named, policy)
+    assert not _same(ENDPOINT.type_url, named, b"\xff\xff\xff")
+    assert not _same(ENDPOINT.type_url, None, named)
+    assert not _same("type.googleapis.com/no.Such", named, named + b"\x08\x01")

@@ -19,6 +19,7 @@ import asyncio
 from typing import Any
 
 from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
 
 from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
 from ._context import FULL_STATE, MAX_RESPONSES, Context, Finding, resources_of, ttls_of
@@ -91,9 +92,12 @@ def _same(type_url: str, old: bytes | None, new: bytes) -> bool:
     if old is None or old == new:
         return old is not None
     message_class = _message_class(type_url)
-    return message_class is not None and message_class.FromString(old) == message_class.FromString(
-        new
-    )
+    if message_class is None:
+        return False
+    try:
+        return bool(message_class.FromString(old) == message_class.FromString(new))
+    except DecodeError:  # a body that does not parse is not the same as one that did
+        return False
 
 
 def _message_class(type_url: str) -> Any:
