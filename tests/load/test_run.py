@@ -203,3 +203,24 @@ async def test_starting_every_client_at_once_lets_the_event_loop_turn_between_th
     assert result.clients == 300
     started = [after - before for before, after in itertools.pairwise(counts)]
     assert 0 < max(started) < 300  # each client is a task: never all of them in one turn
+
+
+def test_unimplemented_after_a_response_is_an_error_not_a_server_without_xds() -> None:
+    """Once any client read a response, a later UNIMPLEMENTED (say, one per-type service a
+    server lacks) is counted like any error; the run goes on. Before, it ends the run."""
+    from xdsclient.load._fleet import Fleet
+    from xdsclient.load._lean import SharedDecoder
+    from xdsclient.load._results import RunResult
+    from xdsclient.resources import LISTENER
+
+    ended: list[str] = []
+    answered = Fleet(RunResult(scenario={}), SharedDecoder())
+    answered.on_unserved = lambda: ended.append("answered")
+    answered.counts(LISTENER.type_url).received += 1
+    answered.not_served("x does not serve y")
+    assert (answered.unserved, ended) == (None, [])
+    fresh = Fleet(RunResult(scenario={}), SharedDecoder())
+    fresh.on_unserved = lambda: ended.append("fresh")
+    fresh.not_served("x does not serve y")
+    fresh.not_served("x does not serve z")  # the first reason stands, told once
+    assert (fresh.unserved, ended) == ("x does not serve y", ["fresh"])
