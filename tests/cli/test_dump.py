@@ -57,3 +57,14 @@ async def test_a_resource_no_source_serves_is_named_and_exits_5(
     assert status == 5
     assert "ACKED" in out
     assert one_error_line(err) == "xdsclient: not usable: Listener l (not served)"
+
+
+async def test_a_dump_over_rest_exits_with_nothing_on_stderr(cp: ControlPlane) -> None:
+    """Over REST-JSON, the client's close at exit leaves stderr empty: the endpoint poll's
+    task used to end with its "closed" error unretrieved, and Python printed that traceback."""
+    endpoint = await cp.serve_rest()
+    status, out, err = await cli("dump", "--rest", endpoint.url, "--resource", "cluster:c",
+                                 "--resource", "endpoint:c", "--json")  # fmt: skip
+    assert status == 0
+    assert names(out) == {"c"}
+    assert err == ""

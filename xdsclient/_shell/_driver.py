@@ -317,8 +317,17 @@ def _earliest(a: float | None, b: float | None) -> float | None:
 
 
 def _discard(future: asyncio.Future[Any]) -> None:
-    """Cancel a future we no longer wait for, or collect its error so none goes unretrieved."""
-    if not future.done():
+    """Cancel a future we no longer wait for, and collect its error so none goes unretrieved:
+    now if it is done, else when it ends (a task may end with an error in spite of the cancel,
+    as a read inside Python 3.11's ``asyncio.wait_for`` does when its wait is woken as it is
+    cancelled: the REST poll's read raised "is closed" that way at every client close)."""
+    if future.done():
+        _retrieve(future)
+    else:
+        future.add_done_callback(_retrieve)
         future.cancel()
-    elif not future.cancelled():
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
         future.exception()

@@ -142,7 +142,8 @@ class RestStream:
                     return
                 self._written.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._written.wait(), delay)
+                    async with asyncio.timeout(delay):  # not wait_for: 3.11's may eat a cancel
+                        await self._written.wait()
                 continue
             self._written.clear()
             await self._written.wait()
