@@ -5,7 +5,9 @@ drivers already report as events, so logging them is one more observer and the p
 holds no log calls. Rules (docs/observability.md lists every line):
 
 - ``xdsclient.protocol`` WARNING, one per NACK: server, type, the rejected version and nonce,
-  and the NACK's text (each rejected resource with its reason, as sent to the server).
+  and the NACK's text (each rejected resource with its reason, as sent to the server). The same
+  rejection again (the same version and text, as a REST-JSON source's every poll brings until
+  the server changes) is DEBUG: once per change, not once per poll.
 - ``xdsclient.connectivity`` WARNING when a server is lost (gRFC A57's connectivity failure),
   INFO when it answers again; on changes only, never once per retry. A REST-JSON source (an
   ``http(s)://`` URL) says so: WARNING at its first failed poll (HTTP error, timeout, a body
@@ -42,6 +44,8 @@ class ProtocolLogger:
         #: (server, type URL) -> version of the last response read (what a NACK rejects)
         self._versions: dict[tuple[str, str], str] = {}
         self._lost: set[str] = set()
+        #: (server, type URL) -> (version, text) of the last NACK, until an ACK of that type
+        self._nacked: dict[tuple[str, str], tuple[str, str]] = {}
 
     def __call__(self, event: ProtocolEvent) -> None:
         if type(event) is ResponseReceived:
@@ -62,16 +66,25 @@ class ProtocolLogger:
             self._connectivity(event)
 
     def _request(self, event: RequestSent) -> None:
+        key = (event.server, event.type_url)
         if event.is_nack:
-            protocol_logger.warning(
-                "NACK to %s: %s version %r (nonce %r) rejected: %s",
+            rejected = (self._versions.get(key, ""), event.error_detail or "")
+            again = self._nacked.get(key) == rejected
+            self._nacked[key] = rejected
+            protocol_logger.log(
+                logging.DEBUG if again else logging.WARNING,
+                "NACK to %s: %s version %r (nonce %r) rejected%s: %s",
                 event.server,
                 _short(event.type_url),
-                self._versions.get((event.server, event.type_url), ""),
+                rejected[0],
                 event.nonce,
+                " again" if again else "",
                 event.error_detail,
             )
-        elif protocol_logger.isEnabledFor(logging.DEBUG):
+            return
+        if event.nonce or event.version_info:
+            self._nacked.pop(key, None)  # an ACK (REST's carry no nonce): the next NACK is news
+        if protocol_logger.isEnabledFor(logging.DEBUG):
             kind = "ACK" if event.nonce else "request"
             protocol_logger.debug(
                 "-> %s %s %s version=%r nonce=%r names=%s%s",

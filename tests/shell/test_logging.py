@@ -36,6 +36,31 @@ async def test_a_nack_is_one_warning_naming_type_resource_version_and_reason(
         assert "version '42'" in line
 
 
+async def test_the_same_nack_again_is_debug_and_after_an_ack_a_warning_again(
+    fake: FakeTransport, client: XdsClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that sends the rejected version again (a REST-JSON source does at every poll)
+    gets the same NACK each time, logged once as a WARNING, then DEBUG; once a version is
+    accepted, a new rejection is a WARNING again."""
+    client.add_watcher(ENDPOINT, "b", CallbackWatcher(lambda event: None))
+    stream = await fake.stream()
+    await stream.request()
+    with caplog.at_level(logging.DEBUG, logger="xdsclient"):
+        for version in ("42", "42", "42"):
+            stream.send([invalid_endpoints("b")], version=version)
+            await settle()
+        assert len(_lines(caplog, "xdsclient.protocol", logging.WARNING)) == 1
+        again = [line for line in _lines(caplog, "xdsclient.protocol", logging.DEBUG)
+                 if line.startswith("NACK to")]  # fmt: skip
+        assert len(again) == 2
+        assert all("rejected again" in line for line in again)
+        stream.send([endpoints("b")], version="43")
+        await settle()
+        stream.send([invalid_endpoints("b")], version="42")
+        await settle()
+    assert len(_lines(caplog, "xdsclient.protocol", logging.WARNING)) == 2
+
+
 async def test_a_server_down_for_many_retries_is_one_warning_and_its_return_one_info(
     fake: FakeTransport, clock: FakeClock, client: XdsClient, caplog: pytest.LogCaptureFixture
 ) -> None:
