@@ -37,12 +37,16 @@ async def test_a_listener_and_a_resource_are_dumped_together(cp: ControlPlane) -
 
 async def test_a_nacked_resource_ends_the_wait_and_the_dump_exits_5(cp: ControlPlane) -> None:
     """A NACKed resource is an answer: the dump does not wait out --timeout, and exits 5
-    naming it."""
+    naming it and why, in the one line on stderr (not the library's NACK WARNING as well)."""
     status, out, err = await cli("dump", "--resource", "cluster:bad", "--resource", "cluster:c",
                                  "--server", cp.address, "--timeout", "20")  # fmt: skip
     assert status == 5
     assert "NACKED" in out
-    assert one_error_line(err) == "xdsclient: not usable: Cluster bad (NACKED)"
+    assert one_error_line(err) == (
+        "xdsclient: not usable: Cluster bad (NACKED: invalid resource: "
+        "eds_cluster_config.eds_config: must be ads or self)"
+    )
+    assert len(err.splitlines()) == 1
 
 
 async def test_a_resource_no_source_serves_is_named_and_exits_5(

@@ -141,7 +141,7 @@ CASES: dict[int, tuple[Callable[[ControlPlane], Awaitable[str]], str]] = {
     2: (_usage, "xdsclient: argument --count: '0': must be above 0 (see xdsclient watch --help)"),
     3: (_configuration, "xdsclient: cannot read bootstrap"),
     4: (_unavailable, "xdsclient: incomplete after 0.5 s: xDS stream to 127.0.0.1:"),
-    5: (_incomplete, "xdsclient: not usable: Cluster bad (NACKED)"),
+    5: (_incomplete, "xdsclient: not usable: Cluster bad (NACKED: invalid resource: "),
     6: (_not_served, "xdsclient: nothing to check at 127.0.0.1:"),
     70: (_internal, "xdsclient: internal error: RuntimeError: a bug"),
     130: (_interrupted, ""),

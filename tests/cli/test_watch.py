@@ -55,7 +55,10 @@ async def test_a_nacked_resource_exits_5_as_dump_does(cp: ControlPlane) -> None:
     assert status == 5
     assert out.startswith("error    Cluster bad: ")
     assert "eds_config: must be ads or self" in out
-    assert one_error_line(err) == "xdsclient: not usable: Cluster bad (NACKED)"
+    assert one_error_line(err) == (
+        "xdsclient: not usable: Cluster bad (NACKED: invalid resource: "
+        "eds_cluster_config.eds_config: must be ads or self)"
+    )
 
 
 async def test_a_resource_that_does_not_exist_exits_5(cp: ControlPlane) -> None:
@@ -64,7 +67,10 @@ async def test_a_resource_that_does_not_exist_exits_5(cp: ControlPlane) -> None:
                                  "--delta", "--count", "1", "--json")  # fmt: skip
     assert status == 5
     assert json.loads(out)["event"] == "error"
-    assert one_error_line(err) == "xdsclient: not usable: Cluster nope (DOES_NOT_EXIST)"
+    assert one_error_line(err) == (
+        "xdsclient: not usable: Cluster nope "
+        "(DOES_NOT_EXIST: does not exist: removed by the server)"
+    )
 
 
 async def test_timeout_ends_a_watch_and_nothing_arrived_exits_4(cp: ControlPlane) -> None:

@@ -3,9 +3,10 @@ arrived in time.
 
 Why: an unreachable server used to make two lines on stderr, the library's WARNING
 ("xDS server ... lost: ...") and then the command's own failure line, which did not say why
-nothing had arrived. While these commands run, the library's connectivity lines are held back
-(their output already shows each error as it changes, once), and the failure line names the
-cause: the last failure of a server that is still lost.
+nothing had arrived; a NACK did the same with its WARNING. While these commands run, the
+library's connectivity and NACK lines are held back (their output already shows each error as
+it changes, once), and the failure line names the cause: the last failure of a server that is
+still lost, or a resource's status with the client's reason (`._outcome`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from .._observe import ConnectivityChanged
 
 __all__ = ["Connectivity", "held_back"]
 
-_LOGGER = "xdsclient.connectivity"
+#: the library's lines these commands say themselves: a server lost (the failure line names
+#: it) and a NACK (the failure line gives its reason; watch prints each error as it changes)
+_LOGGERS = ("xdsclient.connectivity", "xdsclient.protocol")
 
 
 class Connectivity:
@@ -45,17 +48,19 @@ class Connectivity:
 
 @contextlib.contextmanager
 def held_back(client: Any) -> Iterator[Connectivity]:
-    """Observe ``client``'s connectivity, and hold back the library's connectivity log lines
-    until the block ends."""
+    """Observe ``client``'s connectivity, and hold back the library's connectivity and NACK
+    log lines until the block ends."""
     connectivity = Connectivity()
     remove = client.add_observer(connectivity, verdicts=False)
-    logger = logging.getLogger(_LOGGER)
-    handler, propagate = logging.NullHandler(), logger.propagate
-    logger.addHandler(handler)  # with no handler, logging's last resort would print them
-    logger.propagate = False
+    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    handler, propagates = logging.NullHandler(), [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)  # with no handler, logging's last resort would print them
+        logger.propagate = False
     try:
         yield connectivity
     finally:
-        logger.propagate = propagate
-        logger.removeHandler(handler)
+        for logger, propagate in zip(loggers, propagates, strict=True):
+            logger.propagate = propagate
+            logger.removeHandler(handler)
         remove()

@@ -43,7 +43,7 @@ def outcome(
 
     name_of = shared.ClientResourceStatus.Name
     items = [item for item in config.generic_xds_configs if wanted(item)]
-    bad = [_entry(item, name_of(item.client_status)) for item in items
+    bad = [_entry(item, _why(name_of(item.client_status), item)) for item in items
            if name_of(item.client_status) in BAD]  # fmt: skip
     present = {(item.type_url, item.name) for item in config.generic_xds_configs}
     bad += [_entry(key, "not served") for key in dict.fromkeys(asked) if key not in present]
@@ -60,6 +60,12 @@ def outcome(
         _say(f"nothing arrived for {_list(waiting)}{because}")
         return UNAVAILABLE
     return OK
+
+
+def _why(status: str, item: Any) -> str:
+    """``NACKED: <reason>``: a status with the client's reason for it, when the dump has one."""
+    details = item.error_state.details if item.HasField("error_state") else ""
+    return f"{status}: {details}" if details else status
 
 
 def _entry(item: Any, status: str) -> str:
