@@ -203,6 +203,7 @@ class LoadChannel:
             clock=clock,
             events=events,
             backoff=backoff,
+            label="LRS",
         )
         self.tasks = TaskOwner()
         self.tasks.start(self.driver.run(), name=f"xdsclient LRS {server.uri}")
@@ -240,7 +241,7 @@ class LoadReportingEvents:
         pass
 
     def on_failure(self, error: TransportError, now: float) -> None:
-        self._change("failing", str(error), now)
+        self._change("failing", lrs_reason(error, self._server.uri), now)
 
     def publish(self, events: list[Any], after: Any = None) -> None:
         return None
@@ -257,3 +258,10 @@ class LoadReportingEvents:
             self._observers.emit(
                 LoadReportingChanged(server=self._server.uri, time=now, state=state, error=error)
             )
+
+
+def lrs_reason(error: TransportError, server: str) -> str:
+    """Why an LRS stream ended, without the transport's words for a discovery stream."""
+    text = str(error)
+    prefix = f"xDS stream to {server} failed: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
