@@ -1,7 +1,8 @@
 """Load reporting across fallback and return (gRFC A27 with A71), over real grpc.aio: two test
 control planes serve the same Cluster with ``lrs_server: self``; the primary is down at start,
 so the cluster comes from the fallback, then the primary comes back. The client runs on a fake
-clock, so report intervals and the primary's backoff pass when the test says."""
+clock, so report intervals and the primary's backoff pass when the test says. The last test
+runs the same story on the fake transport, to see what is opened and closed when."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from tests.shell.conftest import OPTIONS
-from xdsclient import CallbackWatcher, Locality, XdsClient, load_bootstrap
+from tests.lrs.test_reporting import _answer
+from tests.lrs.test_reporting import _issued as _issued_in
+from tests.shell.conftest import OPTIONS, settle
+from xdsclient import CallbackWatcher, Event, Locality, ResourceChanged, XdsClient, load_bootstrap
+from xdsclient._lrs import LRS_METHOD
 from xdsclient.resources import CLUSTER, ClusterView
-from xdsclient.testing import ControlPlane, FakeClock, bootstrap
+from xdsclient.testing import ControlPlane, FakeClock, FakeTransport, bootstrap
 from xdsclient.testing.builders import cluster
 
 EAST = Locality(region="r", zone="east")
@@ -145,3 +149,60 @@ async def test_counts_not_yet_reported_at_the_return_go_to_the_fallback_on_its_o
 async def _closed(plane: ControlPlane) -> None:
     while plane.load_reporting.stream_count:
         await asyncio.sleep(0.01)
+
+
+PRIMARY, SECONDARY = "primary:1", "secondary:1"
+
+
+def _reporting_cluster() -> object:
+    message = cluster("c", eds_service_name="svc")
+    message.lrs_server.self.SetInParent()
+    return message
+
+
+async def test_the_fallback_keeps_its_transport_for_its_lrs_stream_until_its_counts_are_sent(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    """Back on the primary, the fallback's discovery stream closes at once, but its LRS stream
+    and transport stay until the counts left there are in a report; then both close, and no
+    stream is opened to the fallback again. The primary's LRS stream reports what follows."""
+    fake.refuse(server=PRIMARY)
+    config = load_bootstrap(bootstrap([PRIMARY, SECONDARY]))
+    async with XdsClient(bootstrap=config, transport=fake, clock=clock, options=OPTIONS) as client:
+        seen: list[Event] = []
+        client.add_watcher(CLUSTER, "c", CallbackWatcher(seen.append))
+        discovery = await fake.stream(SECONDARY)
+        await discovery.request()
+        discovery.send([_reporting_cluster()], version="1")
+        await settle()
+        assert isinstance(seen[-1], ResourceChanged)
+        load = client.load_reporter(seen[-1].value)
+        lrs = await fake.stream(SECONDARY)
+        assert lrs.spec.method == LRS_METHOD
+        await lrs.request()
+        lrs.respond(_answer(send_all=True, every=10))  # its first report is due at 10 s
+        await settle()
+        _calls(load, EAST, 2)
+        fake.accept(server=PRIMARY)
+        clock.advance(1.0)
+        primary = await fake.stream(PRIMARY)
+        await primary.request()
+        primary.send([_reporting_cluster()], version="1")
+        await settle()
+        assert (discovery.closed, lrs.closed, fake.closed_servers) == (True, False, [])
+        _calls(load, WEST, 3)
+        primary_lrs = await fake.stream(PRIMARY)
+        assert primary_lrs.spec.method == LRS_METHOD
+        await primary_lrs.request()
+        primary_lrs.respond(_answer(send_all=True, every=10))  # due at 11 s
+        await settle()
+        clock.advance(9)
+        assert _issued_in(await lrs.request()) == {("c", "east"): 2}
+        await settle()
+        assert lrs.closed
+        assert fake.closed_servers == [SECONDARY]
+        clock.advance(1)
+        assert _issued_in(await primary_lrs.request()) == {("c", "west"): 3}
+        clock.advance(60)
+        await settle()
+        assert [s for s in fake.streams if s.server == SECONDARY] == [discovery, lrs]

@@ -81,6 +81,8 @@ class Channel:
         self.transport = transport
         self.drivers: dict[str, StreamDriver[Session]] = {}  # type URL -> its stream's driver
         self.tasks = TaskOwner()
+        #: whether the pool let go of the (shared) transport
+        self.released = False
 
     def start(
         self,
@@ -207,6 +209,8 @@ class LoadChannel:
         )
         self.tasks = TaskOwner()
         self.tasks.start(self.driver.run(), name=f"xdsclient LRS {server.uri}")
+        #: whether the pool let go of the (shared) transport
+        self.released = False
 
     def wake(self) -> None:
         """The store changed from outside the stream (a load moved here): look again."""

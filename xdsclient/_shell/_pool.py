@@ -250,7 +250,7 @@ class ServerPool:
 
     async def _stop_load(self, channel: LoadChannel) -> None:
         await channel.tasks.close()
-        await self._release(channel.server, channel.transport)
+        await self._release(channel)
         if channel in self._load_closing:
             self._load_closing.remove(channel)
 
@@ -263,8 +263,13 @@ class ServerPool:
         self._transports[server] = (transport, users + 1)
         return transport
 
-    async def _release(self, server: Source, transport: Transport) -> None:
-        """One user of ``transport`` is done with it: closed once nobody uses it."""
+    async def _release(self, user: Channel | LoadChannel) -> None:
+        """``user`` is done with its transport (once, however often it is stopped): the
+        transport is closed once nobody uses it."""
+        if user.released:
+            return
+        user.released = True
+        server, transport = user.server, user.transport
         entry = self._transports.get(server)
         if entry is not None and entry[0] is transport:
             if entry[1] > 1:
@@ -409,7 +414,7 @@ class ServerPool:
         """End the channel's drivers, then its transport; then observers hear it is closed
         (after the drivers, so no event of theirs can say it is connected again)."""
         await channel.tasks.close()
-        await self._release(channel.server, channel.transport)
+        await self._release(channel)
         if channel in self._closing:
             self._closing.remove(channel)
         if self._observers:
