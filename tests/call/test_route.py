@@ -5,16 +5,17 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from envoy.config.route.v3 import route_pb2
 from google.protobuf import any_pb2
 
-from xdsclient._call import Code, RouteChoice, Status, route_call
+from xdsclient._call import CallConfig, CallRequest, Code, RouteChoice, Status, route_call
 from xdsclient._call._route import NO_ROUTE, WRONG_ACTION
 
 from .builders import RLS_TYPE, add_route, call, config, route_config
 
 
-def _route(cfg, request, seed: int = 0):
+def _route(cfg: CallConfig, request: CallRequest, seed: int = 0) -> RouteChoice | Status:
     return route_call(
         cfg.hcm,
         request,
@@ -137,7 +138,8 @@ def test_weighted_clusters_split_by_weight() -> None:
     for _ in range(n):
         choice = route_call(cfg.hcm, call(), rng, listener_name="svc")
         assert isinstance(choice, RouteChoice)
-        assert choice.cluster_weight is not None and choice.cluster_weight.name == choice.cluster
+        assert choice.cluster_weight is not None
+        assert choice.cluster_weight.name == choice.cluster
         counts[choice.cluster] += 1
     for name, share in (("a", 0.1), ("b", 0.3), ("c", 0.6)):
         assert abs(counts[name] / n - share) < 0.015, counts
@@ -168,9 +170,5 @@ def test_missing_rds_routes_is_a_caller_error() -> None:
     """Routing before the RDS resource arrived is the front end's bug, not a call status."""
     routes = route_pb2.RouteConfiguration(name="routes")
     cfg = config(routes, inline=False)
-    try:
+    with pytest.raises(ValueError, match="routes"):
         route_call(cfg.hcm, call(), random.Random(0), listener_name="svc")
-    except ValueError as exc:
-        assert "routes" in str(exc)
-    else:  # pragma: no cover
-        raise AssertionError("expected ValueError")
