@@ -42,7 +42,8 @@ def test_no_virtual_host_inline_names_the_listener() -> None:
     result = _route(config(routes), call(authority="svc"))
     assert result == Status(
         code=Code.UNAVAILABLE,
-        details="LDS resource svc: could not find VirtualHost for svc in RouteConfiguration",
+        details="empty address list (LDS resource svc: could not find VirtualHost for svc in "
+        "RouteConfiguration)",
     )
 
 
@@ -53,8 +54,8 @@ def test_no_virtual_host_rds_names_the_route_configuration() -> None:
     result = _route(config(routes, inline=False), call(authority="svc.example"))
     assert result == Status(
         code=Code.UNAVAILABLE,
-        details="RDS resource my-routes: could not find VirtualHost for svc.example in "
-        "RouteConfiguration",
+        details="empty address list (RDS resource my-routes: could not find VirtualHost for "
+        "svc.example in RouteConfiguration)",
     )
 
 

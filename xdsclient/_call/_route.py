@@ -6,8 +6,10 @@ the random source, so a seeded one makes every choice reproducible. It follows C
 resolver (``XdsConfigSelector::GetCallConfig``) and dependency manager:
 
 - the virtual host is `select_virtual_host`'s; none for the authority fails the call with
-  UNAVAILABLE ``<LDS|RDS> resource <name>: could not find VirtualHost for <authority> in
-  RouteConfiguration`` (LDS and the listener's name when the routes are inline);
+  UNAVAILABLE ``empty address list (<LDS|RDS> resource <name>: could not find VirtualHost for
+  <authority> in RouteConfiguration)`` (LDS and the listener's name when the routes are
+  inline): grpcio's exact details, its dependency manager's error seen through the channel's
+  empty resolution, checked by tests/call/test_grpc_differential.py;
 - routes are tried in order with `RouteMatch.matches`; a route with a runtime fraction rolls
   its own draw in [0, 1e6) (C-core draws per route, so `match_route`'s one roll for every
   route is not used here); no match is UNAVAILABLE ``No matching route found in xDS route
@@ -84,8 +86,8 @@ def route_call(
         )
         return Status(
             code=Code.UNAVAILABLE,
-            details=f"{kind} resource {name}: could not find VirtualHost for "
-            f"{call.authority} in RouteConfiguration",
+            details=f"empty address list ({kind} resource {name}: could not find "
+            f"VirtualHost for {call.authority} in RouteConfiguration)",
         )
     route = _first_match(vhost, call, rng)
     if route is None:
