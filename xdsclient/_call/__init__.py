@@ -5,7 +5,9 @@ Why a package of small pure parts: the front ends differ only in how they match 
 protocol to a `CallRequest`, open connections, send attempts and classify outcomes; every
 decision between (virtual host and route, cluster, deadline, fault, request hash, retries) is
 made here once, synchronously, with ``now`` and a random source passed in. `CallPlan` ties
-them together per call. Private: the front ends are the public surface.
+them together per call. Private: the front ends are the public surface. Beside the client,
+as ``lb`` is (it hashes with ``lb``): it builds on the public API and the validated views, and
+the client never imports it.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import random
 
 import attrs
 
-from .._errors import ProtocolError
+from .. import ProtocolError
 from ..resources import HttpConnectionManager, ListenerView, RouteConfigurationView
 from ._deadline import capped_deadline, max_stream_duration
 from ._fault import ActiveFaults, FaultDecision, decide_fault, fault_policies
