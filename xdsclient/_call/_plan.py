@@ -28,7 +28,13 @@ import attrs
 from .. import ProtocolError
 from ..resources import HttpConnectionManager, ListenerView, RouteConfigurationView
 from ._deadline import capped_deadline, max_stream_duration
-from ._fault import ActiveFaults, FaultDecision, decide_fault, fault_policies
+from ._fault import (
+    FAULT_FILTER_TYPE,
+    ActiveFaults,
+    FaultDecision,
+    decide_fault,
+    fault_policies,
+)
 from ._hash import call_hash
 from ._request import CallRequest
 from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetryState
@@ -46,6 +52,12 @@ class CallConfig:
     listener_name: str
     hcm: HttpConnectionManager
     route_config: RouteConfigurationView | None = None
+    #: whether the listener runs a fault filter (most do not: their calls skip fault work)
+    has_fault_filters: bool = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        faulty = any(f.type_url == FAULT_FILTER_TYPE for f in self.hcm.http_filters)
+        object.__setattr__(self, "has_fault_filters", faulty)
 
     @classmethod
     def from_listener(
@@ -100,6 +112,9 @@ class CallState(enum.Enum):
     BACKOFF = "backoff"  #: waiting to retry
     DONE = "done"
 
+    # Members are singletons: identity hashing (in C) keeps the table lookups cheap per call.
+    __hash__ = object.__hash__
+
 
 _S = CallState
 #: (state, input) -> the states the input may lead to.
@@ -118,8 +133,8 @@ class CallPlan:
     """The decisions of one call, in order (see the module's docstring)."""
 
     __slots__ = (
+        "_allowed",
         "_delay_started",
-        "_event",
         "_fault_index",
         "_faults",
         "_holding_fault",
@@ -162,7 +177,7 @@ class CallPlan:
         self._holding_fault = False
         self._retry = retry
         self._rng = rng
-        self._event = ""
+        self._allowed: frozenset[CallState] = frozenset()
 
     @classmethod
     def begin(
@@ -196,16 +211,19 @@ class CallPlan:
         deadline = capped_deadline(
             call.deadline, now, max_stream_duration(routed.action, config.hcm)
         )
-        policies = fault_policies(
-            config.hcm, routed.virtual_host, routed.route, routed.cluster_weight
-        )
-        decided = (decide_fault(policy, call.headers, rng) for policy in policies)
+        faults_decided: tuple[FaultDecision, ...] = ()
+        if config.has_fault_filters:
+            policies = fault_policies(
+                config.hcm, routed.virtual_host, routed.route, routed.cluster_weight
+            )
+            decided = (decide_fault(policy, call.headers, rng) for policy in policies)
+            faults_decided = tuple(decision for decision in decided if decision is not None)
         retry_policy = routed.action.retry_policy or routed.virtual_host.retry_policy
         return cls(
             choice=routed,
             failure=None,
             deadline=deadline,
-            faults=tuple(decision for decision in decided if decision is not None),
+            faults=faults_decided,
             active_faults=faults,
             retry=RetryState(retry_policy, deadline),
             request_hash=call_hash(routed.action, call, rng),
@@ -303,12 +321,12 @@ class CallPlan:
         return at if self.deadline is None else min(at, self.deadline)
 
     def _check(self, event: str) -> None:
-        if (self.state, event) not in _TRANSITIONS:
+        allowed = _TRANSITIONS.get((self.state, event))
+        if allowed is None:
             raise ProtocolError(f"call in state {self.state.value} cannot take {event}")
-        self._event = event
+        self._allowed = allowed
 
     def _to(self, state: CallState) -> None:
-        allowed = _TRANSITIONS[(self.state, self._event)]
-        if state not in allowed:  # pragma: no cover - a bug in this module
-            raise ProtocolError(f"call in state {self.state.value}: {self._event} -> {state.value}")
+        if state not in self._allowed:  # pragma: no cover - a bug in this module
+            raise ProtocolError(f"call in state {self.state.value} cannot go to {state.value}")
         self.state = state

@@ -14,7 +14,8 @@ None for a call without one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 import attrs
@@ -25,8 +26,12 @@ _CONTENT_TYPE = "content-type"
 _GRPC_CONTENT_TYPE = "application/grpc"
 
 
-def _metadata(value: object) -> tuple[tuple[str, str], ...]:
-    return tuple((str(name), str(item)) for name, item in value)  # type: ignore[attr-defined]
+Metadata = tuple[tuple[str, str | bytes], ...]
+"""(name, value) pairs; a ``-bin`` value may be bytes, as grpc.aio gives it."""
+
+
+def _metadata(value: Iterable[tuple[str, str | bytes]]) -> Metadata:
+    return value if isinstance(value, tuple) else tuple(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -38,7 +43,7 @@ class CallRequest:
     #: ``/service/method`` for gRPC, the request path for HTTP
     path: str
     #: (name, value) pairs in the caller's order; a name may repeat
-    metadata: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_metadata)
+    metadata: Metadata = attrs.field(default=(), converter=_metadata)
     #: absolute, on the caller's clock; None: no deadline
     deadline: float | None = None
     #: the channel's id (gRFC A42 ``io.grpc.channel_id``): a random 64-bit value per channel
@@ -46,21 +51,21 @@ class CallRequest:
     #: gRPC's header rules (``-bin`` absent, ``content-type`` fixed); False for plain HTTP,
     #: whose matchers see every header as sent (repeated values still joined with ``,``)
     grpc_rules: bool = True
-    headers: Mapping[str, str] = attrs.field(init=False, eq=False, repr=False)
 
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "headers", grpc_header_view(self.metadata, self.grpc_rules))
+    @functools.cached_property
+    def headers(self) -> Mapping[str, str]:
+        """The headers as the matchers see them (computed once, when first needed)."""
+        return grpc_header_view(self.metadata, self.grpc_rules)
 
 
-def grpc_header_view(
-    metadata: tuple[tuple[str, str], ...], grpc_rules: bool = True
-) -> Mapping[str, str]:
+def grpc_header_view(metadata: Metadata, grpc_rules: bool = True) -> Mapping[str, str]:
     """The headers as gRPC's matchers see them (see the module's docstring); with
-    ``grpc_rules`` False, only lower-cased and joined."""
+    ``grpc_rules`` False, only lower-cased and joined. A value given as bytes is never
+    matched."""
     joined: dict[str, str] = {}
     for name, value in metadata:
         key = name.lower()
-        if grpc_rules and key.endswith("-bin"):
+        if (grpc_rules and key.endswith("-bin")) or not isinstance(value, str):
             continue
         joined[key] = f"{joined[key]},{value}" if key in joined else value
     if grpc_rules:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
@@ -52,6 +54,7 @@ NO_ROUTE = "No matching route found in xDS route config"
 #: C-core's details when the matching route does not forward to a cluster.
 WRONG_ACTION = "Matching route has inappropriate action"
 _PPM = 1_000_000
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 @attrs.frozen(kw_only=True)
@@ -110,11 +113,12 @@ def route_call(
 
 
 def _first_match(vhost: VirtualHost, call: CallRequest, rng: random.Random) -> Route | None:
-    headers = call.headers
+    path = call.path
     for route in vhost.routes:
         match = route.match
         roll = rng.randrange(_PPM) if match.runtime_fraction_ppm is not None else None
-        if match.matches(call.path, headers, roll):
+        # the header view is built only for a route that tests headers
+        if match.matches(path, call.headers if match.headers else _NO_HEADERS, roll):
             return route
     return None
 
