@@ -158,6 +158,12 @@ def test_percentages_use_their_denominator(numerator: int, denominator: int, sha
     assert abs(both / n - share * share) < 0.01
 
 
+def test_unknown_denominator_is_a_hundred() -> None:
+    """A FractionalPercent denominator the enum does not name counts as 100 (C-core)."""
+    policy = FaultPolicy.from_proto(fault(abort_grpc=14, abort_percent=(30, 7)))
+    assert (policy.abort_numerator, policy.abort_denominator) == (30, 100)
+
+
 def test_header_abort_reads_grpc_code_and_percentage_capped() -> None:
     """With header_abort the call's headers give the code, and the percentage is capped by the
     configured one."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 from envoy.extensions.filters.http.fault.v3 import fault_pb2
@@ -93,7 +94,7 @@ class FaultPolicy:
                 fields["abort_from_headers"] = True
             if abort.HasField("percentage"):
                 fields["abort_numerator"] = abort.percentage.numerator
-                fields["abort_denominator"] = _DENOMINATORS[abort.percentage.denominator]
+                fields["abort_denominator"] = _denominator(abort.percentage)
         if message.HasField("delay"):
             delay = message.delay
             kind = delay.WhichOneof("fault_delay_secifier")
@@ -103,10 +104,15 @@ class FaultPolicy:
                 fields["delay_from_headers"] = True
             if delay.HasField("percentage"):
                 fields["delay_numerator"] = delay.percentage.numerator
-                fields["delay_denominator"] = _DENOMINATORS[delay.percentage.denominator]
+                fields["delay_denominator"] = _denominator(delay.percentage)
         if message.HasField("max_active_faults"):
             fields["max_active_faults"] = message.max_active_faults.value
         return cls(**fields)  # type: ignore[arg-type]
+
+
+def _denominator(percent: Any) -> int:
+    """A FractionalPercent's denominator; a value the enum does not name is 100 (C-core)."""
+    return _DENOMINATORS.get(percent.denominator, 100)
 
 
 @functools.lru_cache(maxsize=256)
