@@ -45,6 +45,7 @@ from ._load_store import (
 from ._observe import (
     ChannelClosed,
     ConnectivityChanged,
+    LoadReportingChanged,
     Observer,
     ProtocolEvent,
     RequestSent,
@@ -94,6 +95,7 @@ __all__ = [
     "Event",
     "FileSource",
     "InvalidNameError",
+    "LoadReportingChanged",
     "LoadStore",
     "Locality",
     "LocalityLoadReport",

@@ -267,8 +267,10 @@ class XdsClient:
         to the server the cluster came from (``lrs_server: self``, gRFC A27), on one LRS stream
         per server sharing its connection. Report each call to it: ``call_started(locality)``,
         ``call_finished(locality, ok, metrics)``, ``call_dropped(category)`` (None for a
-        circuit-breaker drop). The same object for the same (cluster, service); the counts
-        outlive a failed stream. Raises ValueError for a cluster without ``lrs_server``."""
+        circuit-breaker drop). The same object for the same (cluster, service) for the life of
+        the client: after a fallback (gRFC A71) it reports to the fallback server, and to the
+        primary again once the client is back there; the counts outlive a failed stream.
+        Raises ValueError for a cluster without ``lrs_server``."""
         if not cluster.lrs_server_self:
             raise ValueError(f"cluster {cluster.name} does not report load (no lrs_server: self)")
         self._registry.check_open()
@@ -285,10 +287,11 @@ class XdsClient:
 
     def add_observer(self, observer: Observer, *, verdicts: bool = True) -> Callable[[], None]:
         """Tell ``observer`` of every protocol event from now on: each request sent (ACK, NACK,
-        subscription change), response received, verdict on a resource, and change of a
-        server's connectivity (`RequestSent`, `ResponseReceived`, `ResourceUpdate`,
-        `ConnectivityChanged`). It runs synchronously on the event loop and must not block; one
-        that raises is logged and changes nothing else. Returns the function that removes it.
+        subscription change), response received, verdict on a resource, change of a
+        server's connectivity and of its load reporting stream (`RequestSent`,
+        `ResponseReceived`, `ResourceUpdate`, `ConnectivityChanged`, `LoadReportingChanged`).
+        It runs synchronously on the event loop and must not block; one that raises is logged
+        and changes nothing else. Returns the function that removes it.
         Without observers the client builds none of these events; with ``verdicts=False`` the
         observer is not told of `ResourceUpdate` (one per resource of every response), and
         while no observer wants them none is built."""
@@ -298,7 +301,8 @@ class XdsClient:
         """Envoy-style counters per server and resource type, counted since the client
         started: ``update_attempt``, ``update_success``, ``update_rejected``,
         ``update_failure``, ``update_empty``, ``version``, and each server's
-        ``connected_state`` (docs/observability.md says how each is counted)."""
+        ``connected_state``, ``lrs_state`` and ``lrs_stream_failures``
+        (docs/observability.md says how each is counted)."""
         return self._stats.snapshot()
 
     def enable_metrics(
@@ -309,8 +313,10 @@ class XdsClient:
         ``.resource_updates_valid``, ``.resource_updates_invalid`` and ``.resources``, labelled
         with ``grpc.target`` (``target``: the channel target or service this client serves),
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
-        ``grpc.xds.cache_state``. Needs the ``metrics`` extra (`MissingExtraError` otherwise).
-        Returns the function that stops reporting."""
+        ``grpc.xds.cache_state``; and our ``xdsclient.lrs.reporting`` gauge and
+        ``xdsclient.lrs.stream_failure`` counter for load reporting streams. Needs the
+        ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
+        reporting."""
         self._registry.check_open()
         connected = {name: server.connected_state for name, server in self.stats().servers.items()}
         return enable_metrics(

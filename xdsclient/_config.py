@@ -36,8 +36,13 @@ _TRANSIENT_TIMER_FEATURES = frozenset(
     {"resource_timer_is_transient_failure", "resource_timer_is_transient_error"}
 )
 
-#: Client features this library implements, advertised in Node.client_features.
-CLIENT_FEATURES = ("xds.config.resource-in-sotw", "xds.config.supports-resource-ttl")
+#: Client features this library implements, advertised in Node.client_features (the last one:
+#: EDS ``overprovisioning_factor`` is not applied, gRFC A27; C-core sends it on every stream).
+CLIENT_FEATURES = (
+    "xds.config.resource-in-sotw",
+    "xds.config.supports-resource-ttl",
+    "envoy.lb.does_not_support_overprovisioning",
+)
 
 
 class BootstrapError(XdsError):
