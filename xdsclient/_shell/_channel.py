@@ -15,20 +15,20 @@ import asyncio
 from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
-from .._config import Backoff
 from .._errors import TransportError
-from .._load_store import LoadStore
-from .._lrs import LRS_SPEC, LoadReporting, LoadReportingEvents
-from .._observe import Observers
+from .._observe._events import Observers
 from .._protocol import Event, ProtocolOptions, Session
 from .._protocol._cache import CacheEntry, Table
-from .._sources import Source
+from .._protocol._load_store import LoadStore
+from .._protocol._lrs import LRS_SPEC, LoadReporting, LoadReportingEvents
+from .._runtime._clock import Clock
+from .._runtime._tasks import TaskOwner
+from .._settings._config import Backoff
+from .._settings._sources import Source
 from .._transports import StreamSpec, Transport
 from ..resources import ResourceType
-from ._clock import Clock
 from ._driver import StreamDriver
 from ._reporter import DiscoveryReporter
-from ._tasks import TaskOwner
 
 __all__ = ["Channel", "ChannelOwner", "DiscoveryEvents"]
 

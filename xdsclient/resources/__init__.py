@@ -8,8 +8,8 @@ pure functions.
 
 from __future__ import annotations
 
-from .._config import Locality
 from .._errors import ResourceDecodeError
+from .._settings._config import Locality
 from ._builtin import (
     BUILTIN_TYPES,
     CLUSTER,

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, NamedTuple
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
-from .._config import Locality
+from .._settings._config import Locality
 from ._view import View, invalid, is_ip_address, metadata_dict, parse
 
 __all__ = [

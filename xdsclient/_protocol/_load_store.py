@@ -28,8 +28,8 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from ._config import Locality
-from .resources._endpoint import LocalityEndpoints
+from .._settings._config import Locality
+from ..resources._endpoint import LocalityEndpoints
 
 __all__ = [
     "ClusterLoad",

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ResourceError, ResourceValidationError, XdsError
-from ._protocol import ResourceState, ResourceStatus
+from .._errors import ResourceError, ResourceValidationError, XdsError
+from .._protocol import ResourceState, ResourceStatus
 
 if TYPE_CHECKING:
-    from ._client import XdsClient
+    from .._client import XdsClient
 
 __all__ = ["add_csds_service", "client_config"]
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from ._errors import XdsError
-from ._names import OLD_AUTHORITY
+from .._errors import XdsError
+from .._names import OLD_AUTHORITY
+from .._version import __version__
 from ._validators import positive as _positive
-from ._version import __version__
 
 if TYPE_CHECKING:
     from ._sources import Source

@@ -13,13 +13,13 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._errors import ClientClosedError, WaitTimeoutError
+from .._protocol import ResourceChanged
 from ._dependencies import XdsConfig
-from ._errors import ClientClosedError, WaitTimeoutError
-from ._protocol import ResourceChanged
 
 if TYPE_CHECKING:
-    from ._client import XdsClient
-    from .resources import ResourceType
+    from .._client import XdsClient
+    from ..resources import ResourceType
 
 
 async def wait_for(

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import attrs
 
+from .._protocol import ProtocolOptions
 from ._config import Backoff
-from ._protocol import ProtocolOptions
 from ._validators import positive
 
 __all__ = ["ClientOptions"]

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 
-from ._names import OLD_AUTHORITY
-from ._observe import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
+from .._names import OLD_AUTHORITY
+from ._events import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
 
 __all__ = ["ProtocolLogger", "authority_words"]
 

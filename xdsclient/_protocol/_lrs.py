@@ -25,9 +25,9 @@ from envoy.config.core.v3 import base_pb2
 from envoy.config.endpoint.v3 import load_report_pb2
 from envoy.service.load_stats.v3 import lrs_pb2
 
-from ._errors import TransportError
+from .._errors import TransportError
+from .._transports import StreamSpec
 from ._load_store import ClusterLoadReport, LoadStore
-from ._transports import StreamSpec
 
 __all__ = ["LRS_METHOD", "LRS_SPEC", "SEND_ALL_CLUSTERS", "LoadReporting", "LoadReportingEvents"]
 
