@@ -105,3 +105,75 @@ def test_the_version_is_the_distributions_and_the_facade_shows_it() -> None:
     distribution declares (pyproject.toml)."""
     assert xdsclient.__version__ == _version.__version__
     assert _version.__version__ == importlib.metadata.version("xdsclient")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _edges(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) for each xdsclient module ``path`` imports, wherever the import is (at the
+    top, in a function, under TYPE_CHECKING): ``from p import m`` names ``p.m`` when that is a
+    module, else ``p``. A package's ``__init__`` that Python runs on the way is not counted (the
+    facade runs on every import; the tests above hold it to importing nothing back)."""
+    package = ["xdsclient", *path.relative_to(PACKAGE).parts[:-1]]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names if a.name in MODULES)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                inner = f"{module}.{alias.name}"
+                if inner in MODULES:
+                    yield node.lineno, inner
+                elif module in MODULES:
+                    yield node.lineno, module
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the other xdsclient modules it imports."""
+    return {name: {m for _, m in _edges(path) if m != name} for name, path in MODULES.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as ``[a, b, ..., a]``, or None (depth-first, three colours)."""
+    done: set[str] = set()
+    stack: list[str] = []
+    on_stack: set[str] = set()
+
+    def visit(name: str) -> list[str] | None:
+        stack.append(name)
+        on_stack.add(name)
+        for nxt in sorted(graph.get(name, ())):
+            if nxt in on_stack:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in done and (cycle := visit(nxt)) is not None:
+                return cycle
+        stack.pop()
+        on_stack.discard(name)
+        done.add(name)
+        return None
+
+    for start in sorted(graph):
+        if start not in done and (cycle := visit(start)) is not None:
+            return cycle
+    return None
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import cycle among xdsclient's modules, counting imports inside functions and under
+    TYPE_CHECKING: each layer can be read, and tested, without the ones above it."""
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_the_cycle_finder_names_a_cycle() -> None:
+    """The finder reports a cycle it is given, so the test above can fail."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -199,7 +199,7 @@ class XdsClient:
         Raises `WaitTimeoutError` after ``timeout`` seconds, `ClientClosedError` if the client
         closes first. Errors and does-not-exist events do not end the wait: a later value may.
         """
-        return await wait_for(self, resource_type, name, predicate, timeout)
+        return await wait_for(self.watch(resource_type, name), name, predicate, timeout)
 
     async def wait_for_config(
         self,
@@ -216,7 +216,8 @@ class XdsClient:
         `ClientClosedError` if the client closes first. Error snapshots and ambient errors do
         not end the wait: a later snapshot may satisfy it.
         """
-        return await wait_for_config(self, listener, predicate, timeout, authority)
+        configs = self.watch_config(listener, authority=authority)
+        return await wait_for_config(configs, listener, predicate, timeout)
 
     def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from ._config import ChannelCredentials, ServerConfig
+from ._servers import ChannelCredentials, ServerConfig
 from ._validators import positive as _positive
 
 __all__ = ["FileSource", "RestSource", "Source"]
