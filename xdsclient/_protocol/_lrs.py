@@ -26,16 +26,11 @@ from envoy.config.endpoint.v3 import load_report_pb2
 from envoy.service.load_stats.v3 import lrs_pb2
 
 from .._errors import TransportError
-from .._transports import StreamSpec
 from ._load_store import ClusterLoadReport, LoadStore
 
-__all__ = ["LRS_METHOD", "LRS_SPEC", "SEND_ALL_CLUSTERS", "LoadReporting", "LoadReportingEvents"]
+__all__ = ["LRS_METHOD", "SEND_ALL_CLUSTERS", "LoadReporting", "LoadReportingEvents"]
 
 LRS_METHOD = "/envoy.service.load_stats.v3.LoadReportingService/StreamLoadStats"
-#: The LRS stream: requests are protobuf messages, responses decoded as `LoadStatsResponse`.
-LRS_SPEC = StreamSpec.of_method(
-    LRS_METHOD, response_deserializer=lrs_pb2.LoadStatsResponse.FromString
-)
 #: The client feature that tells the server it may answer ``send_all_clusters``.
 SEND_ALL_CLUSTERS = "envoy.lrs.supports_send_all_clusters"
 #: The shortest interval followed, so a server's zero cannot make the client spin.

@@ -15,12 +15,14 @@ import asyncio
 from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
+from envoy.service.load_stats.v3 import lrs_pb2
+
 from .._errors import TransportError
 from .._observe._events import Observers
-from .._protocol import Event, ProtocolOptions, Session
+from .._protocol import Event, ProtocolOptions, Session, SessionWriter
 from .._protocol._cache import CacheEntry, Table
 from .._protocol._load_store import LoadStore
-from .._protocol._lrs import LRS_SPEC, LoadReporting, LoadReportingEvents
+from .._protocol._lrs import LRS_METHOD, LoadReporting, LoadReportingEvents
 from .._runtime._clock import Clock
 from .._runtime._tasks import TaskOwner
 from .._settings._config import Backoff
@@ -30,7 +32,13 @@ from ..resources import ResourceType
 from ._driver import StreamDriver
 from ._reporter import DiscoveryReporter
 
-__all__ = ["Channel", "ChannelOwner", "DiscoveryEvents"]
+__all__ = ["LRS_SPEC", "Channel", "ChannelOwner", "DiscoveryEvents"]
+
+#: The LRS stream: requests are protobuf messages, responses decoded as `LoadStatsResponse`
+#: (the shell opens it: the protocol's `LoadReporting` knows no transport).
+LRS_SPEC = StreamSpec.of_method(
+    LRS_METHOD, response_deserializer=lrs_pb2.LoadStatsResponse.FromString
+)
 
 
 class ChannelOwner(Protocol):
@@ -114,12 +122,16 @@ class Channel:
 
     def subscribe(self, type_url: str, names: Collection[str]) -> None:
         """Want ``names`` of ``type_url`` on this server."""
-        self.drivers[type_url].command(lambda session: session.subscribe_all(type_url, names))
+
+        def want(session: SessionWriter) -> None:
+            session.subscribe_all(type_url, names)
+
+        self.drivers[type_url].command(want)
 
     def unsubscribe(self, type_url: str, names: Collection[str]) -> None:
         """Stop wanting ``names`` of ``type_url`` on this server."""
 
-        def drop(session: Session) -> None:
+        def drop(session: SessionWriter) -> None:
             for name in names:
                 session.unsubscribe(type_url, name)
 
@@ -128,15 +140,15 @@ class Channel:
     def adopt(self, type_url: str, entries: list[tuple[str, CacheEntry]]) -> None:
         """Take another server's ``entries`` of ``type_url`` (for the names wanted here)."""
 
-        def take(session: Session) -> None:
+        def take(session: SessionWriter) -> None:
             for name, entry in entries:
-                session._adopt(type_url, name, entry)
+                session.adopt(type_url, name, entry)
 
         self.drivers[type_url].command(take)
 
     def table(self, type_url: str) -> Table:
         """This server's table of ``type_url``: what the cache reads while it is the writer."""
-        return self.drivers[type_url].protocol._table(type_url)
+        return self.drivers[type_url].protocol.table(type_url)
 
 
 class DiscoveryEvents:
