@@ -1,4 +1,7 @@
-"""The package facade is the API, never a dependency of the client: no module of the client
+"""The package's layers, as `LAYERS`: which folder (or root module) may import which, checked
+for every import of every module, and no import cycle at all.
+
+The package facade is the API, never a dependency of the client: no module of the client
 imports a name from ``xdsclient/__init__.py`` (so the facade can import any module without a
 cycle), and the version it shows is the one module that holds it and the one the distribution
 declares. The capabilities beside the client (`BESIDE`) are the other way round: the facade never
@@ -177,3 +180,128 @@ def test_the_cycle_finder_names_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: The layers: each folder of the package (or module at its root) and what it may import. Read
+#: upwards: the root modules are names and errors every layer shares; `_settings` the
+#: configuration values; `resources` the resource types; `_protocol` the sans-I/O state
+#: machines (discovery, LRS) and the cache; `_runtime` clock, tasks and collector; `_transports`
+#: the streams; `_observe` protocol events and their observers; `_watch` the watch layer; `_shell`
+#: the drive loop and the server pool; `_client` the facade over them; then the programs and the
+#: packages beside the client (`BESIDE`), which may use the facade (``__init__``).
+SHARED = ("_errors", "_names", "_slots", "_version", "_xdstp")
+LAYERS: dict[str, frozenset[str]] = {
+    "_errors": frozenset(),
+    "_names": frozenset(),
+    "_slots": frozenset(),
+    "_version": frozenset(),
+    "_xdstp": frozenset({"_errors"}),
+    # ClientOptions holds the protocol's options and the bootstrap reads the service table
+    "_settings": frozenset({*SHARED, "_protocol"}),
+    "resources": frozenset({*SHARED, "_settings"}),
+    "_protocol": frozenset({*SHARED, "_settings", "resources"}),
+    "_runtime": frozenset(SHARED),
+    "_transports": frozenset({*SHARED, "_settings", "_protocol", "_runtime"}),
+    "_observe": frozenset({*SHARED, "_protocol"}),
+    "_watch": frozenset({*SHARED, "_settings", "resources", "_protocol", "_runtime"}),
+    "_shell": frozenset(
+        {*SHARED, "_settings", "resources", "_protocol", "_runtime", "_transports", "_observe"}
+    ),
+    "_client": frozenset(
+        {*SHARED, "_settings", "resources", "_protocol", "_runtime", "_transports", "_observe"}
+        | {"_watch", "_shell"}
+    ),
+    "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
+    "lb": frozenset({"__init__", "resources"}),
+    "load": frozenset(),  # beside the client: anything but the programs
+    "testing": frozenset(),
+    "conformance": frozenset(),
+    "_cli": frozenset(),  # the programs: anything
+    "_demo": frozenset(),
+    "__main__": frozenset(),
+}
+#: Units that may import any unit but the programs (and, for the facade, `BESIDE`).
+ANYTHING = {"__init__", "load", "testing", "conformance", "_cli", "_demo", "__main__"}
+PROGRAM_UNITS = {"_cli", "_demo", "__main__"}
+
+
+def _unit(module: str) -> str:
+    """The layer a module is in: its folder under the package, or itself at the root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def may_import(unit: str, used: str) -> bool:
+    """Whether a module of layer ``unit`` may import one of layer ``used``."""
+    if used == unit:
+        return True
+    if unit in ANYTHING:
+        if used in PROGRAM_UNITS and unit not in PROGRAM_UNITS:
+            return False
+        return not (unit == "__init__" and used in BESIDE)
+    return used in LAYERS[unit]
+
+
+def test_every_module_imports_only_from_its_own_and_lower_layers() -> None:
+    """Each import of each module (function-level and TYPE_CHECKING ones included) goes to its
+    own layer or one `LAYERS` lets it use."""
+    assert {_unit(name) for name in MODULES} <= set(LAYERS), "a folder in no layer: add it"
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {_unit(name)} -> {module}"
+        for name, path in MODULES.items()
+        for line, module in _edges(path)
+        if not may_import(_unit(name), _unit(module))
+    ]
+    assert found == []
+
+
+def test_a_climb_is_against_the_layers() -> None:
+    """The check refuses an import upwards and allows one downwards (so the test above can
+    fail): the circles that were (the CSDS dump and waits importing the client) are refused."""
+    assert may_import("_watch", "_protocol")
+    assert not may_import("_protocol", "_watch")
+    assert not may_import("_watch", "_client")
+    assert not may_import("_observe", "_client")
+    assert not may_import("_watch", "_shell")
+    assert not may_import("_client", "_cli")
+    assert not may_import("__init__", "lb")
+    assert may_import("lb", "__init__")
+
+
+def _session_private_names() -> set[str]:
+    """The private methods and attributes of `Session` (``_x``, not dunders)."""
+    source = PACKAGE / "_protocol" / "_session.py"
+    tree = ast.parse(source.read_text(), str(source))
+    session = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Session")
+    names = set()
+    for node in ast.walk(session):
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_nothing_outside_the_protocol_touches_a_sessions_private_state() -> None:
+    """Outside ``_protocol/`` (the package, tests, benchmarks, examples) a session is changed
+    through `SessionWriter` and read through its public members: no ``x._name`` of a private
+    member of `Session` on anything but ``self`` (a name shared with another class's private
+    member is flagged too: rename one)."""
+    private = _session_private_names()
+    assert {"_state", "_types"} <= private  # what the shell used to reach for
+    roots = [PACKAGE.parent / d for d in ("xdsclient", "tests", "bench", "examples")]
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(node)}"
+        for root in roots
+        for path in sorted(root.rglob("*.py"))
+        if not path.is_relative_to(PACKAGE / "_protocol")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute)
+        and node.attr in private
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+    assert found == []
