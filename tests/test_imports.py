@@ -183,23 +183,25 @@ def test_the_cycle_finder_names_a_cycle() -> None:
 
 
 #: The layers: each folder of the package (or module at its root) and what it may import. Read
-#: upwards: the root modules are names and errors every layer shares; `_settings` the
-#: configuration values; `resources` the resource types; `_protocol` the sans-I/O state
-#: machines (discovery, LRS) and the cache; `_runtime` clock, tasks and collector; `_transports`
-#: the streams; `_observe` protocol events and their observers; `_watch` the watch layer; `_shell`
-#: the drive loop and the server pool; `_client` the facade over them; then the programs and the
-#: packages beside the client (`BESIDE`), which may use the facade (``__init__``).
-SHARED = ("_errors", "_names", "_slots", "_version", "_xdstp")
+#: upwards: the root modules are names, errors and helpers every layer shares; `resources` the
+#: resource types (and localities); `_protocol` the sans-I/O state machines (discovery, LRS), the
+#: cache and the service table; `_settings` the values the client is built from; `_runtime`
+#: clock, tasks and collector; `_transports` the streams; `_observe` protocol events and their
+#: observers; `_watch` the watch layer; `_shell` the drive loop and the server pool; `_client`
+#: the facade over them; then the programs and the packages beside the client (`BESIDE`), which
+#: may use the facade (``__init__``).
+SHARED = ("_errors", "_names", "_slots", "_validators", "_version", "_xdstp")
 LAYERS: dict[str, frozenset[str]] = {
     "_errors": frozenset(),
     "_names": frozenset(),
     "_slots": frozenset(),
+    "_validators": frozenset(),
     "_version": frozenset(),
     "_xdstp": frozenset({"_errors"}),
-    # ClientOptions holds the protocol's options and the bootstrap reads the service table
-    "_settings": frozenset({*SHARED, "_protocol"}),
-    "resources": frozenset({*SHARED, "_settings"}),
-    "_protocol": frozenset({*SHARED, "_settings", "resources"}),
+    "resources": frozenset(SHARED),
+    "_protocol": frozenset({*SHARED, "resources"}),
+    # ClientOptions holds the protocol's options; the bootstrap reads the service table
+    "_settings": frozenset({*SHARED, "resources", "_protocol"}),
     "_runtime": frozenset(SHARED),
     "_transports": frozenset({*SHARED, "_settings", "_protocol", "_runtime"}),
     "_observe": frozenset({*SHARED, "_protocol"}),
@@ -266,6 +268,11 @@ def test_a_climb_is_against_the_layers() -> None:
     assert not may_import("_client", "_cli")
     assert not may_import("__init__", "lb")
     assert may_import("lb", "__init__")
+
+
+def test_the_layers_are_a_hierarchy() -> None:
+    """No two layers may import each other, even through others: the table is a hierarchy."""
+    assert find_cycle({unit: set(used) for unit, used in LAYERS.items()}) is None
 
 
 def _session_private_names() -> set[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from .._settings._validators import positive
+from .._validators import positive
 
 __all__ = ["ProtocolOptions"]
 

@@ -12,10 +12,11 @@ from typing import Any
 import attrs
 
 from .._names import OLD_AUTHORITY
+from .._validators import positive as _positive
 from .._version import __version__
+from ..resources._locality import Locality
 from ._servers import BootstrapError, ChannelCredentials, ServerConfig
 from ._sources import Source
-from ._validators import positive as _positive
 
 __all__ = [
     "AuthorityConfig",
@@ -30,15 +31,6 @@ __all__ = [
 
 #: Client features this library implements, advertised in Node.client_features.
 CLIENT_FEATURES = ("xds.config.resource-in-sotw", "xds.config.supports-resource-ttl")
-
-
-@attrs.frozen(kw_only=True)
-class Locality:
-    """Where endpoints (or the client, in its node) are: ``envoy.config.core.v3.Locality``."""
-
-    region: str = ""
-    zone: str = ""
-    sub_zone: str = ""
 
 
 @attrs.frozen(kw_only=True)

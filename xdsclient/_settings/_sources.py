@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from .._validators import positive as _positive
 from ._servers import ChannelCredentials, ServerConfig
-from ._validators import positive as _positive
 
 __all__ = ["FileSource", "RestSource", "Source"]
 

@@ -9,7 +9,6 @@ pure functions.
 from __future__ import annotations
 
 from .._errors import ResourceDecodeError
-from .._settings._config import Locality
 from ._builtin import (
     BUILTIN_TYPES,
     CLUSTER,
@@ -50,6 +49,7 @@ from ._listener import (
     HttpFilter,
     ListenerView,
 )
+from ._locality import Locality
 from ._route import RouteConfigurationView
 from ._route_values import (
     ClusterWeight,

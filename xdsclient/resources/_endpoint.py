@@ -29,7 +29,6 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
-from .._settings._config import Locality
 from ._endpoint_records import (
     _HEALTH,
     _NO_METADATA,
@@ -41,6 +40,7 @@ from ._endpoint_records import (
     _LeanFields,
     _locality,
 )
+from ._locality import Locality
 from ._view import View, invalid, is_ip_address, metadata_dict, parse
 
 __all__ = [

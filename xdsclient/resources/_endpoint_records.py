@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .._settings._config import Locality
+from ._locality import Locality
 
 __all__ = ["DropOverload", "Endpoint", "HealthStatus", "LocalityEndpoints"]
 
