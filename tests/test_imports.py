@@ -216,6 +216,7 @@ LAYERS: dict[str, frozenset[str]] = {
     ),
     "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
     "lb": frozenset({"__init__", "resources"}),
+    "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),
