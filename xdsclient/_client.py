@@ -21,28 +21,28 @@ from typing import Any
 
 import attrs
 
-from ._bootstrap import load_bootstrap
-from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
-from ._config_watch import ConfigUpdate, ConfigWatch
-from ._csds import client_config
-from ._dependencies import XdsConfig
-from ._load_store import ClusterLoad
-from ._logs import ProtocolLogger
-from ._metrics import enable_metrics
-from ._observe import Observer, Observers
-from ._options import ClientOptions
+from ._observe._csds import client_config
+from ._observe._events import Observer, Observers
+from ._observe._logs import ProtocolLogger
+from ._observe._metrics import enable_metrics
+from ._observe._stats import ClientStats, StatsRecorder
 from ._protocol import ResourceState
-from ._registry import Registry, check_name
-from ._services import PER_TYPE_SERVICES
-from ._shell._clock import Clock, LoopClock
+from ._protocol._load_store import ClusterLoad
+from ._protocol._services import PER_TYPE_SERVICES
+from ._runtime._clock import Clock, LoopClock
+from ._runtime._tasks import TaskOwner
+from ._settings._bootstrap import load_bootstrap
+from ._settings._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
+from ._settings._options import ClientOptions
+from ._settings._sources import FileSource, RestSource, Source
+from ._settings._targets import listener_for
 from ._shell._pool import ServerPool
-from ._shell._tasks import TaskOwner
-from ._sources import FileSource, RestSource, Source
-from ._stats import ClientStats, StatsRecorder
-from ._targets import listener_for
 from ._transports import TransportFactory
-from ._wait import wait_for, wait_for_config
-from ._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
+from ._watch._config_watch import ConfigUpdate, ConfigWatch
+from ._watch._dependencies import XdsConfig
+from ._watch._registry import Registry, check_name
+from ._watch._wait import wait_for, wait_for_config
+from ._watch._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
 from .resources import BUILTIN_TYPES, ClusterView, ResourceType
 
 __all__ = ["XdsClient"]
@@ -199,7 +199,7 @@ class XdsClient:
         Raises `WaitTimeoutError` after ``timeout`` seconds, `ClientClosedError` if the client
         closes first. Errors and does-not-exist events do not end the wait: a later value may.
         """
-        return await wait_for(self, resource_type, name, predicate, timeout)
+        return await wait_for(self.watch(resource_type, name), name, predicate, timeout)
 
     async def wait_for_config(
         self,
@@ -216,7 +216,8 @@ class XdsClient:
         `ClientClosedError` if the client closes first. Error snapshots and ambient errors do
         not end the wait: a later snapshot may satisfy it.
         """
-        return await wait_for_config(self, listener, predicate, timeout, authority)
+        configs = self.watch_config(listener, authority=authority)
+        return await wait_for_config(configs, listener, predicate, timeout)
 
     def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.

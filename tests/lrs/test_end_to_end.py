@@ -11,7 +11,7 @@ import pytest
 
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
-from xdsclient._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
+from xdsclient._protocol._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
 from xdsclient.resources import CLUSTER, ClusterView
 from xdsclient.testing import ControlPlane, FakeClock, ReceivedLoadReport
 from xdsclient.testing.builders import cluster

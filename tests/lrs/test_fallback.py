@@ -15,7 +15,7 @@ from tests.lrs.test_reporting import _answer
 from tests.lrs.test_reporting import _issued as _issued_in
 from tests.shell.conftest import OPTIONS, settle
 from xdsclient import CallbackWatcher, Event, Locality, ResourceChanged, XdsClient, load_bootstrap
-from xdsclient._lrs import LRS_METHOD
+from xdsclient._protocol._lrs import LRS_METHOD
 from xdsclient.resources import CLUSTER, ClusterView
 from xdsclient.testing import ControlPlane, FakeClock, FakeTransport, bootstrap
 from xdsclient.testing.builders import cluster

@@ -24,7 +24,7 @@ from tests.helpers import eventually
 from tests.lb.differential_pickers import METHOD, backends, grpc_load_session
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
-from xdsclient._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
+from xdsclient._protocol._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
 from xdsclient.resources import CLUSTER, ClusterView
 from xdsclient.testing import ControlPlane, FakeClock, builders
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from xdsclient._config import Locality
-from xdsclient._load_store import LoadStore, MetricLoad
+from xdsclient._protocol._load_store import LoadStore, MetricLoad
+from xdsclient._settings._config import Locality
 from xdsclient.resources._endpoint import LocalityEndpoints
 
 EAST = Locality(region="r", zone="east")

@@ -21,7 +21,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from tests.shell.conftest import OPTIONS
 from tests.shell.test_metrics import _points
 from xdsclient import Locality, XdsClient
-from xdsclient._observe import LoadReportingChanged, ProtocolEvent
+from xdsclient._observe._events import LoadReportingChanged, ProtocolEvent
 from xdsclient.resources import ClusterView
 from xdsclient.testing import ControlPlane, FakeClock
 from xdsclient.testing._lrs_server import LRS_SERVICE

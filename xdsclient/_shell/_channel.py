@@ -22,22 +22,25 @@ import asyncio
 from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
-from .._config import Backoff, ServerConfig
+from envoy.service.load_stats.v3 import lrs_pb2
+
 from .._errors import TransportError
-from .._load_store import LoadStore
-from .._lrs import LRS_SPEC, LoadReporting
-from .._observe import LoadReportingChanged, Observers
-from .._protocol import Event, ProtocolOptions, Session
+from .._observe._events import LoadReportingChanged, Observers
+from .._protocol import Event, ProtocolOptions, Session, SessionWriter
 from .._protocol._cache import CacheEntry, Table
-from .._sources import Source
+from .._protocol._load_store import LoadStore
+from .._protocol._lrs import LRS_METHOD, LoadReporting
+from .._runtime._clock import Clock
+from .._runtime._tasks import TaskOwner
+from .._settings._config import Backoff, ServerConfig
+from .._settings._sources import Source
 from .._transports import StreamSpec, Transport
 from ..resources import ResourceType
-from ._clock import Clock
 from ._driver import StreamDriver
 from ._reporter import DiscoveryReporter
-from ._tasks import TaskOwner
 
 __all__ = [
+    "LRS_SPEC",
     "Channel",
     "ChannelOwner",
     "DiscoveryEvents",
@@ -45,6 +48,12 @@ __all__ = [
     "LoadChannelOwner",
     "LoadReportingEvents",
 ]
+
+#: The LRS stream: requests are protobuf messages, responses decoded as `LoadStatsResponse`
+#: (the shell opens it: the protocol's `LoadReporting` knows no transport).
+LRS_SPEC = StreamSpec.of_method(
+    LRS_METHOD, response_deserializer=lrs_pb2.LoadStatsResponse.FromString
+)
 
 
 class ChannelOwner(Protocol):
@@ -120,12 +129,16 @@ class Channel:
 
     def subscribe(self, type_url: str, names: Collection[str]) -> None:
         """Want ``names`` of ``type_url`` on this server."""
-        self.drivers[type_url].command(lambda session: session.subscribe_all(type_url, names))
+
+        def want(session: SessionWriter) -> None:
+            session.subscribe_all(type_url, names)
+
+        self.drivers[type_url].command(want)
 
     def unsubscribe(self, type_url: str, names: Collection[str]) -> None:
         """Stop wanting ``names`` of ``type_url`` on this server."""
 
-        def drop(session: Session) -> None:
+        def drop(session: SessionWriter) -> None:
             for name in names:
                 session.unsubscribe(type_url, name)
 
@@ -134,15 +147,15 @@ class Channel:
     def adopt(self, type_url: str, entries: list[tuple[str, CacheEntry]]) -> None:
         """Take another server's ``entries`` of ``type_url`` (for the names wanted here)."""
 
-        def take(session: Session) -> None:
+        def take(session: SessionWriter) -> None:
             for name, entry in entries:
-                session._adopt(type_url, name, entry)
+                session.adopt(type_url, name, entry)
 
         self.drivers[type_url].command(take)
 
     def table(self, type_url: str) -> Table:
         """This server's table of ``type_url``: what the cache reads while it is the writer."""
-        return self.drivers[type_url].protocol._table(type_url)
+        return self.drivers[type_url].protocol.table(type_url)
 
 
 class DiscoveryEvents:

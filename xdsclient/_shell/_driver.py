@@ -34,11 +34,11 @@ import random
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
-from .._config import Backoff
 from .._errors import TransportError
-from .._gc import gc_paused
+from .._runtime._clock import Clock
+from .._runtime._gc import gc_paused
+from .._settings._config import Backoff
 from .._transports import Stream, StreamSpec, Transport
-from ._clock import Clock
 
 __all__ = ["StreamDriver", "StreamEvents", "StreamProtocol"]
 

@@ -36,16 +36,18 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
-from .._load_store import ClusterLoad, LoadStore
-from .._logs import authority_words
 from .._names import authority_of
-from .._observe import ChannelClosed, Observers
-from .._options import ClientOptions
+from .._observe._events import ChannelClosed, Observers
+from .._observe._logs import authority_words
 from .._protocol import Event, ResourceCache, ResourceStatus
-from .._services import PER_TYPE_SERVICES
-from .._sources import FileSource, RestSource, Source
+from .._protocol._load_store import ClusterLoad, LoadStore
+from .._protocol._services import PER_TYPE_SERVICES
+from .._runtime._clock import Clock
+from .._runtime._tasks import TaskOwner
+from .._settings._config import Backoff, ClientConfig, ServerConfig
+from .._settings._options import ClientOptions
+from .._settings._sources import FileSource, RestSource, Source
 from .._transports import StreamSpec, Transport, TransportFactory, transport_for
 from ..resources import CLUSTER, ResourceType
 from ._authorities import (
@@ -58,8 +60,6 @@ from ._authorities import (
     Unsubscribe,
 )
 from ._channel import Channel, LoadChannel, LoadReportingEvents
-from ._clock import Clock
-from ._tasks import TaskOwner
 
 __all__ = ["Publish", "ServerPool"]
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from ._observe import (
+from ._events import (
     ChannelClosed,
     ConnectivityChanged,
     LoadReportingChanged,

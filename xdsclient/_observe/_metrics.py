@@ -24,17 +24,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._errors import MissingExtraError
-from ._names import authority_of
-from ._observe import (
+from .._errors import MissingExtraError
+from .._names import authority_of
+from .._protocol import ResourceState
+from .._version import __version__
+from ._events import (
     ChannelClosed,
     ConnectivityChanged,
     LoadReportingChanged,
     ProtocolEvent,
     ResourceUpdate,
 )
-from ._protocol import ResourceState
-from ._version import __version__
 
 __all__ = ["METRICS", "MetricsRecorder", "enable_metrics"]
 

@@ -36,8 +36,8 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from ._config import Locality
-from .resources._endpoint import LocalityEndpoints
+from ..resources._endpoint import LocalityEndpoints
+from ..resources._locality import Locality
 
 __all__ = [
     "ClusterLoad",

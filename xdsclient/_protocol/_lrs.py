@@ -26,23 +26,12 @@ from envoy.config.core.v3 import base_pb2
 from envoy.config.endpoint.v3 import load_report_pb2
 from envoy.service.load_stats.v3 import lrs_pb2
 
-from ._errors import TransportError
+from .._errors import TransportError
 from ._load_store import ClusterLoadReport, LoadStore
-from ._transports import StreamSpec
 
-__all__ = [
-    "LRS_METHOD",
-    "LRS_SPEC",
-    "NO_OVERPROVISIONING",
-    "SEND_ALL_CLUSTERS",
-    "LoadReporting",
-]
+__all__ = ["LRS_METHOD", "NO_OVERPROVISIONING", "SEND_ALL_CLUSTERS", "LoadReporting"]
 
 LRS_METHOD = "/envoy.service.load_stats.v3.LoadReportingService/StreamLoadStats"
-#: The LRS stream: requests are protobuf messages, responses decoded as `LoadStatsResponse`.
-LRS_SPEC = StreamSpec.of_method(
-    LRS_METHOD, response_deserializer=lrs_pb2.LoadStatsResponse.FromString
-)
 #: The client feature that tells the server it may answer ``send_all_clusters``.
 SEND_ALL_CLUSTERS = "envoy.lrs.supports_send_all_clusters"
 #: The client feature that says the client ignores EDS ``overprovisioning_factor`` (gRFC A27);

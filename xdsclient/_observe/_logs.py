@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import logging
 
-from ._names import OLD_AUTHORITY
-from ._observe import (
+from .._names import OLD_AUTHORITY
+from ._events import (
     ConnectivityChanged,
     LoadReportingChanged,
     ProtocolEvent,
