@@ -181,12 +181,13 @@ _FAULT_FLAGS = ("nack_every", "nack_share", "nack_names", "slow_ack", "reset_eve
 
 def scenario_of(args: argparse.Namespace) -> Any:
     """The scenario the flags (over ``--scenario FILE``) describe."""
-    from ..load import Scenario, load_scenario
+    from ..load import Scenario
+    from ..load._scenario import read_scenario
 
     data: dict[str, Any] = {}
     if args.scenario is not None:
         try:
-            data = load_scenario(args.scenario).to_dict()
+            data = read_scenario(args.scenario)  # checked as a whole, with the flags over it
         except OSError as exc:
             raise CliError(f"{args.scenario}: {exc.strerror}", CONFIG) from None
         except MissingExtraError as exc:
@@ -203,7 +204,9 @@ def scenario_of(args: argparse.Namespace) -> Any:
     if args.node_id is not None:
         data["node_id"] = args.node_id
     if args.node_metadata:
-        data["metadata"] = {**data.get("metadata", {}), **dict(args.node_metadata)}
+        given = data.get("metadata")  # a bad one in the file is reported as it is
+        if given is None or isinstance(given, dict):
+            data["metadata"] = {**(given or {}), **dict(args.node_metadata)}
     _faults(args, data)
     _push(args, data)
     return Scenario.from_dict(data)
@@ -217,19 +220,23 @@ def _faults(args: argparse.Namespace, data: dict[str, Any]) -> None:
         return
     if args.fault_fraction is not None:
         fault["fraction"] = args.fault_fraction
-    data["faults"] = [*data.get("faults", ()), fault]
+    given = data.get("faults")  # a bad one in the file is reported as it is
+    if given is None or isinstance(given, list):
+        data["faults"] = [*(given or ()), fault]
 
 
 def _push(args: argparse.Namespace, data: dict[str, Any]) -> None:
     timing = {"at": args.push_at, "every": args.push_every, "count": args.pushes}
     timing = {key: value for key, value in timing.items() if value is not None}
+    given = data.get("push")
     if args.push is None:
-        if timing and data.get("push") is None:
+        if timing and given is None:
             raise CliError("--push-at, --push-every, --pushes: no --push COMMAND given", USAGE)
-        if timing:
-            data["push"] = {**data["push"], **timing}
+        if timing and isinstance(given, dict):  # a bad one in the file is reported as it is
+            data["push"] = {**given, **timing}
         return
-    data["push"] = {**(data.get("push") or {}), "command": args.push, **timing}
+    if given is None or isinstance(given, dict):
+        data["push"] = {**(given or {}), "command": args.push, **timing}
 
 
 async def _run(args: argparse.Namespace) -> int:
