@@ -6,7 +6,8 @@ latency for a thousand clients from one line, e.g.
 A scenario comes from the flags or from ``--scenario FILE`` (YAML; flags given beside it
 replace its fields). A bad scenario is a usage error (2), an unreadable file or a missing
 extra a configuration error (3), an unreachable server 4; the run itself never fails on what
-the server does: that is what it measures.
+the server does (that is what it measures), except when no client ever had its complete
+configuration: that is 4 too, naming the resource that was missing (`_load_why`).
 """
 
 from __future__ import annotations
@@ -263,7 +264,23 @@ async def _run(args: argparse.Namespace) -> int:
                 file.write(result.to_json())
         except OSError as exc:
             raise CliError(f"--json {args.json_file}: {exc.strerror}", CONFIG) from None
+    if result.clients and not result.complete:
+        missing = await _missing(scenario)
+        if missing:
+            raise CliError(f"no client had a complete configuration within "
+                           f"{scenario.duration:g} s; missing: {missing}", UNAVAILABLE)  # fmt: skip
     return 0
+
+
+async def _missing(scenario: Any) -> str:
+    """When no client ever had its whole configuration: what the server did not give (then
+    status 4), or nothing (the clients' own faults, a run too short: the table says it)."""
+    from ._load_why import why_incomplete
+
+    try:
+        return await why_incomplete(scenario)
+    except Exception:  # the run's own report stands; the reason is a courtesy
+        return ""
 
 
 COMMAND = Command(
