@@ -32,7 +32,7 @@ async def why_incomplete(scenario: Any) -> str:
     each with its state (``Listener nosuch (DOES_NOT_EXIST)``, ``(never sent)``); empty when
     a client of its own saw nothing amiss (or the scenario watches wildcards, which name
     nothing)."""
-    from .. import XdsClient
+    from .._client import XdsClient
     from ..load._lean import KINDS
     from ..load._run import node_of, target_and_node
     from ..resources import BUILTIN_TYPES, LISTENER
