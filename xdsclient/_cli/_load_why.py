@@ -60,9 +60,9 @@ async def why_incomplete(scenario: Any) -> str:
 async def _answer(updates: AsyncIterator[Any]) -> None:
     """Until the server answered this watch: a value, a complete configuration, or an error
     of the server's (a resource that does not exist, a NACK); not a transport error."""
-    from .._dependencies import XdsConfig
     from .._errors import TransportError
     from .._protocol import AmbientError, DataError, ResourceChanged
+    from .._watch._dependencies import XdsConfig
 
     async for update in updates:
         if isinstance(update, ResourceChanged | XdsConfig | AmbientError):
