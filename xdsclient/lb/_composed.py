@@ -16,10 +16,13 @@ Why: a custom balancer needs the whole of gRPC's client-side xDS tree, not its p
 
 Each leaf cluster keeps its tree across snapshots (`update` rebuilds only what changed: a
 cluster whose views are the same objects is left alone, a new assignment goes to the existing
-priority policy, which keeps its children by locality and endpoint key). Connectivity comes from
-the user's transport (`set_endpoint_state`), outcomes from `call_finished`. Time and randomness
-are arguments; `next_deadline` says when timers (failover, retention, outlier sweeps) are due
-and `poll` fires them.
+priority policy, which keeps its children by locality and endpoint key, and hands unchanged
+localities on as the same objects so nothing below them is rebuilt). Connectivity comes from
+the user's transport (`set_endpoint_state`), outcomes from `call_finished`. The picker keeps
+the state of the endpoints some cluster's assignment holds (and of those reported since the
+last update) and forgets the rest; a cluster or key new to a cluster is told the states known.
+Time and randomness are arguments; `next_deadline` says when timers (failover, retention,
+outlier sweeps) are due and `poll` fires them.
 """
 
 from __future__ import annotations
@@ -92,8 +95,10 @@ class _Leaf:
         self.detectors.append(detector)
         return detector
 
-    def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> None:
+    def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> bool:
+        """Follow the cluster's new config; True when the assignment went to the priority."""
         self.config = config
+        assigned = False
         assert config.cluster is not None
         if config.cluster is not self.cluster:
             self.cluster = config.cluster
@@ -107,8 +112,10 @@ class _Leaf:
             assignment = config.endpoints
             self.drops.update(assignment.drop_overloads if assignment else ())
             self.priority.update(assignment.priorities if assignment else (), now)
+            assigned = True
         alive = set(map(id, self.priority.children.values()))
         self.detectors = [d for d in self.detectors if id(d) in alive]
+        return assigned
 
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         for detector in self.detectors:
@@ -185,7 +192,10 @@ class ComposedPicker:
         #: the route of each path seen, while no route of the snapshot looks at anything but
         #: the path (no header matcher, no runtime fraction); None otherwise
         self._routes_by_path: dict[str, Route | None] | None = None
+        #: the transport's reported states of the keys some leaf's assignment holds, and of
+        #: the keys reported since the last update (``_strays``, forgotten then unless held)
         self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
+        self._strays: set[EndpointKey] = set()
 
     @property
     def config(self) -> XdsConfig | None:
@@ -197,6 +207,8 @@ class ComposedPicker:
         endpoint key; clusters gone from the snapshot are dropped."""
         self._config = config
         leaves: dict[str, _Leaf] = {}
+        gone: list[EndpointKey] = []
+        states = self._endpoint_states
         for name, entry in config.clusters.items():
             if entry.cluster is None or _aggregate(entry) or entry.error is not None:
                 continue
@@ -205,12 +217,17 @@ class ComposedPicker:
             leaf = self._leaves.get(name)
             if leaf is None:
                 leaf = _Leaf(entry, self.counters, self)
-            leaf.update(entry, self.counters, now)
-            for key, state in self._endpoint_states.items():
-                if leaf.priority.child_for(key) is not None:
-                    leaf.priority.set_endpoint_state(key, state, now)
+            if leaf.update(entry, self.counters, now):
+                priority = leaf.priority
+                for key in priority.added_keys:  # what the transport said of them
+                    state = states.get(key)
+                    if state is not None:
+                        priority.set_endpoint_state(key, state, now)
+                gone.extend(priority.removed_keys)
             leaves[name] = leaf
+        dropped = any(name not in leaves for name in self._leaves)
         self._leaves = leaves
+        self._forget(list(states) if dropped else gone)
         self._splits = {}
         path_only = all(
             not route.match.headers and route.match.runtime_fraction_ppm is None
@@ -221,11 +238,29 @@ class ComposedPicker:
             {(leaf.name, leaf.cluster.eds_service_name) for leaf in leaves.values()}
         )
 
+    def _forget(self, candidates: list[EndpointKey]) -> None:
+        """Drop the states of ``candidates`` and of the strays that no leaf holds now."""
+        states, leaves = self._endpoint_states, self._leaves.values()
+        candidates.extend(self._strays)
+        self._strays.clear()
+        for key in candidates:
+            if key in states and not any(leaf.priority.wants(key) for leaf in leaves):
+                del states[key]
+
+    def endpoint_states(self) -> dict[EndpointKey, ConnectivityState]:
+        """The endpoint states the picker keeps (a copy): those of the keys some cluster's
+        assignment holds, and of keys reported since the last `update`."""
+        return dict(self._endpoint_states)
+
     def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
         """The transport reports an endpoint's connectivity."""
         self._endpoint_states[key] = state
+        held = False
         for leaf in self._leaves.values():
             leaf.priority.set_endpoint_state(key, state, now)
+            held = held or leaf.priority.wants(key)
+        if not held:
+            self._strays.add(key)
 
     def wanted_connections(self) -> tuple[Endpoint, ...]:
         """Every endpoint some tree wants connected now."""

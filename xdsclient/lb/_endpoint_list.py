@@ -14,23 +14,29 @@ Rules (C-core, where each endpoint is a pick_first child):
 
 A pick's result is a frozen value, so the COMPLETE result of each READY endpoint is built once
 per change of the READY set (`ready_results`) and returned by every pick that chooses it.
+
+Cost: a connectivity change is O(1) (the number of endpoints in each state is kept as states
+change, so the aggregated state is read, not recounted); the READY list is rebuilt lazily, at
+the next pick after a change. An update handed the very list it already holds (the priority
+policy hands unchanged localities on as the same objects) keeps everything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 
-from ..resources import Endpoint
+from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
     ConnectivityState,
     EndpointKey,
     PickOutcome,
     PickResult,
-    aggregate_state,
     key_of,
+    keys_of,
 )
 
-__all__ = ["EndpointList"]
+__all__ = ["EndpointList", "KeyCounts"]
 
 _IDLE = ConnectivityState.IDLE
 _READY = ConnectivityState.READY
@@ -45,9 +51,21 @@ def usable(endpoints: Sequence[Endpoint]) -> tuple[Endpoint, ...]:
 class EndpointList:
     """The endpoints of one picker with their states; `ready` is cached until a change."""
 
-    __slots__ = ("_ready", "_ready_results", "_results", "endpoints", "states")
+    __slots__ = (
+        "_counts",
+        "_ready",
+        "_ready_results",
+        "_results",
+        "_source",
+        "endpoints",
+        "states",
+    )
 
     def __init__(self) -> None:
+        #: the list last given to `update` (an update with the same object changes nothing)
+        self._source: Sequence[Endpoint] | None = None
+        #: how many endpoints are in each state (invariant: the counts of ``states.values()``)
+        self._counts: Counter[ConnectivityState] = Counter()
         #: the usable endpoints, in the assignment's order
         self.endpoints: tuple[Endpoint, ...] = ()
         #: each endpoint's state by key; sticky TRANSIENT_FAILURE already applied
@@ -57,13 +75,19 @@ class EndpointList:
         #: each endpoint's COMPLETE result, by key (for this list's endpoint objects)
         self._results: dict[EndpointKey, PickResult] = {}
 
-    def update(self, endpoints: Sequence[Endpoint]) -> None:
-        """A new list: states kept for keys that stay, IDLE for new ones."""
+    def update(self, endpoints: Sequence[Endpoint]) -> bool:
+        """A new list: states kept for keys that stay, IDLE for new ones. False (nothing
+        done) when ``endpoints`` is the list this one already holds."""
+        if endpoints is self._source:
+            return False
+        self._source = endpoints
         self.endpoints = usable(endpoints)
         old = self.states
         self.states = {key_of(e): old.get(key_of(e), _IDLE) for e in self.endpoints}
+        self._counts = Counter(self.states.values())
         self._ready = self._ready_results = None
         self._results = {}
+        return True
 
     def set_state(self, key: EndpointKey, state: ConnectivityState) -> bool:
         """Record a reported state; False when the key is not ours or nothing changed."""
@@ -75,8 +99,32 @@ class EndpointList:
         if old is state:
             return False
         self.states[key] = state
+        counts = self._counts
+        counts[old] -= 1
+        counts[state] += 1
         self._ready = self._ready_results = None
         return True
+
+    def rekey(
+        self,
+        endpoints: tuple[Endpoint, ...],
+        added: Iterable[EndpointKey],
+        removed: Iterable[EndpointKey],
+    ) -> None:
+        """A new list told by its difference: ``endpoints`` (usable ones, in order) whose
+        keys are the old ones with ``added`` (IDLE unless known) and without ``removed``."""
+        self._source = self.endpoints = endpoints
+        states, counts = self.states, self._counts
+        for key in removed:
+            state = states.pop(key, None)
+            if state is not None:
+                counts[state] -= 1
+        for key in added:
+            if key not in states:
+                states[key] = _IDLE
+                counts[_IDLE] += 1
+        self._ready = self._ready_results = None
+        self._results = {}
 
     def ready(self) -> tuple[Endpoint, ...]:
         """The READY endpoints, in list order."""
@@ -104,6 +152,73 @@ class EndpointList:
         """The IDLE endpoints, in list order."""
         return tuple(e for e in self.endpoints if self.states[key_of(e)] is _IDLE)
 
+    def count(self, state: ConnectivityState) -> int:
+        """How many endpoints are in ``state`` now."""
+        return self._counts[state]
+
     def state(self) -> ConnectivityState:
-        """The aggregated state (gRPC's rule)."""
-        return aggregate_state(self.states.values())
+        """The aggregated state (gRPC's rule), from the counts."""
+        counts = self._counts
+        for state in (_READY, ConnectivityState.CONNECTING, _IDLE):
+            if counts[state]:
+                return state
+        return _FAILED
+
+
+class KeyCounts:
+    """How many of the localities last given hold each endpoint key, kept by difference.
+
+    Why: a balancer over thousands of endpoints must not walk them all when one locality of an
+    update changed. Localities are told apart by identity (the priority policy hands an
+    unchanged locality on as the same object), so an update costs the endpoints of the
+    localities that came and went only. ``healthy_only`` counts only the endpoints gRPC
+    balances over.
+    """
+
+    __slots__ = ("_healthy_only", "_held", "counts")
+
+    def __init__(self, *, healthy_only: bool = False) -> None:
+        self._healthy_only = healthy_only
+        #: each key's number of holders (invariant: only keys held at least once)
+        self.counts: dict[EndpointKey, int] = {}
+        #: the localities counted, by id, with how many times each is listed
+        self._held: dict[int, tuple[LocalityEndpoints, int]] = {}
+
+    def update(
+        self, localities: Iterable[LocalityEndpoints]
+    ) -> tuple[list[EndpointKey], list[EndpointKey]]:
+        """Count ``localities`` instead of the last ones: the keys that came (held by none
+        before) and the keys that went (held by none now)."""
+        held: dict[int, tuple[LocalityEndpoints, int]] = {}
+        for locality in localities:
+            entry = held.get(id(locality))
+            held[id(locality)] = (locality, 1 if entry is None else entry[1] + 1)
+        old = self._held
+        self._held = held
+        counts = self.counts
+        added: list[EndpointKey] = []
+        removed: list[EndpointKey] = []
+        for ident, (locality, times) in held.items():
+            more = times - old.get(ident, (locality, 0))[1]
+            for _ in range(more):
+                for key in self._keys(locality):
+                    seen = counts.get(key, 0)
+                    if not seen:
+                        added.append(key)
+                    counts[key] = seen + 1
+        for ident, (locality, times) in old.items():
+            fewer = times - held.get(ident, (locality, 0))[1]
+            for _ in range(fewer):
+                for key in self._keys(locality):
+                    left = counts[key] - 1
+                    if left:
+                        counts[key] = left
+                    else:
+                        del counts[key]
+                        removed.append(key)
+        return added, removed
+
+    def _keys(self, locality: LocalityEndpoints) -> list[EndpointKey]:
+        if self._healthy_only:
+            return [key_of(e) for e in locality.endpoints if e.healthy]
+        return list(map(keys_of, locality.endpoints))
