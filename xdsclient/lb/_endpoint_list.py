@@ -191,43 +191,47 @@ class KeyCounts:
     def __init__(self, *, healthy_only: bool = False) -> None:
         self._healthy_only = healthy_only
         #: each key's number of holders (invariant: only keys held at least once)
-        self.counts: dict[EndpointKey, int] = {}
-        #: the localities counted, by id, with how many times each is listed
-        self._held: dict[int, tuple[LocalityEndpoints, int]] = {}
+        self.counts: Counter[EndpointKey] = Counter()
+        #: the localities counted, by id: the locality, how many times it is listed, its keys
+        self._held: dict[int, tuple[LocalityEndpoints, int, list[EndpointKey]]] = {}
 
     def update(
         self, localities: Iterable[LocalityEndpoints]
     ) -> tuple[list[EndpointKey], list[EndpointKey]]:
         """Count ``localities`` instead of the last ones: the keys that came (held by none
-        before) and the keys that went (held by none now)."""
-        held: dict[int, tuple[LocalityEndpoints, int]] = {}
-        for locality in localities:
-            entry = held.get(id(locality))
-            held[id(locality)] = (locality, 1 if entry is None else entry[1] + 1)
+        before), and the keys that went (held by none now), each in list order."""
         old = self._held
+        held: dict[int, tuple[LocalityEndpoints, int, list[EndpointKey]]] = {}
+        for locality in localities:
+            entry = held.get(id(locality)) or old.get(id(locality))
+            if entry is None or entry[0] is not locality:
+                held[id(locality)] = (locality, 1, self._keys(locality))
+            elif id(locality) in held:
+                held[id(locality)] = (locality, entry[1] + 1, entry[2])
+            else:
+                held[id(locality)] = (locality, 1, entry[2])
         self._held = held
         counts = self.counts
         added: list[EndpointKey] = []
-        removed: list[EndpointKey] = []
-        for ident, (locality, times) in held.items():
-            more = times - old.get(ident, (locality, 0))[1]
+        for ident, (locality, times, keys) in held.items():
+            before = old.get(ident)
+            more = times - (before[1] if before is not None and before[0] is locality else 0)
             for _ in range(more):
-                for key in self._keys(locality):
-                    seen = counts.get(key, 0)
-                    if not seen:
-                        added.append(key)
-                    counts[key] = seen + 1
-        for ident, (locality, times) in old.items():
-            fewer = times - held.get(ident, (locality, 0))[1]
+                added.extend(itertools.filterfalse(counts.__contains__, keys))
+                counts.update(keys)  # C speed
+        removed: list[EndpointKey] = []
+        for ident, (locality, times, keys) in old.items():
+            now = held.get(ident)
+            fewer = times - (now[1] if now is not None and now[0] is locality else 0)
             for _ in range(fewer):
-                for key in self._keys(locality):
+                for key in keys:
                     left = counts[key] - 1
                     if left:
                         counts[key] = left
                     else:
                         del counts[key]
                         removed.append(key)
-        return added, removed
+        return list(dict.fromkeys(added)), removed
 
     def _keys(self, locality: LocalityEndpoints) -> list[EndpointKey]:
         endpoints = usable(locality.endpoints) if self._healthy_only else locality.endpoints

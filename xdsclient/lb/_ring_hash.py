@@ -41,8 +41,16 @@ import random
 from collections.abc import Callable, Sequence
 
 from ..resources import Endpoint, LocalityEndpoints, RingHash
-from ._base import ConnectivityState, EndpointKey, PickOutcome, PickRequest, PickResult, key_of
-from ._endpoint_list import EndpointList, KeyCounts
+from ._base import (
+    ConnectivityState,
+    EndpointKey,
+    PickOutcome,
+    PickRequest,
+    PickResult,
+    key_of,
+    keys_of,
+)
+from ._endpoint_list import EndpointList, KeyCounts, usable
 from ._xxh64 import require_xxh64
 
 __all__ = ["RING_SIZE_CAP", "RingHashPolicy", "build_ring", "hash_key_of", "ring_weight"]
@@ -174,11 +182,31 @@ class _Part:
 
     __slots__ = ("endpoints", "keys", "locality", "weights")
 
-    def __init__(self, locality: LocalityEndpoints, use_hash_key: bool) -> None:
+    def __init__(
+        self, locality: LocalityEndpoints, use_hash_key: bool, before: _Part | None
+    ) -> None:
         self.locality = locality
-        self.endpoints = [e for e in locality.endpoints if e.healthy]
-        self.keys = [hash_key_of(e, use_hash_key=use_hash_key) for e in self.endpoints]
-        self.weights = [ring_weight(locality.weight, e.weight) for e in self.endpoints]
+        self.endpoints = list(usable(locality.endpoints))
+        self.keys = self._hash_keys(use_hash_key, before)
+        weights = list(map(_WEIGHT, self.endpoints))
+        if weights and weights.count(weights[0]) == len(weights):  # one weight: one product
+            self.weights = [ring_weight(locality.weight, weights[0])] * len(weights)
+        else:
+            self.weights = [ring_weight(locality.weight, w) for w in weights]
+
+    def _hash_keys(self, use_hash_key: bool, before: _Part | None) -> list[str]:
+        """Each endpoint's hash key; an address's from ``before`` (the same locality's last
+        part) where it has one, as printing an address costs."""
+        if use_hash_key or before is None:
+            return [hash_key_of(e, use_hash_key=use_hash_key) for e in self.endpoints]
+        known = dict(zip(map(keys_of, before.endpoints), before.keys, strict=True))
+        keys = list(map(known.get, map(keys_of, self.endpoints)))
+        for index in itertools.compress(range(len(keys)), map(operator.not_, keys)):
+            keys[index] = hash_key_of(self.endpoints[index])
+        return keys  # type: ignore[return-value]  # no None is left
+
+
+_WEIGHT: Callable[[Endpoint], int] = operator.attrgetter("weight")
 
 
 class RingHashPolicy:
@@ -233,6 +261,7 @@ class RingHashPolicy:
         self._ordered = ordered
         old_parts = self._parts
         self._parts = {}
+        by_name = {part.locality.locality: part for part in old_parts.values()}
         endpoints: list[Endpoint] = []
         owners: list[LocalityEndpoints] = []
         keys: list[str] = []
@@ -240,7 +269,7 @@ class RingHashPolicy:
         for locality in ordered:
             part = old_parts.get(id(locality))
             if part is None or part.locality is not locality:
-                part = _Part(locality, self._use_hash_key)
+                part = _Part(locality, self._use_hash_key, by_name.get(locality.locality))
             self._parts[id(locality)] = part
             endpoints.extend(part.endpoints)
             owners.extend(itertools.repeat(locality, len(part.endpoints)))
