@@ -147,8 +147,14 @@ def test_ring_options_do_not_go_with_a_child_factory() -> None:
 
 def test_metadata_pairs_join_repeated_headers_and_leave_binary_ones_out() -> None:
     """(name, value) pairs become one value per lower-case name, repeats joined with ","
-    in order; ``-bin`` headers are left out; a mapping is taken as it is."""
-    pairs = [("User", "a"), ("x-tag", "t"), ("user", "b"), ("trace-bin", "\x00")]
+    in order; ``-bin`` headers and bytes values are left out; a mapping is taken as it is."""
+    pairs: list[tuple[str, str | bytes]] = [
+        ("User", "a"),
+        ("x-tag", "t"),
+        ("user", "b"),
+        ("trace-bin", "\x00"),
+        ("k", b"v"),
+    ]
     assert header_map(pairs) == {"user": "a,b", "x-tag": "t"}
     mapping = {"user": "a"}
     assert header_map(mapping) is mapping

@@ -76,21 +76,21 @@ def aggregate_state(states: Iterable[ConnectivityState]) -> ConnectivityState:
 
 #: A call's headers: a mapping of lower-case name to value (a repeated header's values already
 #: joined with ``,``), or gRPC metadata's shape, a sequence of (name, value) pairs in which a
-#: name may repeat.
-Headers = Mapping[str, str] | Sequence[tuple[str, str]]
+#: name may repeat (a binary ``-bin`` value may be bytes, as grpc.aio gives it).
+Headers = Mapping[str, str] | Sequence[tuple[str, str | bytes]]
 
 
 def header_map(headers: Headers) -> Mapping[str, str]:
     """The headers as routing and hashing read them: a mapping as it is; (name, value) pairs
     with lower-case names, a repeated name's values joined with ``,`` in order (as gRPC joins
-    them to match and hash), and binary headers (names ending in ``-bin``) left out, as
-    gRPC neither matches nor hashes them."""
+    them to match and hash), and binary headers (names ending in ``-bin``, or any value given
+    as bytes) left out, as gRPC neither matches nor hashes them."""
     if type(headers) is dict or isinstance(headers, Mapping):  # the first test is quicker
         return headers
     joined: dict[str, str] = {}
     for name, value in headers:
         name = name.lower()
-        if name.endswith("-bin"):
+        if name.endswith("-bin") or not isinstance(value, str):
             continue
         before = joined.get(name)
         joined[name] = value if before is None else f"{before},{value}"
