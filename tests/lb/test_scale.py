@@ -181,3 +181,57 @@ def test_a_priority_policy_keeps_the_states_of_its_assignment_only() -> None:
     assert sorted(policy.endpoint_states()) == [(HOST, 2)]
     assert policy.added_keys == ((HOST, 3),)
     assert policy.removed_keys == ((HOST, 1),)
+
+
+def test_an_endpoint_moving_between_priorities_keeps_its_state() -> None:
+    """An endpoint that moves from priority 1 to priority 0 neither leaves nor joins the
+    assignment: its reported state is kept, and a priority's child created later gets it."""
+    from xdsclient.lb import child_policy_for
+    from xdsclient.resources import RoundRobin
+
+    def two_priorities(first: list[int], second: list[int]) -> Any:
+        message = builders.cluster_load_assignment(
+            "c",
+            [
+                LocalitySpec(endpoints=[(HOST, p) for p in first], zone="a", priority=0),
+                LocalitySpec(endpoints=[(HOST, p) for p in second], zone="b", priority=1),
+            ],
+        )
+        return ClusterLoadAssignmentView.from_proto(message).priorities
+
+    policy = PriorityPolicy(lambda: child_policy_for(RoundRobin()))
+    policy.update(two_priorities([1], [2, 3]), 0.0)
+    policy.set_endpoint_state((HOST, 3), READY, 0.0)
+    policy.update(two_priorities([1, 3], [2]), 1.0)
+    assert (policy.added_keys, policy.removed_keys) == ((), ())
+    assert policy.endpoint_states() == {(HOST, 3): READY}
+    assert policy.state() is READY  # priority 0's child picked the state up
+    assert policy.wants((HOST, 3))
+
+
+def test_an_endpoint_moving_between_localities_stays_ready() -> None:
+    """An endpoint READY in locality a that moves to a new locality b of the same priority
+    stays READY there (no new report needed) and is picked."""
+    picker = ComposedPicker()
+    picker.update(snapshot(eds("c", [1, 2], zones=2)), 0.0)  # zones z0: [1], z1: [2]
+    picker.set_endpoint_state((HOST, 1), READY, 0.0)
+    moved = ClusterConfig(
+        name="c",
+        cluster=ClusterView.from_proto(builders.cluster("c")),
+        endpoints=ClusterLoadAssignmentView.from_proto(
+            builders.cluster_load_assignment(
+                "c",
+                [
+                    LocalitySpec(endpoints=[(HOST, 2)], zone="z1"),
+                    LocalitySpec(endpoints=[(HOST, 1)], zone="z2"),
+                ],
+            )
+        ),
+    )
+    picker.update(snapshot(moved), 1.0)
+    assert picker.cluster_state("c") is READY
+    result = picker.pick("/", {}, random.Random(0), 1.0)
+    assert result.endpoint is not None
+    assert result.endpoint.port == 1
+    assert result.locality is not None
+    assert result.locality.locality.zone == "z2"

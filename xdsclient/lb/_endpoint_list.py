@@ -23,6 +23,7 @@ policy hands unchanged localities on as the same objects) keeps everything.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import operator
 from collections import Counter
@@ -38,7 +39,7 @@ from ._base import (
     keys_of,
 )
 
-__all__ = ["EndpointList", "KeyCounts"]
+__all__ = ["EndpointList", "KeyCounts", "count_in", "count_out"]
 
 _IDLE = ConnectivityState.IDLE
 _READY = ConnectivityState.READY
@@ -191,7 +192,7 @@ class KeyCounts:
     def __init__(self, *, healthy_only: bool = False) -> None:
         self._healthy_only = healthy_only
         #: each key's number of holders (invariant: only keys held at least once)
-        self.counts: Counter[EndpointKey] = Counter()
+        self.counts: dict[EndpointKey, int] = {}
         #: the localities counted, by id: the locality, how many times it is listed, its keys
         self._held: dict[int, tuple[LocalityEndpoints, int, list[EndpointKey]]] = {}
 
@@ -217,22 +218,49 @@ class KeyCounts:
             before = old.get(ident)
             more = times - (before[1] if before is not None and before[0] is locality else 0)
             for _ in range(more):
-                added.extend(itertools.filterfalse(counts.__contains__, keys))
-                counts.update(keys)  # C speed
+                count_in(counts, keys, added)
         removed: list[EndpointKey] = []
         for ident, (locality, times, keys) in old.items():
             now = held.get(ident)
             fewer = times - (now[1] if now is not None and now[0] is locality else 0)
             for _ in range(fewer):
-                for key in keys:
-                    left = counts[key] - 1
-                    if left:
-                        counts[key] = left
-                    else:
-                        del counts[key]
-                        removed.append(key)
+                count_out(counts, keys, removed)
         return list(dict.fromkeys(added)), removed
 
     def _keys(self, locality: LocalityEndpoints) -> list[EndpointKey]:
         endpoints = usable(locality.endpoints) if self._healthy_only else locality.endpoints
         return list(map(keys_of, endpoints))
+
+
+def count_in(
+    counts: dict[EndpointKey, int], keys: list[EndpointKey], added: list[EndpointKey]
+) -> None:
+    """Count ``keys`` once more, listing in ``added`` those new to ``counts``; at C speed
+    in the common case (distinct keys, none counted yet)."""
+    if not any(map(counts.__contains__, keys)) and len(set(keys)) == len(keys):
+        counts.update(zip(keys, itertools.repeat(1)))
+        added.extend(keys)
+        return
+    for key in keys:
+        seen = counts.get(key, 0)
+        if not seen:
+            added.append(key)
+        counts[key] = seen + 1
+
+
+def count_out(
+    counts: dict[EndpointKey, int], keys: list[EndpointKey], removed: list[EndpointKey]
+) -> None:
+    """Count ``keys`` once less, listing in ``removed`` those no longer counted; at C speed
+    in the common case (distinct keys, each counted once)."""
+    if len(set(keys)) == len(keys) and set(map(counts.get, keys)) <= {1}:
+        collections.deque(map(counts.pop, keys), maxlen=0)
+        removed.extend(keys)
+        return
+    for key in keys:
+        left = counts[key] - 1
+        if left:
+            counts[key] = left
+        else:
+            del counts[key]
+            removed.append(key)

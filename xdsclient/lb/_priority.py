@@ -46,7 +46,7 @@ from ._base import (
     PickResult,
     key_of,
 )
-from ._endpoint_list import KeyCounts
+from ._endpoint_list import KeyCounts, count_in, count_out
 
 __all__ = ["CHILD_RETENTION", "FAILOVER_TIMEOUT", "PriorityPolicy"]
 
@@ -73,7 +73,6 @@ class _Child:
         "failover_at",
         "finished",
         "keys",
-        "localities",
         "name",
         "policy",
         "reported",
@@ -85,9 +84,9 @@ class _Child:
     def __init__(self, name: str, policy: ChildPolicy, failover_at: float) -> None:
         self.name = name
         self.policy = policy
-        #: the keys of the child's endpoints, counted by difference at each update
+        #: the keys of the child's endpoints: its priority's, counted by difference (kept as
+        #: they were once the priority left the assignment, while the child is retained)
         self.keys = KeyCounts()
-        self.localities: Sequence[LocalityEndpoints] = ()
         self.state = _CONNECTING
         self.reported = _CONNECTING
         self.seen_ready_or_idle = True
@@ -126,8 +125,12 @@ class PriorityPolicy:
         #: the endpoint states the transport reported for keys of the assignment (and keys
         #: reported since the last update), replayed to children created later
         self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
-        #: the keys of every endpoint of the assignment, at every priority
-        self._wanted = KeyCounts()
+        #: each priority's keys, by child name (a child's `_Child.keys` is its priority's)
+        self._keys_by_name: dict[str, KeyCounts] = {}
+        #: the keys each priority gained at the last update (told their known states)
+        self._came: dict[str, list[EndpointKey]] = {}
+        #: how many priorities hold each key of the assignment
+        self._wanted: dict[EndpointKey, int] = {}
         #: reported keys the assignment did not hold when reported (forgotten at the update)
         self._strays: set[EndpointKey] = set()
         self._added: tuple[EndpointKey, ...] = ()
@@ -159,7 +162,7 @@ class PriorityPolicy:
 
     def wants(self, key: EndpointKey) -> bool:
         """Whether the assignment holds the endpoint ``key`` (at any priority)."""
-        return key in self._wanted.counts
+        return key in self._wanted
 
     def endpoint_states(self) -> dict[EndpointKey, ConnectivityState]:
         """The endpoint states kept (a copy): the assignment's reported keys only."""
@@ -200,12 +203,12 @@ class PriorityPolicy:
         names = self._child_names(priorities)
         self._names = names
         self._localities = dict(zip(names, priorities, strict=True))
-        added, removed = self._wanted.update(loc for group in priorities for loc in group)
+        added, removed = self._count_keys(names, priorities)
         self._added, self._removed = tuple(added), tuple(removed)
         states = self._endpoint_states
         for key in removed:
             states.pop(key, None)
-        wanted = self._wanted.counts
+        wanted = self._wanted
         for key in self._strays:
             if key not in wanted:
                 states.pop(key, None)
@@ -213,6 +216,10 @@ class PriorityPolicy:
         for name, child in self._children.items():
             if name in self._localities:
                 self._update_child(child, self._localities[name], now)
+                for key in self._came.get(name, ()):  # e.g. moved in from another priority
+                    state = states.get(key)
+                    if state is not None:
+                        child.policy.set_endpoint_state(key, state, now)
                 self._notice(child, now)
             else:
                 self._deactivate(child, now)
@@ -222,7 +229,7 @@ class PriorityPolicy:
         """The transport reports an endpoint's connectivity."""
         self._expire(now)
         self._endpoint_states[key] = state
-        if key not in self._wanted.counts:
+        if key not in self._wanted:
             self._strays.add(key)
         changed = False
         for child in self._children.values():
@@ -295,6 +302,7 @@ class PriorityPolicy:
     def _create(self, name: str, now: float) -> _Child:
         child = _Child(name, self._make_child(), now + self._failover_timeout)
         self._children[name] = child
+        child.keys = self._keys_by_name[name]
         self._update_child(child, self._localities[name], now)
         for key in child.keys.counts:
             if key in self._endpoint_states:
@@ -306,9 +314,34 @@ class PriorityPolicy:
         self, child: _Child, localities: Sequence[LocalityEndpoints], now: float
     ) -> None:
         child.policy.update(localities, now)
-        if child.localities is not localities:
-            child.localities = localities
-            child.keys.update(localities)
+
+    def _count_keys(
+        self, names: list[str], priorities: Sequence[Sequence[LocalityEndpoints]]
+    ) -> tuple[list[EndpointKey], list[EndpointKey]]:
+        """Count each priority's keys by difference (a child's keys are its priority's), and
+        the assignment's from theirs: the keys that came into the assignment and went."""
+        old = self._keys_by_name
+        self._keys_by_name = {}
+        self._came = {}
+        came: list[list[EndpointKey]] = []
+        went: list[list[EndpointKey]] = [list(old[n].counts) for n in old if n not in names]
+        for name, group in zip(names, priorities, strict=True):
+            counts = old.get(name) or KeyCounts()
+            self._keys_by_name[name] = counts
+            child = self._children.get(name)
+            if child is not None:
+                child.keys = counts
+            more, fewer = counts.update(group)
+            self._came[name] = more
+            came.append(more)
+            went.append(fewer)
+        added: list[EndpointKey] = []
+        removed: list[EndpointKey] = []
+        for keys in came:  # priorities holding each key: in before out, so a move is neither
+            count_in(self._wanted, keys, added)
+        for keys in went:
+            count_out(self._wanted, keys, removed)
+        return added, removed
 
     def _reuse(
         self, priorities: Sequence[Sequence[LocalityEndpoints]]

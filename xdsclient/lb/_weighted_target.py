@@ -77,6 +77,8 @@ class WeightedTarget:
         self._cluster = cluster
         self._children: dict[Locality, _Child] = {}
         self._by_endpoint: dict[EndpointKey, _Child] = {}
+        #: the reported state of each key of the index
+        self._states: dict[EndpointKey, ConnectivityState] = {}
         #: how many keys the localities list in all (more than the index holds: a key is in
         #: two localities)
         self._keys = 0
@@ -102,11 +104,32 @@ class WeightedTarget:
                 child.results = {}
             child.picker.update(locality.endpoints, now)
             self._children[locality.locality] = child
+        self._tell_known(moved, now)
         if list(old.values()) != list(self._children.values()):
             self._index()
+            self._states = {k: s for k, s in self._states.items() if k in self._by_endpoint}
         elif moved:
             self._reindex(moved)
+            for _, old_keys in moved:
+                for key in old_keys:
+                    if key not in self._by_endpoint:
+                        self._states.pop(key, None)
         self._view = None
+
+    def _tell_known(self, moved: list[tuple[_Child, list[EndpointKey]]], now: float) -> None:
+        """Tell each changed locality's picker the reported state of its keys new to it (an
+        endpoint moving between localities stays as connected as it is, as gRPC's subchannels
+        are shared by address)."""
+        states = self._states
+        if not states:
+            return
+        for child, old_keys in moved:
+            before = set(old_keys)
+            for key in child.keys:
+                if key not in before:
+                    state = states.get(key)
+                    if state is not None:
+                        child.picker.set_endpoint_state(key, state, now)
 
     def _index(self) -> None:
         """The endpoint index from scratch (a key in two localities: the later one's)."""
@@ -137,6 +160,7 @@ class WeightedTarget:
         """The user's transport reports an endpoint's connectivity (unknown keys ignored)."""
         child = self._by_endpoint.get(key)
         if child is not None:
+            self._states[key] = state
             picker = child.picker
             before = picker.state()
             picker.set_endpoint_state(key, state, now)
