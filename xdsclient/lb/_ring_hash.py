@@ -365,7 +365,7 @@ class RingHashPolicy:
             endpoint = self._endpoints[index]
             state = states[key_of(endpoint)]
             if state is _READY:
-                return self._completed(index)
+                return self._complete[index] or self._completed(index)
             if state is _IDLE:
                 return self._result(PickOutcome.QUEUE, connect=(endpoint,))
             if state is _CONNECTING:
@@ -385,7 +385,7 @@ class RingHashPolicy:
             endpoint = self._endpoints[index]
             state = states[key_of(endpoint)]
             if state is _READY:
-                return self._completed(index)
+                return self._complete[index] or self._completed(index)
             if not requested and state is _IDLE:
                 connect = (endpoint,)
                 requested = True
