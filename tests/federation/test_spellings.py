@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from envoy.admin.v3.config_dump_shared_pb2 import ClientResourceStatus
 
 from tests.builders import delta_resource, delta_response, listener, routes, sotw_response
 from tests.client.conftest import FAST_BACKOFF, Variant, next_event
@@ -103,7 +104,9 @@ def _asked(request: ReceivedRequest) -> list[str]:
 
 async def _answer(cp: ControlPlane, variant: Variant, wire: str, served: str) -> None:
     """Wait for the request naming ``wire``, then answer it with the cluster spelled
-    ``served`` (in its body, and as the Delta resource's name)."""
+    ``served`` (in its body, and as the Delta resource's name). The control plane is paused:
+    its own answer to the request (an empty SotW state, a Delta "does not exist") would race
+    this one."""
     await cp.wait_for_request(lambda r: r.type_url == CLUSTER.type_url and wire in _asked(r))
     body = federated_cluster(served)
     if variant["delta"]:
@@ -123,7 +126,9 @@ async def test_a_watch_is_told_of_its_resource_whatever_the_server_s_spelling(
     cp: ControlPlane, variant: Variant, watched: str, served: str, wire: str
 ) -> None:
     """The watch is requested in C-core's form, and the answer under another spelling is
-    delivered to it under the canonical name, ACKed, and found under every spelling."""
+    delivered to it under the canonical name, ACKed, found under every spelling and listed
+    once by CSDS."""
+    cp.pause()  # only the answer `_answer` sends: none of the store's
     async with _client(cp, variant) as client, client.watch(CLUSTER, watched) as events:
         await _answer(cp, variant, wire, served)
         event = await next_event(events)
@@ -135,6 +140,8 @@ async def test_a_watch_is_told_of_its_resource_whatever_the_server_s_spelling(
             assert state.value is event.value
         assert not (await _answer_to_us(cp)).message.HasField("error_detail")  # an ACK
         assert not cp.nacks()
+        csds = client.csds(include_resources=False).generic_xds_configs
+        assert [(c.name, c.client_status) for c in csds] == [(wire, ClientResourceStatus.ACKED)]
     names = {n for r in cp.requests if r.type_url == CLUSTER.type_url for n in _asked(r)}
     assert names == {wire}
 
