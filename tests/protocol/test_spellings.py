@@ -113,3 +113,16 @@ def test_a_malformed_xdstp_name_only_makes_the_nack_and_deletes_nothing() -> Non
     assert "not envoy.config.cluster.v3.Cluster" in message
     assert events == []
     assert status_of(s, CDS, C_CORE) is ResourceStatus.ACKED
+
+
+def test_a_session_takes_the_names_it_is_given_in_canonical_form() -> None:
+    """Subscribing, looking up and unsubscribing ``xdstp:///...`` on a `Session` is
+    ``xdstp:/...`` on the wire and in the cache, as for the names a response gives."""
+    s, (request,) = connected(subscribe={CDS: [A47]})
+    assert list(request.resource_names) == [C_CORE]
+    s.receive(sotw_response(CDS, [federated(A47)], version="1", nonce="n"), 1.0)
+    state = s.resource_state(CDS, A47)
+    assert state is not None
+    assert state.name == C_CORE
+    s.unsubscribe(CDS, A47)
+    assert s.subscribed(CDS) == ()

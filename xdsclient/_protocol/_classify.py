@@ -13,7 +13,8 @@ Names: a response may spell an xdstp name another way than the request did (``xd
 for ``xdstp:/t/x``, context parameters in another order, other percent-encoding); every name a
 response gives (body, `Resource` wrapper, Delta name, alias, removal, server error) is turned
 into its cache key by `key_of`, the same canonicalisation the registry applies to the names a
-user gives (`canonical_name`), so any spelling reaches the watchers of the resource. An xdstp
+user gives (`canonical_name`) and the `Session` to the names it is asked to subscribe to, so any
+spelling reaches the watchers of the resource. An xdstp
 name that does not parse, or names another type, cannot be attributed: it only makes the NACK
 (C-core: "Cannot parse xDS resource name").
 
