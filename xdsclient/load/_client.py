@@ -31,6 +31,7 @@ from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
 from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
+from .._shell._stream_life import End, StreamLife, stream_status
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean
 from ._results import ClientResult
@@ -91,15 +92,19 @@ class _Faults:
 
 
 class _Stream:
-    """One stream of a client: its session, its call, and a lock so writes never interleave."""
+    """One stream of a client: its session, its call, the rules of its life (shared with
+    `XdsClient`'s driver), and a lock so writes never interleave."""
 
-    def __init__(self, session: Session, method: str) -> None:
+    def __init__(self, session: Session, method: str, life: StreamLife) -> None:
         self.session = session
         self.method = method
+        self.life = life
         self.call: Any = None
         self.lock = asyncio.Lock()
         self.opened = 0
         self.resetting = False
+        #: the status a failed write saw (the read's, if any, is the stream's: `stream_status`)
+        self.write_failed: str | None = None
         self.timer: asyncio.TimerHandle | None = None
 
 
@@ -186,12 +191,15 @@ class SimClient:
     def _new_streams(self) -> list[_Stream]:
         scenario = self._scenario
         types = self._types()
+        backoff = Backoff(initial=scenario.backoff_initial, maximum=scenario.backoff_max)
         if scenario.ads:
             session = Session(node=self._node, resource_types=types, delta=scenario.delta)
-            return [_Stream(session, method_path(ADS_SERVICE, delta=scenario.delta))]
+            return [_Stream(session, method_path(ADS_SERVICE, delta=scenario.delta),
+                            StreamLife(backoff))]  # fmt: skip
         return [
             _Stream(Session(node=self._node, resource_types=[rtype], delta=scenario.delta),
-                    method_path(PER_TYPE_SERVICES[rtype.type_url], delta=scenario.delta))
+                    method_path(PER_TYPE_SERVICES[rtype.type_url], delta=scenario.delta),
+                    StreamLife(backoff))
             for rtype in types
         ]  # fmt: skip
 
@@ -200,12 +208,22 @@ class SimClient:
             return self._streams[0]
         return self._streams[_WALK_TYPES.index(type_url)]
 
+    @property
+    def streams_opened(self) -> int:
+        """Streams this client has opened (every attempt counts)."""
+        return sum(stream.opened for stream in self._streams)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of its sessions (does-not-exist and TTL timers), or None."""
+        deadlines = [d for s in self._streams if (d := s.session.next_deadline()) is not None]
+        return min(deadlines, default=None)
+
     # ------------------------------------------------------------------ life
 
     async def run(self, lifetime: float | None = None) -> None:
         """Dial, then keep the streams going until cancelled (or ``lifetime`` seconds, churn)."""
         fleet = self._fleet
-        self._start = fleet.now()
+        self._start = fleet.time()
         self._walk()
         churn = self._faults.churn_every
         if churn is not None and lifetime is None:
@@ -248,12 +266,12 @@ class SimClient:
             return
         if self._channel is not None:
             await self._channel.close()
-        started = self._fleet.now()
+        started = self._fleet.time()
         self._channel = grpc.aio.insecure_channel(
             self._target, options=channel_options(self._scenario.share_connections)
         )
         await self._channel.channel_ready()
-        seconds = self._fleet.now() - started
+        seconds = self._fleet.time() - started
         self._fleet.connected(seconds)
         if first:
             self.result.connect = seconds
@@ -287,26 +305,33 @@ class SimClient:
     # ------------------------------------------------------------------ one stream
 
     async def _stream_loop(self, stream: _Stream) -> None:
-        attempt = 0
-        backoff = Backoff(initial=self._scenario.backoff_initial,
-                          maximum=self._scenario.backoff_max)  # fmt: skip
+        """Streams one after another, as `StreamLife` rules: at once after a stream that
+        answered (or that we reset), after the backoff otherwise, OK and no response included."""
+        clock = self._fleet.clock
         while True:
-            received, status = await self._stream_once(stream)
-            if received:
-                attempt = 0
-            if status is None:  # a reset we made, or the server ended it cleanly
-                continue
-            self._fleet.error(status)
-            self.result.errors += 1
-            if status == "UNIMPLEMENTED":
-                self._fleet.not_served(f"{self._target} does not serve {stream.method} "
-                                       "(UNIMPLEMENTED): nothing to load")  # fmt: skip
-            await asyncio.sleep(backoff.delay(attempt, self._rng().random()))
-            attempt += 1
+            status, how = await self._stream_once(stream)
+            verdict = stream.life.ended(how, self._uniform)
+            if status is not None and status != "OK":
+                self._fleet.error(status)
+                self.result.errors += 1
+                if status == "UNIMPLEMENTED":
+                    self._fleet.not_served(f"{self._target} does not serve {stream.method} "
+                                           "(UNIMPLEMENTED): nothing to load")  # fmt: skip
+            if verdict.delay:
+                await clock.sleep_until(clock.time() + verdict.delay)
 
-    async def _stream_once(self, stream: _Stream) -> tuple[bool, str | None]:
-        """Open the stream, serve it until it ends: (a response was received, the gRPC status
-        name it failed with or None)."""
+    def _uniform(self) -> float:
+        return self._rng().random()
+
+    async def _stream_once(self, stream: _Stream) -> tuple[str | None, End]:
+        """Open the stream, serve it until it ends: (the gRPC status name it ended with, None
+        when it ended without one, and how it ended).
+
+        A read is always pending while the client writes (``_read_all``): when the server ends
+        the stream just as an ACK goes out, gRPC fails the write with its own INTERNAL
+        ("Internal error from Core") and from then on the call's status says so too; only a
+        read already waiting has the status the server sent, the one counted (`stream_status`).
+        """
         assert self._channel is not None
         fleet = self._fleet
         if self._faults.forgetful and stream.opened:
@@ -314,37 +339,53 @@ class SimClient:
         call: Any = self._channel.stream_stream(stream.method)()
         stream.call = call
         stream.opened += 1
-        stream.session.connect(fleet.now())
+        stream.life.opening()
+        stream.session.connect(fleet.time())
         self._stream_opened()
         reset = self._schedule_reset(stream)
         response_class = DeltaDiscoveryResponse if self._scenario.delta else DiscoveryResponse
         status: str | None = None
+        reader: asyncio.Task[None] | None = None
         try:
+            await call.wait_for_connection()  # requests, and their timers, from now (A57)
+            stream.life.established()
+            reads: asyncio.Queue[Any] = asyncio.Queue()
+            reader = asyncio.create_task(_read_all(call, reads))
             await self._flush(stream)
             if stream.opened > 1:  # counted once the server has its first request
                 self.result.reconnects += 1
                 fleet.result.reconnects += 1
             while True:
-                raw = await call.read()
+                raw = await reads.get()
+                if isinstance(raw, BaseException):
+                    raise raw
                 if raw is grpc.aio.EOF:
+                    status = (await call.code()).name
                     break
+                stream.life.received()
                 await self._on_response(stream, raw, response_class)
         except grpc.aio.AioRpcError as exc:
-            status = None if stream.resetting else exc.code().name
+            status = stream_status(read=exc.code().name, write=stream.write_failed)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not stream.resetting or (current is not None and current.cancelling()):
+                stream.life.ended(End.OURS, self._uniform)  # a redial or the run's end
                 raise
         finally:
             if reset is not None:
                 reset.cancel()
-            received = stream.session.response_received
-            stream.session.disconnect(fleet.now())
+            if reader is not None:
+                reader.cancel()
+            ours = stream.resetting
+            stream.session.disconnect(fleet.time())
             stream.call = None
             stream.resetting = False
+            stream.write_failed = None
             self._stream_closed()
             call.cancel()
-        return received, status
+        if ours:
+            return None, End.OURS
+        return status, End.FAILED
 
     def _schedule_reset(self, stream: _Stream) -> asyncio.TimerHandle | None:
         every = self._faults.reset_every
@@ -386,7 +427,7 @@ class SimClient:
 
     async def _on_response(self, stream: _Stream, raw: bytes, response_class: Any) -> None:
         fleet = self._fleet
-        read_at = fleet.now()
+        read_at = fleet.time()
         response = response_class.FromString(raw)
         type_url = response.type_url
         counts = fleet.counts(type_url)
@@ -400,7 +441,7 @@ class SimClient:
         first_answer = type_url in self._values and type_url not in self._answered
         if first_answer:
             self._answered.add(_CANONICAL[type_url])  # not the response's copy of the URL
-        self._apply(events, fleet.now(), walk=first_answer)
+        self._apply(events, fleet.time(), walk=first_answer)
         if self._faults.slow_ack:
             await asyncio.sleep(self._faults.slow_ack)
         await self._flush(stream, answering=(type_url, read_at))
@@ -438,9 +479,9 @@ class SimClient:
         fleet = self._fleet
         async with stream.lock:
             call = stream.call
-            if call is None:
+            if call is None or not stream.life.may_write or stream.write_failed is not None:
                 return
-            for request in stream.session.requests_to_send(fleet.now()):
+            for request in stream.session.requests_to_send(fleet.time()):
                 data = request.SerializeToString()
                 counts = fleet.counts(request.type_url)
                 counts.sent += 1
@@ -450,14 +491,20 @@ class SimClient:
                     self.result.nacks += 1
                     fleet.result.nacks += 1
                 if answering is not None and request.type_url == answering[0]:
-                    fleet.acked(fleet.now() - answering[1])
+                    fleet.acked(fleet.time() - answering[1])
                     answering = None
-                await call.write(data)
+                try:
+                    await call.write(data)
+                except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
+                    # the call ended under us: its pending read has the status (stream_status)
+                    code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
+                    stream.write_failed = code.name if code is not None else "CANCELLED"
+                    return
         self._arm(stream)
 
     async def _flush_others(self, stream: _Stream) -> None:
         for other in self._streams:
-            if other is not stream and other.call is not None:
+            if other is not stream and other.life.may_write:
                 await self._flush(other)
 
     def _arm(self, stream: _Stream) -> None:
@@ -467,14 +514,14 @@ class SimClient:
         deadline = stream.session.next_deadline()
         if deadline is None:
             return
-        delay = max(0.0, deadline - self._fleet.now())
+        delay = max(0.0, deadline - self._fleet.time())
         stream.timer = asyncio.get_running_loop().call_later(delay, self._expire, stream)
 
     def _expire(self, stream: _Stream) -> None:
         stream.timer = None
         if stream.call is None:
             return
-        self._apply(stream.session.expire(self._fleet.now()), self._fleet.now())
+        self._apply(stream.session.expire(self._fleet.time()), self._fleet.time())
         task = asyncio.create_task(self._flush_all())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -553,8 +600,21 @@ class SimClient:
         fleet = self._fleet
         fleet.complete_now += 1 if complete else -1
         if complete and self.result.first_config is None:
-            seconds = fleet.now() - self._start
+            seconds = fleet.time() - self._start
             self.result.first_config = seconds
             self.result.incomplete = False
             fleet.result.complete += 1
             fleet.first_config(seconds)
+
+
+async def _read_all(call: Any, out: asyncio.Queue[Any]) -> None:
+    """Read ``call`` into ``out`` until it ends, the end included (EOF, or the error its read
+    raised): the next read starts as soon as one returns, before the client answers it."""
+    try:
+        while True:
+            raw = await call.read()
+            out.put_nowait(raw)
+            if raw is grpc.aio.EOF:
+                return
+    except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
+        out.put_nowait(exc)
