@@ -61,4 +61,3 @@ class Ending:
         if self.code != grpc.StatusCode.OK:
             context.set_code(self.code)
             context.set_details("this server ends every stream")
-
