@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from xdsclient import Backoff
-from xdsclient._shell._stream_life import End, Phase, StreamLife, stream_status
+from xdsclient._shell._stream_life import (
+    LOCAL_WRITE_FAILURE,
+    End,
+    Phase,
+    StreamLife,
+    stream_status,
+)
 
 BACKOFF = Backoff(jitter=0.0)
 
@@ -120,8 +126,12 @@ def test_an_event_out_of_order_is_refused() -> None:
         life.received()
 
 
-def test_a_streams_status_is_its_reads_not_a_failed_writes() -> None:
-    """The server's status, as the read saw it, wins over gRPC's INTERNAL for a failed write."""
-    assert stream_status(read="UNAVAILABLE", write="INTERNAL") == "UNAVAILABLE"
-    assert stream_status(read=None, write="INTERNAL") == "INTERNAL"
-    assert stream_status(read=None, write=None) is None
+def test_a_streams_status_is_the_servers_not_grpcs_own_for_a_failed_write() -> None:
+    """gRPC's INTERNAL for a write on a call that just ended, reported before or after the
+    server's status, gives way to it; alone, it is all there is."""
+    server = ("UNAVAILABLE", "going away")
+    assert stream_status([server, LOCAL_WRITE_FAILURE]) == "UNAVAILABLE"
+    assert stream_status([LOCAL_WRITE_FAILURE, server]) == "UNAVAILABLE"
+    assert stream_status([LOCAL_WRITE_FAILURE]) == "INTERNAL"
+    assert stream_status([("INTERNAL", "a server's own")]) == "INTERNAL"
+    assert stream_status([]) is None

@@ -19,21 +19,21 @@ Rules (gRFC A57, and gRPC's connection backoff):
   failed poll is a failure, backed off from the first step again once a poll was answered.
 - A stream we ended ourselves (a reset the load tester injects) is no failure: the next opens at
   once, and the backoff resets only if it had been answered.
-- The status a stream ended with is the one the server sent, as its read saw it: a write that
-  failed because the call had already ended (gRPC then says INTERNAL, "Internal error from Core")
-  says nothing of why.
+- The status a stream ended with is the one the server sent: a write that failed because the
+  call had just ended makes gRPC report its own INTERNAL ("Internal error from Core") just after
+  (or just before) the server's status, and that says nothing of why.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from .._config import Backoff
 
-__all__ = ["End", "Phase", "StreamLife", "Verdict", "stream_status"]
+__all__ = ["LOCAL_WRITE_FAILURE", "End", "Phase", "StreamLife", "Verdict", "stream_status"]
 
 
 class Phase(enum.Enum):
@@ -152,7 +152,15 @@ class StreamLife:
         self._phase = following
 
 
-def stream_status(*, read: str | None, write: str | None) -> str | None:
-    """The gRPC status name a stream ended with: its read's (what the server sent), and a
-    failed write's only when no read saw the end (None: it ended without a status)."""
-    return read if read is not None else write
+#: what gRPC reports for a write that failed because the call had already ended
+LOCAL_WRITE_FAILURE = ("INTERNAL", "Internal error from Core")
+
+
+def stream_status(reported: Sequence[tuple[str, str]]) -> str | None:
+    """The gRPC status name a stream ended with, from every (code, details) its call reported
+    in turn: the first that is not gRPC's own for a failed write (`LOCAL_WRITE_FAILURE`: the
+    server's status came just before or comes just after it), else the last (None: none yet)."""
+    for code, details in reported:
+        if (code, details) != LOCAL_WRITE_FAILURE:
+            return code
+    return reported[-1][0] if reported else None

@@ -19,6 +19,7 @@ answers and when it drops its streams (`Faults`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
 from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
-from .._shell._stream_life import End, StreamLife, stream_status
+from .._shell._stream_life import LOCAL_WRITE_FAILURE, End, StreamLife, stream_status
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean
 from ._results import ClientResult
@@ -103,8 +104,8 @@ class _Stream:
         self.lock = asyncio.Lock()
         self.opened = 0
         self.resetting = False
-        #: the status a failed write saw (the read's, if any, is the stream's: `stream_status`)
-        self.write_failed: str | None = None
+        #: a write failed: the call ended (its read tells how); write nothing more on it
+        self.write_failed = False
         self.timer: asyncio.TimerHandle | None = None
 
 
@@ -327,16 +328,16 @@ class SimClient:
         """Open the stream, serve it until it ends: (the gRPC status name it ended with, None
         when it ended without one, and how it ended).
 
-        A read is always pending while the client writes (``_read_all``): when the server ends
-        the stream just as an ACK goes out, gRPC fails the write with its own INTERNAL
-        ("Internal error from Core") and from then on the call's status says so too; only a
-        read already waiting has the status the server sent, the one counted (`stream_status`).
+        Every status the call reports is kept (``_Statuses``): when the server ends the stream
+        just as an ACK goes out, gRPC fails the write and reports its own INTERNAL ("Internal
+        error from Core") over the server's status, which is the one counted (`stream_status`).
         """
         assert self._channel is not None
         fleet = self._fleet
         if self._faults.forgetful and stream.opened:
             self._forget(stream)
         call: Any = self._channel.stream_stream(stream.method)()
+        statuses = _Statuses(call)
         stream.call = call
         stream.opened += 1
         stream.life.opening()
@@ -345,27 +346,22 @@ class SimClient:
         reset = self._schedule_reset(stream)
         response_class = DeltaDiscoveryResponse if self._scenario.delta else DiscoveryResponse
         status: str | None = None
-        reader: asyncio.Task[None] | None = None
         try:
             await call.wait_for_connection()  # requests, and their timers, from now (A57)
             stream.life.established()
-            reads: asyncio.Queue[Any] = asyncio.Queue()
-            reader = asyncio.create_task(_read_all(call, reads))
             await self._flush(stream)
             if stream.opened > 1:  # counted once the server has its first request
                 self.result.reconnects += 1
                 fleet.result.reconnects += 1
             while True:
-                raw = await reads.get()
-                if isinstance(raw, BaseException):
-                    raise raw
+                raw = await call.read()
                 if raw is grpc.aio.EOF:
-                    status = (await call.code()).name
+                    status = "OK"
                     break
                 stream.life.received()
                 await self._on_response(stream, raw, response_class)
         except grpc.aio.AioRpcError as exc:
-            status = stream_status(read=exc.code().name, write=stream.write_failed)
+            status = await statuses.server_status(fallback=exc.code().name)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not stream.resetting or (current is not None and current.cancelling()):
@@ -374,13 +370,11 @@ class SimClient:
         finally:
             if reset is not None:
                 reset.cancel()
-            if reader is not None:
-                reader.cancel()
             ours = stream.resetting
             stream.session.disconnect(fleet.time())
             stream.call = None
             stream.resetting = False
-            stream.write_failed = None
+            stream.write_failed = False
             self._stream_closed()
             call.cancel()
         if ours:
@@ -479,7 +473,7 @@ class SimClient:
         fleet = self._fleet
         async with stream.lock:
             call = stream.call
-            if call is None or not stream.life.may_write or stream.write_failed is not None:
+            if call is None or not stream.life.may_write or stream.write_failed:
                 return
             for request in stream.session.requests_to_send(fleet.time()):
                 data = request.SerializeToString()
@@ -495,10 +489,8 @@ class SimClient:
                     answering = None
                 try:
                     await call.write(data)
-                except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
-                    # the call ended under us: its pending read has the status (stream_status)
-                    code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
-                    stream.write_failed = code.name if code is not None else "CANCELLED"
+                except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                    stream.write_failed = True  # the call ended under us: its read says how
                     return
         self._arm(stream)
 
@@ -607,14 +599,46 @@ class SimClient:
             fleet.first_config(seconds)
 
 
-async def _read_all(call: Any, out: asyncio.Queue[Any]) -> None:
-    """Read ``call`` into ``out`` until it ends, the end included (EOF, or the error its read
-    raised): the next read starts as soon as one returns, before the client answers it."""
+class _Statuses:
+    """Every status a call reports, in turn (gRPC reports one more, its own, when a write
+    fails on a call that just ended; a done callback sees each as it is set)."""
+
+    __slots__ = ("_call", "_changed", "reported")
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._changed: asyncio.Event | None = None
+        self.reported: list[tuple[str, str]] = []
+        call.add_done_callback(self._on_done)
+
+    def _on_done(self, call: Any) -> None:
+        code, details = _ready(call.code()), _ready(call.details())
+        if code is not None:
+            self.reported.append((code.name, details or ""))
+        if self._changed is not None:
+            self._changed.set()
+
+    async def server_status(self, fallback: str, wait: float = 1.0) -> str:
+        """`stream_status` of what was reported (``fallback`` if nothing was); while that is
+        only gRPC's own for a failed write, wait (``wait`` seconds at most) for the server's,
+        which gRPC reports right after it."""
+        if all(status == LOCAL_WRITE_FAILURE for status in self.reported):
+            self._changed = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    while all(status == LOCAL_WRITE_FAILURE for status in self.reported):
+                        self._changed.clear()
+                        await self._changed.wait()
+        status = stream_status(self.reported)
+        return status if status is not None else fallback
+
+
+def _ready(coroutine: Any) -> Any:
+    """The value of a coroutine that finishes without waiting (a call's ``code()`` once its
+    status is set, as in its done callback); None, and the coroutine closed, if it would wait."""
     try:
-        while True:
-            raw = await call.read()
-            out.put_nowait(raw)
-            if raw is grpc.aio.EOF:
-                return
-    except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
-        out.put_nowait(exc)
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    return None
