@@ -11,9 +11,14 @@ instead of a client's dispatcher, watchers and views. Resources are decoded by t
 
 A client's life: dial (its own channel and TCP connection, unless the run shares one), open
 its stream (ADS) or one per type, answer every response (ACK/NACK, then subscribe what the
-walk now needs, in the same request), reconnect with backoff after a failure (counted by
-gRPC status), and stop when the run ends or churn makes it leave. Faults change what it
-answers and when it drops its streams (`Faults`).
+walk now needs, in the same request), reconnect after a stream ends (failures counted by the
+gRPC status the server sent), and stop when the run ends or churn makes it leave. Faults change
+what it answers and when it drops its streams (`Faults`).
+
+Why its own loop and not `StreamDriver`: the driver waits on several futures a turn (a wake
+event, the read, the next deadline), which a load generator of thousands of streams cannot
+afford; the rules of a stream's life (when requests and their timers start, when to back off,
+which status counts) are the driver's all the same: both ask `StreamLife`.
 """
 
 from __future__ import annotations
