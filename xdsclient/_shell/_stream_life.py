@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from .._config import Backoff
+from .._settings._config import Backoff
 
 __all__ = ["LOCAL_WRITE_FAILURE", "End", "Phase", "StreamLife", "Verdict", "stream_status"]
 

@@ -36,7 +36,7 @@ from .. import Backoff, NodeConfig, resources
 from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
-from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
+from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
 from .._shell._stream_life import LOCAL_WRITE_FAILURE, End, StreamLife, stream_status
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._shell._clock import Clock
+from .._runtime._clock import Clock
 from ..resources import ResourceType
 from ._lean import KINDS, Lean, SharedDecoder
 from ._results import MessageCounts, RunResult
