@@ -16,9 +16,11 @@ gRPC status the server sent), and stop when the run ends or churn makes it leave
 what it answers and when it drops its streams (`Faults`).
 
 Why its own loop and not `StreamDriver`: the driver waits on several futures a turn (a wake
-event, the read, the next deadline), which a load generator of thousands of streams cannot
-afford; the rules of a stream's life (when requests and their timers start, when to back off,
-which status counts) are the driver's all the same: both ask `StreamLife`.
+event, the read, the next deadline); at 5,000 streams it holds 5 KB a stream more than a bare
+loop and takes 1.4 to 1.9 times its CPU a response (`bench/stream_loops.py`), against a budget
+of 64 KB a client of which 57 are used (`bench/load.py`). The rules of a stream's life (when
+requests and their timers start, when to back off, which status counts) are the driver's all
+the same: both ask `StreamLife`.
 """
 
 from __future__ import annotations
