@@ -610,10 +610,9 @@ class _Statuses:
     """Every status a call reports, in turn (gRPC reports one more, its own, when a write
     fails on a call that just ended; a done callback sees each as it is set)."""
 
-    __slots__ = ("_call", "_changed", "reported")
+    __slots__ = ("_changed", "reported")
 
     def __init__(self, call: Any) -> None:
-        self._call = call
         self._changed: asyncio.Event | None = None
         self.reported: list[tuple[str, str]] = []
         call.add_done_callback(self._on_done)
@@ -629,7 +628,7 @@ class _Statuses:
         """`stream_status` of what was reported (``fallback`` if nothing was); while that is
         only gRPC's own for a failed write, wait (``wait`` seconds at most) for the server's,
         which gRPC reports right after it."""
-        if all(status == LOCAL_WRITE_FAILURE for status in self.reported):
+        if self.reported and all(status == LOCAL_WRITE_FAILURE for status in self.reported):
             self._changed = asyncio.Event()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
