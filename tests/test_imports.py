@@ -17,7 +17,7 @@ from xdsclient import _version
 PACKAGE = Path(xdsclient.__file__).parent
 #: packages beside the client: never imported by it, so they may import its facade (``_call``:
 #: the data plane's call path, which the front ends share and which hashes with ``lb``)
-BESIDE = ("lb", "load", "testing", "conformance", "_call")
+BESIDE = ("lb", "load", "testing", "conformance", "_call", "grpc")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
