@@ -55,6 +55,8 @@ class Connections:
         self._report = report
         self._options = tuple(options)
         self._open: dict[EndpointKey, Connection] = {}
+        #: the endpoints the current snapshot holds
+        self._held: frozenset[EndpointKey] = frozenset()
         #: channels being closed, awaited by `close`
         self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -70,7 +72,8 @@ class Connections:
         return [connection.state for connection in self._open.values()]
 
     def connect(self, key: EndpointKey) -> Connection:
-        """The connection to ``key``, opened (and held) if there is none."""
+        """The connection to ``key``, opened if there is none (held while the snapshot holds
+        ``key``; otherwise it closes once unused, as soon as its first call ends)."""
         connection = self._open.get(key)
         if connection is None:
             if self._closed:
@@ -78,13 +81,13 @@ class Connections:
             channel = grpc.aio.insecure_channel(f"{_host(key[0])}:{key[1]}", options=self._options)
             connection = self._open[key] = Connection(key, channel)
             connection.watcher = asyncio.ensure_future(self._watch(connection))
-        connection.held = True
+        connection.held = key in self._held
         return connection
 
     def hold_only(self, keys: Iterable[EndpointKey]) -> None:
         """The current snapshot holds exactly ``keys``: release the others (each closes once
         its calls end)."""
-        held = set(keys)
+        held = self._held = frozenset(keys)
         for connection in list(self._open.values()):
             connection.held = connection.key in held
             self._close_if_unused(connection)
