@@ -27,8 +27,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
-from .._call import ActiveFaults, CallConfig, Code, Status
+from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
+from .._targets import listener_for
 from ..lb import ComposedPicker, ConnectivityState, EndpointKey, PickOutcome, PickResult, key_of
+from ..resources import (
+    LISTENER,
+    ROUTE_CONFIGURATION,
+    ListenerView,
+    RouteConfigurationView,
+    select_virtual_host,
+)
 from ._connections import Connections
 from ._status import resource_details
 
@@ -250,12 +258,45 @@ class ChannelCore:
             self.config = None
             self.snapshot = None
             details = f"empty address list ({resource_details(update, self._node_id)})"
-            self.error = Status(code=Code.UNAVAILABLE, details=details)
+            self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.connections.hold_only(())
         else:
             logger.info("%s: %s (the last configuration stays in use)", self.target, update)
             return
         self._notify()
+
+    def _unroutable(self) -> Status | None:
+        """When the listener and its routes are cached but have no virtual host for the
+        channel's authority: the status the call path gives for that (C-core's words)."""
+        try:
+            name, _ = listener_for(self.client.config, self.target)
+        except (XdsError, ValueError):
+            return None
+        state = self.client.resource_state(LISTENER, name)
+        view = state.value if state is not None else None
+        if not isinstance(view, ListenerView) or view.api_listener is None:
+            return None
+        routes = None
+        if view.api_listener.route_config is None:
+            rds = self.client.resource_state(
+                ROUTE_CONFIGURATION, view.api_listener.route_config_name
+            )
+            routes = rds.value if rds is not None else None
+            if not isinstance(routes, RouteConfigurationView):
+                return None
+        table = view.api_listener.route_config or routes
+        assert table is not None
+        if select_virtual_host(table.virtual_hosts, self.authority) is not None:
+            return None
+        config = CallConfig.from_listener(view, routes)
+        routed = route_call(
+            config.hcm,
+            CallRequest(authority=self.authority, path="/"),
+            self.rng,
+            listener_name=name,
+            route_config=routes,
+        )
+        return routed if isinstance(routed, Status) else None
 
     def _apply(self, snapshot: XdsConfig) -> None:
         now = self.clock()

@@ -1,0 +1,125 @@
+"""`XdsChannel`'s failed calls against grpcio's own ``xds:///`` channel: same control plane,
+same resources, same node ID, the status code and details of each call compared.
+
+Why: C-core is the reference for what a caller sees when the configuration cannot carry a call.
+The child process (C-core reads its bootstrap once per process) makes each call on grpcio's
+channel; our side makes it on an `XdsChannel` over a client of the same control plane. Compared:
+no route matching, a route to a cluster the server does not have, a virtual host missing for
+the authority, a listener the server does not have, and a call that goes through. The calls
+run concurrently: C-core waits its 15 s does-not-exist timer for the missing cluster and
+listener (no channel option shortens it), which makes this test take about 15 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from typing import Any
+
+import grpc
+
+from tests.call.builders import add_route, listener, route_config
+from tests.lb.differential_pickers import METHOD, _bootstrap_file, backends
+from xdsclient import ClientOptions, XdsClient
+from xdsclient.grpc import XdsChannel
+from xdsclient.testing import ControlPlane, builders
+
+NODE = "channel-diff"
+_CHILD = r"""
+import json, sys, grpc
+from concurrent.futures import ThreadPoolExecutor
+calls = json.loads(sys.stdin.read())
+channels = {name: grpc.insecure_channel("xds:///" + name) for name, _ in calls}
+
+def one(call):
+    name, method = call
+    try:
+        channels[name].unary_unary(method)(b"", timeout=20)
+        return ["SENT", ""]
+    except grpc.RpcError as error:
+        if error.code() == grpc.StatusCode.UNIMPLEMENTED and error.details() == "Method not found!":
+            return ["SENT", ""]
+        return [error.code().name, error.details()]
+
+with ThreadPoolExecutor(len(calls)) as pool:
+    print(json.dumps(list(pool.map(one, calls))), flush=True)
+"""
+
+CALLS = [
+    ("routed", METHOD),  # goes through
+    ("routed", "/other.Svc/M"),  # no route matches
+    ("missing", METHOD),  # a cluster the server does not have
+    ("nohost", METHOD),  # no virtual host for the authority
+    ("absent", METHOD),  # no such listener
+]
+
+
+def _resources(port: int) -> list[Any]:
+    routes = route_config("routed-routes", domains=("routed",))
+    add_route(routes.virtual_hosts[0], "/lbtest.", "served")
+    to_missing = route_config("missing-routes", domains=("missing",))
+    add_route(to_missing.virtual_hosts[0], "", "missing-cluster")
+    elsewhere = route_config("elsewhere", domains=("other",))
+    add_route(elsewhere.virtual_hosts[0], "", "served")
+    spec = builders.LocalitySpec(endpoints=[("127.0.0.1", port)], region="r")
+    return [
+        listener(name="routed", rds="routed-routes"),
+        routes,
+        listener(name="missing", rds="missing-routes"),
+        to_missing,
+        listener(name="nohost", rds="elsewhere"),
+        elsewhere,
+        builders.cluster("served", eds_service_name="served-svc"),
+        builders.cluster_load_assignment("served-svc", [spec]),
+    ]
+
+
+async def _theirs(plane: ControlPlane) -> list[list[str]]:
+    with _bootstrap_file(plane, NODE) as path:
+        env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _CHILD,
+            env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            out, _ = await asyncio.wait_for(process.communicate(json.dumps(CALLS).encode()), 50)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    results: list[list[str]] = json.loads(out)
+    return results
+
+
+async def _ours(plane: ControlPlane) -> list[list[str]]:
+    options = ClientOptions(does_not_exist_timeout=2.0)
+    async with XdsClient(plane.address, node_id=NODE, options=options) as client:
+        channels = {name: XdsChannel(f"xds:///{name}", client=client) for name, _ in CALLS}
+        try:
+            results = await asyncio.gather(
+                *(_one(channels[name], method) for name, method in CALLS)
+            )
+        finally:
+            for channel in channels.values():
+                await channel.close()
+    return results
+
+
+async def _one(channel: XdsChannel, method: str) -> list[str]:
+    try:
+        await channel.unary_unary(method)(b"", timeout=20)
+    except grpc.aio.AioRpcError as error:
+        return [error.code().name, error.details() or ""]
+    return ["SENT", ""]
+
+
+async def test_failed_calls_have_grpcios_codes_and_details() -> None:
+    """Each call fails (or goes through) with the code and details grpcio's ``xds:///``
+    channel gives it: no route, a missing cluster, no virtual host, a missing listener."""
+    async with backends(1) as ports, ControlPlane() as plane:
+        plane.set_all(_resources(ports[0]))
+        theirs, ours = await asyncio.gather(_theirs(plane), _ours(plane))
+    assert ours == theirs
