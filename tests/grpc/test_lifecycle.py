@@ -192,3 +192,23 @@ async def test_a_missing_listener_fails_calls_naming_it_after_the_timer(
         grpc.StatusCode.UNAVAILABLE,
         "empty address list (LDS resource svc: does not exist (node ID:xds-channel))",
     )
+
+
+async def test_wait_for_ready_waits_where_a_plain_call_fails(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """Every endpoint refuses connections: a plain call fails UNAVAILABLE, a wait-for-ready
+    call waits, and goes through once the assignment names a live backend."""
+    async with black_hole() as refused_port:
+        pass  # a port that was listening and is now closed: connections are refused
+    async with echo_backends("b") as (b,):
+        plane.set_all(_silent(refused_port))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            waiting = stub.Say(Text(value="w"), timeout=10, wait_for_ready=True)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.Say(Text(value="x"), timeout=10)
+            assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert not waiting.done()
+            plane.set(builders.cluster_load_assignment("c", [("127.0.0.1", b.port)]))
+            assert (await waiting).value == "b:w"
