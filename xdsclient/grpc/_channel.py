@@ -152,6 +152,7 @@ class XdsChannel(grpc.aio.Channel):
         response_deserializer: Callable[[bytes], Any] | None = None,
         _registered_method: bool | None = False,
     ) -> _UnaryUnary:
+        """A unary call's multi-callable (``await stub.Method(request, timeout=...)``)."""
         return _UnaryUnary(self, method, request_serializer, response_deserializer)
 
     def unary_stream(
@@ -161,6 +162,7 @@ class XdsChannel(grpc.aio.Channel):
         response_deserializer: Callable[[bytes], Any] | None = None,
         _registered_method: bool | None = False,
     ) -> _UnaryStream:
+        """A server-streaming multi-callable (``async for reply in stub.Method(request)``)."""
         return _UnaryStream(self, method, request_serializer, response_deserializer)
 
     def stream_unary(
@@ -170,6 +172,7 @@ class XdsChannel(grpc.aio.Channel):
         response_deserializer: Callable[[bytes], Any] | None = None,
         _registered_method: bool | None = False,
     ) -> _StreamUnary:
+        """A client-streaming multi-callable (a request iterator, or ``write``)."""
         return _StreamUnary(self, method, request_serializer, response_deserializer)
 
     def stream_stream(
@@ -179,6 +182,7 @@ class XdsChannel(grpc.aio.Channel):
         response_deserializer: Callable[[bytes], Any] | None = None,
         _registered_method: bool | None = False,
     ) -> _StreamStream:
+        """A bidirectional-streaming multi-callable."""
         return _StreamStream(self, method, request_serializer, response_deserializer)
 
     def _call(
