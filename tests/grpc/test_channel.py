@@ -92,3 +92,24 @@ async def test_cancelling_a_call_cancels_it_at_the_caller(
             with pytest.raises(asyncio.CancelledError):
                 await call
             assert await call.code() is grpc.StatusCode.CANCELLED
+
+
+async def test_a_streaming_call_made_without_an_iterator_takes_writes(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """``write`` and ``done_writing`` on a client-streaming call made without a request
+    iterator send the messages, as on a grpc.aio channel; the call's metadata and code read
+    as grpc.aio's."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            call = EchoStub(channel).Collect(timeout=5)
+            await call.write(Text(value="m"))
+            await call.write(Text(value="n"))
+            await call.done_writing()
+            assert (await call).value == "a:m,n"
+            assert await call.code() is grpc.StatusCode.OK
+            assert await call.details() == ""
+            assert isinstance(await call.trailing_metadata(), grpc.aio.Metadata)
+            assert call.done()
+            assert not call.cancelled()
