@@ -11,7 +11,7 @@ import pytest
 
 from tests.watchers.helpers import EDS, ambient, changed, missing, running, settle
 from xdsclient import CallbackWatcher, Event
-from xdsclient._watchers import Dispatcher, Watch
+from xdsclient._watch._watchers import Dispatcher, Watch
 from xdsclient.testing import FakeClock
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 
-from .._config import Locality
 from .._errors import MissingExtraError, XdsError
+from .._settings._config import Locality
 from ._lean import KINDS
 
 __all__ = ["Faults", "Push", "Scenario", "ScenarioError", "load_scenario"]

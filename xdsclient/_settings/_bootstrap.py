@@ -93,7 +93,7 @@ def parse_bootstrap(data: Mapping[str, Any]) -> ClientConfig:
 def _sources(data: Mapping[str, Any]) -> dict[str, Source]:
     """``xdsclient_sources``, our extension (gRPC ignores it): a file, a REST endpoint or a
     server for a resource type, keyed by type URL or REST name (``listeners``, ``clusters``...)."""
-    from ._services import PER_TYPE_SERVICES
+    from .._protocol._services import PER_TYPE_SERVICES
 
     by_rest = {s.rest: url for url, s in PER_TYPE_SERVICES.items() if s.rest is not None}
     result: dict[str, Source] = {}

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from ._config import ChannelCredentials, ServerConfig
-from ._validators import positive as _positive
+from .._validators import positive as _positive
+from ._servers import ChannelCredentials, ServerConfig
 
 __all__ = ["FileSource", "RestSource", "Source"]
 

@@ -14,6 +14,12 @@ subscribed on the failed stream (also when the server was down from the start an
 went out, as Envoy counts it); ``version`` is the version text (Envoy's ``version_text``; its
 ``version`` is a hash of it). REST-JSON responses carry no nonce: the next request answers
 them all the same (a poll answered 304 or with an empty body counts nothing).
+
+Load reporting (LRS) is counted beside discovery, per server: ``lrs_state`` (the state of the
+server's LRS stream: connecting, reporting, failing or closed; empty while none was opened)
+and ``lrs_stream_failures`` (its streams that failed before an answer, one per change to
+failing, not one per retry), so a server refusing LRS (UNIMPLEMENTED, connection refused) or
+never answering it (stuck in connecting) shows here, as discovery failures do.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from ._observe import (
+from ._events import (
     ChannelClosed,
     ConnectivityChanged,
+    LoadReportingChanged,
     ProtocolEvent,
     RequestSent,
     ResponseReceived,
@@ -64,6 +71,11 @@ class ServerStats:
     failures: int
     #: by type URL
     types: Mapping[str, TypeStats]
+    #: the state of the server's load reporting (LRS) stream: ``connecting``, ``reporting``,
+    #: ``failing`` or ``closed`` (empty: no LRS stream was opened to it)
+    lrs_state: str = ""
+    #: LRS streams that failed before the server answered (one per change to failing)
+    lrs_stream_failures: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -110,6 +122,8 @@ class StatsRecorder:
         self._pending: dict[tuple[str, str], tuple[str, int, str]] = {}
         self._connected: dict[str, int] = {}
         self._failures: dict[str, int] = {}
+        #: server -> (LRS state, LRS stream failures)
+        self._lrs: dict[str, tuple[str, int]] = {}
 
     def __call__(self, event: ProtocolEvent) -> None:
         if type(event) is ResponseReceived:
@@ -121,6 +135,9 @@ class StatsRecorder:
             self._connectivity(event)
         elif type(event) is ChannelClosed and event.server in self._connected:
             self._connected[event.server] = 0  # closed on purpose: not a failure
+        elif type(event) is LoadReportingChanged:
+            failures = self._lrs.get(event.server, ("", 0))[1]
+            self._lrs[event.server] = (event.state, failures + (event.state == "failing"))
 
     def _counts_of(self, key: tuple[str, str]) -> list[int]:
         counts = self._counts.get(key)
@@ -158,7 +175,9 @@ class StatsRecorder:
 
     def snapshot(self) -> ClientStats:
         """The counters now, as frozen values."""
-        types: dict[str, dict[str, TypeStats]] = {server: {} for server in self._connected}
+        types: dict[str, dict[str, TypeStats]] = {
+            server: {} for server in (*self._connected, *self._lrs)
+        }
         for (server, type_url), counts in self._counts.items():
             attempt, success, rejected, failure, empty = counts
             types.setdefault(server, {})[type_url] = TypeStats(
@@ -176,6 +195,8 @@ class StatsRecorder:
                     connected_state=self._connected.get(server, 0),
                     failures=self._failures.get(server, 0),
                     types=by_type,
+                    lrs_state=self._lrs.get(server, ("", 0))[0],
+                    lrs_stream_failures=self._lrs.get(server, ("", 0))[1],
                 )
                 for server, by_type in types.items()
             }

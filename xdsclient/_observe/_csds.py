@@ -20,15 +20,12 @@ is not a resource's error state.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ._errors import ResourceError, ResourceValidationError, XdsError
-from ._protocol import ResourceState, ResourceStatus
+from .._errors import ResourceError, ResourceValidationError, XdsError
+from .._protocol import ResourceState, ResourceStatus
 
-if TYPE_CHECKING:
-    from ._client import XdsClient
-
-__all__ = ["add_csds_service", "client_config"]
+__all__ = ["CsdsClient", "add_csds_service", "client_config"]
 
 _CSDS_SERVICE = "envoy.service.status.v3.ClientStatusDiscoveryService"
 
@@ -137,8 +134,20 @@ def _raw(value: Any) -> bytes | None:
     return None
 
 
+class CsdsClient(Protocol):
+    """What the CSDS service reads of a client (an `XdsClient` is one): passed in, so this
+    module, which the client uses, never imports it."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether the client is closed (closed clients are left out)."""
+
+    def csds(self, *, scope: str = "", include_resources: bool = True) -> Any:
+        """The client's ``ClientConfig`` in ``scope``."""
+
+
 def add_csds_service(
-    server: Any, clients: XdsClient | Sequence[XdsClient] | Mapping[str, XdsClient]
+    server: Any, clients: CsdsClient | Sequence[CsdsClient] | Mapping[str, CsdsClient]
 ) -> None:
     """Serve CSDS (``FetchClientStatus`` and ``StreamClientStatus``) for ``clients`` on a
     ``grpc.aio.Server`` (before it starts). Each client is one ``ClientConfig``. To tell several
@@ -184,8 +193,8 @@ def add_csds_service(
 
 
 def _scoped(
-    clients: XdsClient | Sequence[XdsClient] | Mapping[str, XdsClient],
-) -> list[tuple[str, XdsClient]]:
+    clients: CsdsClient | Sequence[CsdsClient] | Mapping[str, CsdsClient],
+) -> list[tuple[str, CsdsClient]]:
     """(client_scope, client) pairs, in the order given."""
     if isinstance(clients, Mapping):
         return [(str(scope), client) for scope, client in clients.items()]

@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._names import WILDCARD
-from ._protocol import AmbientError, DataError, Event, ResourceChanged, ResourceState
-from ._shell._clock import Clock
+from .._names import WILDCARD
+from .._protocol import AmbientError, DataError, Event, ResourceChanged, ResourceState
+from .._runtime._clock import Clock
 
 __all__ = [
     "CallbackWatcher",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from .resources import (
+from ..resources import (
     CLUSTER,
     ENDPOINT,
     LISTENER,

@@ -32,16 +32,16 @@ import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
+from .._errors import ClientClosedError, ResourceDoesNotExistError, XdsError
+from .._names import OLD_AUTHORITY, WILDCARD, authority_of
+from .._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
+from .._runtime._clock import Clock
+from .._runtime._tasks import TaskOwner
+from .._xdstp import canonical_name, is_xdstp
+from ..resources import LISTENER, ResourceType
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._dependencies import Resolved
-from ._errors import ClientClosedError, ResourceDoesNotExistError, XdsError
-from ._names import OLD_AUTHORITY, WILDCARD, authority_of
-from ._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
-from ._shell._clock import Clock
-from ._shell._tasks import TaskOwner
 from ._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
-from ._xdstp import canonical_name, is_xdstp
-from .resources import LISTENER, ResourceType
 
 __all__ = ["Registry", "Subscriber", "check_name"]
 

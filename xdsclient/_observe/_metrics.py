@@ -11,6 +11,11 @@ collected; its ``grpc.xds.cache_state`` values are A78's five (requested, does_n
 acked, nacked, nacked_but_cached) plus, for the states gRFC A57/A88 add, their
 `ResourceStatus` names (timeout, expired, received_error, received_error_but_cached,
 does_not_exist_but_cached).
+
+A78 defines nothing for load reporting; two instruments of our own, under ``xdsclient.``
+rather than A78's ``grpc.`` prefix, make a failing LRS stream visible: the
+``xdsclient.lrs.reporting`` gauge (1 while a server's LRS stream has its answer) and the
+``xdsclient.lrs.stream_failure`` counter (LRS streams going to failing, not one per retry).
 """
 
 from __future__ import annotations
@@ -19,11 +24,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._errors import MissingExtraError
-from ._names import authority_of
-from ._observe import ChannelClosed, ConnectivityChanged, ProtocolEvent, ResourceUpdate
-from ._protocol import ResourceState
-from ._version import __version__
+from .._errors import MissingExtraError
+from .._names import authority_of
+from .._protocol import ResourceState
+from .._version import __version__
+from ._events import (
+    ChannelClosed,
+    ConnectivityChanged,
+    LoadReportingChanged,
+    ProtocolEvent,
+    ResourceUpdate,
+)
 
 __all__ = ["METRICS", "MetricsRecorder", "enable_metrics"]
 
@@ -46,6 +57,14 @@ METRICS: dict[str, tuple[str, str]] = {
         "A counter of resources received that were considered invalid.",
     ),
     "grpc.xds_client.resources": ("{resource}", "Number of xDS resources."),
+    "xdsclient.lrs.reporting": (
+        "{bool}",
+        "Whether the load reporting (LRS) stream to the server is up and answered.",
+    ),
+    "xdsclient.lrs.stream_failure": (
+        "{failure}",
+        "A counter of load reporting (LRS) streams going from healthy to failing.",
+    ),
 }
 _PREFIX = "type.googleapis.com/"
 
@@ -65,6 +84,9 @@ class MetricsRecorder:
         self.failures: Counter[str] = Counter()
         #: (server, type URL, valid) -> resources
         self.updates: Counter[tuple[str, str, bool]] = Counter()
+        #: LRS server -> 1 while reporting; LRS stream failures by server
+        self.lrs_reporting: dict[str, int] = {}
+        self.lrs_failures: Counter[str] = Counter()
 
     def __call__(self, event: ProtocolEvent) -> None:
         if type(event) is ResourceUpdate:
@@ -75,12 +97,22 @@ class MetricsRecorder:
             self.connected[event.server] = int(event.connected)
         elif type(event) is ChannelClosed and event.server in self.connected:
             self.connected[event.server] = 0  # closed on purpose: not a failure
+        elif type(event) is LoadReportingChanged:
+            self.lrs_reporting[event.server] = int(event.state == "reporting")
+            if event.state == "failing":
+                self.lrs_failures[event.server] += 1
 
     def connected_values(self) -> list[tuple[int, dict[str, str]]]:
         return [(value, self._server(server)) for server, value in self.connected.items()]
 
     def failure_values(self) -> list[tuple[int, dict[str, str]]]:
         return [(count, self._server(server)) for server, count in self.failures.items()]
+
+    def lrs_reporting_values(self) -> list[tuple[int, dict[str, str]]]:
+        return [(value, self._server(server)) for server, value in self.lrs_reporting.items()]
+
+    def lrs_failure_values(self) -> list[tuple[int, dict[str, str]]]:
+        return [(count, self._server(server)) for server, count in self.lrs_failures.items()]
 
     def update_values(self, valid: bool) -> list[tuple[int, dict[str, str]]]:
         return [
@@ -164,6 +196,14 @@ def enable_metrics(
         meter.create_observable_gauge,
         "grpc.xds_client.resources",
         lambda: recorder.resource_values(states()),
+    )
+    instrument(
+        meter.create_observable_gauge, "xdsclient.lrs.reporting", recorder.lrs_reporting_values
+    )
+    instrument(
+        meter.create_observable_counter,
+        "xdsclient.lrs.stream_failure",
+        recorder.lrs_failure_values,
     )
     remove = add_observer(recorder)
 

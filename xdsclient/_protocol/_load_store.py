@@ -18,7 +18,15 @@ Rules: a report takes only what it carries, so counts made while no stream is up
 cluster the server did not ask about) wait for the next one; a locality whose every count is
 zero and that has nothing in progress is left out, and a (cluster, service) with nothing to
 say is left out of a report (our choice: grpcio's C-core lists
-zero localities; docs/load-balancing.md, tests/lrs/test_grpc_differential.py).
+zero localities; docs/load-balancing.md, tests/lrs/test_grpc_differential.py). A report lists
+its (cluster, service) pairs and, in each, its localities sorted (region, zone, sub-zone), as
+C-core's maps order them.
+
+A `ClusterLoad` is one object for the life of the client, but the server it reports to follows
+the server its cluster came from (gRFC A71 fallback and return). Moving it (`LoadStore.remove`
+then `LoadStore.add` on the other server's store) leaves what it counted since its last report
+with the store it leaves, for that server's next report (as C-core's stats objects leave a
+final snapshot); the calls in progress move with it (they finish where it now reports).
 """
 
 from __future__ import annotations
@@ -28,8 +36,8 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from ._config import Locality
-from .resources._endpoint import LocalityEndpoints
+from ..resources._endpoint import LocalityEndpoints
+from ..resources._locality import Locality
 
 __all__ = [
     "ClusterLoad",
@@ -156,7 +164,7 @@ class ClusterLoad:
         """What a report carries since the last one (None: nothing to say); starts the next
         interval at ``now``."""
         localities = []
-        for locality, counts in self._localities.items():
+        for locality, counts in sorted(self._localities.items(), key=_locality_order):
             report = counts.take(locality)
             if report is not None:
                 localities.append(report)
@@ -185,14 +193,27 @@ class ClusterLoad:
         return counts
 
 
+def _place(where: Locality) -> tuple[str, str, str]:
+    """C-core's order of localities: by region, then zone, then sub-zone."""
+    return (where.region, where.zone, where.sub_zone)
+
+
+def _locality_order(item: tuple[Locality, _LocalityCounts]) -> tuple[str, str, str]:
+    return _place(item[0])
+
+
 class LoadStore:
-    """Every (cluster, EDS service)'s load for one LRS server."""
+    """Every (cluster, EDS service)'s load for one LRS server, and what loads that moved to
+    another server left to report here."""
 
     def __init__(self) -> None:
         self._loads: dict[tuple[str, str], ClusterLoad] = {}
+        #: (cluster, service) -> (when its interval began, what a load left when it moved away)
+        self._left: dict[tuple[str, str], tuple[float, ClusterLoadReport]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self._loads)
+        """Whether anything is (or is still to be) reported here."""
+        return bool(self._loads or self._left)
 
     def load(self, cluster: str, service: str, now: float) -> ClusterLoad:
         """The load of ``(cluster, service)``, created (its interval starting ``now``) on
@@ -201,6 +222,23 @@ class LoadStore:
         load = self._loads.get(key)
         if load is None:
             load = self._loads[key] = ClusterLoad(cluster, service, now)
+        return load
+
+    def add(self, load: ClusterLoad) -> None:
+        """Report ``load`` here from now on (it was `remove`d from another store)."""
+        self._loads[(load.cluster, load.service)] = load
+
+    def remove(self, cluster: str, service: str, now: float) -> ClusterLoad | None:
+        """Stop reporting the load of ``(cluster, service)`` here; what it counted since its
+        last report stays, for the next report here (the calls in progress leave with it)."""
+        load = self._loads.pop((cluster, service), None)
+        if load is None:
+            return None
+        report = load.take(now)
+        if report is not None:
+            report = _without_in_progress(report)
+        if report is not None:
+            self._left[(cluster, service)] = _merge(self._left.get((cluster, service)), report, now)
         return load
 
     @property
@@ -212,11 +250,82 @@ class LoadStore:
         self, now: float, clusters: Collection[str] | None = None
     ) -> list[ClusterLoadReport]:
         """Take a report of ``clusters`` (None: every cluster): each (cluster, service) with
-        something to say, counts since its last report; counts of clusters left out stay."""
+        something to say, counts since its last report, sorted; counts of clusters left out
+        stay."""
         taken = []
-        for (cluster, _), load in self._loads.items():
-            if clusters is None or cluster in clusters:
-                report = load.take(now)
-                if report is not None:
-                    taken.append(report)
+        for key in sorted({*self._loads, *self._left}):
+            if clusters is not None and key[0] not in clusters:
+                continue
+            load, left = self._loads.get(key), self._left.pop(key, None)
+            report = None if load is None else load.take(now)
+            if left is not None:
+                start, earlier = left
+                report = _combine(earlier, report, interval=now - start)
+            if report is not None:
+                taken.append(report)
         return taken
+
+
+def _without_in_progress(report: ClusterLoadReport) -> ClusterLoadReport | None:
+    """What a load leaves behind when it moves: its counts, not its calls in progress."""
+    localities = tuple(
+        attrs.evolve(loc, in_progress=0)
+        for loc in report.localities
+        if loc.issued or loc.succeeded or loc.errored or loc.metrics
+    )
+    if not localities and not report.total_dropped:
+        return None
+    return attrs.evolve(report, localities=localities)
+
+
+def _merge(
+    left: tuple[float, ClusterLoadReport] | None, report: ClusterLoadReport, now: float
+) -> tuple[float, ClusterLoadReport]:
+    """A leftover added to an earlier one: (when the earliest interval began, the sum)."""
+    start = now - report.interval
+    if left is None:
+        return start, report
+    return left[0], _combine(left[1], report, interval=now - left[0])
+
+
+def _combine(
+    earlier: ClusterLoadReport, later: ClusterLoadReport | None, *, interval: float
+) -> ClusterLoadReport:
+    """Two reports of one (cluster, service) as one over ``interval``: counts summed, the
+    later one's calls in progress."""
+    if later is None:
+        return attrs.evolve(earlier, interval=interval)
+    by: dict[Locality, LocalityLoadReport] = {r.locality: r for r in earlier.localities}
+    for loc in later.localities:
+        before = by.get(loc.locality)
+        by[loc.locality] = loc if before is None else _add_locality(before, loc)
+    dropped: Counter[str] = Counter(dict(earlier.dropped))
+    dropped.update(dict(later.dropped))
+    order = sorted(
+        by.values(), key=lambda r: (r.locality.region, r.locality.zone, r.locality.sub_zone)
+    )
+    return attrs.evolve(
+        later,
+        localities=tuple(order),
+        dropped=tuple(sorted(dropped.items())),
+        total_dropped=earlier.total_dropped + later.total_dropped,
+        interval=interval,
+    )
+
+
+def _add_locality(a: LocalityLoadReport, b: LocalityLoadReport) -> LocalityLoadReport:
+    metrics: dict[str, tuple[int, float]] = {m.name: (m.count, m.total) for m in a.metrics}
+    for m in b.metrics:
+        count, total = metrics.get(m.name, (0, 0.0))
+        metrics[m.name] = (count + m.count, total + m.total)
+    return LocalityLoadReport(
+        locality=a.locality,
+        issued=a.issued + b.issued,
+        succeeded=a.succeeded + b.succeeded,
+        errored=a.errored + b.errored,
+        in_progress=b.in_progress,
+        metrics=tuple(
+            MetricLoad(name=name, count=count, total=total)
+            for name, (count, total) in sorted(metrics.items())
+        ),
+    )

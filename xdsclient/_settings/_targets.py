@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import urllib.parse
 
+from .._xdstp import XDSTP_SCHEME, encode_authority, expand_template, is_xdstp
 from ._config import BootstrapError, ClientConfig
-from ._xdstp import XDSTP_SCHEME, encode_authority, expand_template, is_xdstp
 
 __all__ = ["listener_for"]
 

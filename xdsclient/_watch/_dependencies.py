@@ -28,15 +28,15 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._errors import ResourceDoesNotExistError, XdsError
-from ._protocol import ResourceStatus
-from .resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
-from .resources._cluster import ClusterType, ClusterView
-from .resources._endpoint import ClusterLoadAssignmentView
-from .resources._listener import ListenerView
-from .resources._route import RouteConfigurationView
-from .resources._route_values import VirtualHost
-from .resources._routing import select_virtual_host
+from .._errors import ResourceDoesNotExistError, XdsError
+from .._protocol import ResourceStatus
+from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
+from ..resources._cluster import ClusterType, ClusterView
+from ..resources._endpoint import ClusterLoadAssignmentView
+from ..resources._listener import ListenerView
+from ..resources._route import RouteConfigurationView
+from ..resources._route_values import VirtualHost
+from ..resources._routing import select_virtual_host
 
 __all__ = [
     "MAX_AGGREGATE_DEPTH",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import attrs
 
+from .._protocol import ProtocolOptions
+from .._validators import positive
 from ._config import Backoff
-from ._protocol import ProtocolOptions
-from ._validators import positive
 
 __all__ = ["ClientOptions"]
 

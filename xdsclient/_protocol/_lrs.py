@@ -2,8 +2,9 @@
 
 Why a protocol object: the stream driver (`_shell/_driver.py`) runs any `StreamProtocol`, so
 load reporting is only its decisions, time passed in, with the driver's reconnect and backoff:
-- the first request of each stream carries the node, with the client feature
-  ``envoy.lrs.supports_send_all_clusters``, and no stats;
+- the first request of each stream carries the node, with the client features
+  ``envoy.lb.does_not_support_overprovisioning`` and ``envoy.lrs.supports_send_all_clusters``
+  (as C-core's), and no stats;
 - each `LoadStatsResponse` says which clusters to report (``send_all_clusters`` or a list) and
   how often (``load_reporting_interval``, at least 1 s: our floor, so a zero interval cannot
   spin); the next report is due one interval after the response;
@@ -25,19 +26,17 @@ from envoy.config.core.v3 import base_pb2
 from envoy.config.endpoint.v3 import load_report_pb2
 from envoy.service.load_stats.v3 import lrs_pb2
 
-from ._errors import TransportError
+from .._errors import TransportError
 from ._load_store import ClusterLoadReport, LoadStore
-from ._transports import StreamSpec
 
-__all__ = ["LRS_METHOD", "LRS_SPEC", "SEND_ALL_CLUSTERS", "LoadReporting", "LoadReportingEvents"]
+__all__ = ["LRS_METHOD", "NO_OVERPROVISIONING", "SEND_ALL_CLUSTERS", "LoadReporting"]
 
 LRS_METHOD = "/envoy.service.load_stats.v3.LoadReportingService/StreamLoadStats"
-#: The LRS stream: requests are protobuf messages, responses decoded as `LoadStatsResponse`.
-LRS_SPEC = StreamSpec.of_method(
-    LRS_METHOD, response_deserializer=lrs_pb2.LoadStatsResponse.FromString
-)
 #: The client feature that tells the server it may answer ``send_all_clusters``.
 SEND_ALL_CLUSTERS = "envoy.lrs.supports_send_all_clusters"
+#: The client feature that says the client ignores EDS ``overprovisioning_factor`` (gRFC A27);
+#: C-core sends it in the node of every stream, discovery and LRS.
+NO_OVERPROVISIONING = "envoy.lb.does_not_support_overprovisioning"
 #: The shortest interval followed, so a server's zero cannot make the client spin.
 MIN_INTERVAL = 1.0
 
@@ -49,8 +48,9 @@ class LoadReporting:
         """``node``: the client's ``Node`` message (the LRS feature is added to a copy)."""
         self._node = base_pb2.Node()
         self._node.CopyFrom(node)
-        if SEND_ALL_CLUSTERS not in self._node.client_features:
-            self._node.client_features.append(SEND_ALL_CLUSTERS)
+        for feature in (NO_OVERPROVISIONING, SEND_ALL_CLUSTERS):  # C-core's order
+            if feature not in self._node.client_features:
+                self._node.client_features.append(feature)
         self.store = store
         self.response_received = False
         self._connected = False
@@ -136,28 +136,3 @@ def _request(reports: list[ClusterLoadReport]) -> Any:
                     )
                 )
     return request
-
-
-class LoadReportingEvents:
-    """The `StreamEvents` of an LRS stream: nothing to tell anyone (the driver logs failures);
-    kept as an object so observers can be added later without touching the driver."""
-
-    __slots__ = ()
-
-    def on_open(self, now: float) -> None:
-        pass
-
-    def on_request(self, request: Any, now: float) -> None:
-        pass
-
-    def on_response(self, response: Any, now: float) -> None:
-        pass
-
-    def on_applied(self, response: Any, now: float) -> None:
-        pass
-
-    def on_failure(self, error: TransportError, now: float) -> None:
-        pass
-
-    def publish(self, events: list[Any], after: Any = None) -> None:
-        return None

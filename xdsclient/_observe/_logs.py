@@ -12,6 +12,9 @@ holds no log calls. Rules (docs/observability.md lists every line):
   INFO when it answers again; on changes only, never once per retry. A REST-JSON source (an
   ``http(s)://`` URL) says so: WARNING at its first failed poll (HTTP error, timeout, a body
   that is not a response), INFO at its next good one.
+- ``xdsclient.lrs`` WARNING when a server's load reporting (LRS) stream fails before the
+  server answered it (refused, UNIMPLEMENTED...), INFO when it reports again; on changes only,
+  never once per retry. DEBUG when one opens or is closed. Each line names LRS and the server.
 - ``xdsclient.protocol`` DEBUG: a one-line summary of each request and response.
 - Names the authority as an operator knows it: gRFC A47's ``#old`` (the authority of every
   name that is not an xdstp:// name) is an internal key, so `authority_words` says "plain
@@ -24,13 +27,20 @@ from __future__ import annotations
 
 import logging
 
-from ._names import OLD_AUTHORITY
-from ._observe import ConnectivityChanged, ProtocolEvent, RequestSent, ResponseReceived
+from .._names import OLD_AUTHORITY
+from ._events import (
+    ConnectivityChanged,
+    LoadReportingChanged,
+    ProtocolEvent,
+    RequestSent,
+    ResponseReceived,
+)
 
 __all__ = ["ProtocolLogger", "authority_words"]
 
 protocol_logger = logging.getLogger("xdsclient.protocol")
 connectivity_logger = logging.getLogger("xdsclient.connectivity")
+lrs_logger = logging.getLogger("xdsclient.lrs")
 
 _PREFIX = "type.googleapis.com/"
 _NAMES_SHOWN = 5
@@ -44,6 +54,7 @@ class ProtocolLogger:
         #: (server, type URL) -> version of the last response read (what a NACK rejects)
         self._versions: dict[tuple[str, str], str] = {}
         self._lost: set[str] = set()
+        self._lrs_failing: set[str] = set()
         #: (server, type URL) -> (version, text) of the last NACK, until an ACK of that type
         self._nacked: dict[tuple[str, str], tuple[str, str]] = {}
 
@@ -64,6 +75,8 @@ class ProtocolLogger:
             self._request(event)
         elif type(event) is ConnectivityChanged:
             self._connectivity(event)
+        elif type(event) is LoadReportingChanged:
+            self._load_reporting(event)
 
     def _request(self, event: RequestSent) -> None:
         key = (event.server, event.type_url)
@@ -113,6 +126,19 @@ class ProtocolLogger:
                 connectivity_logger.info("REST-JSON source %s answers again", event.server)
             else:
                 connectivity_logger.info("xDS server %s answers again", event.server)
+
+    def _load_reporting(self, event: LoadReportingChanged) -> None:
+        server = event.server
+        if event.state == "failing":
+            self._lrs_failing.add(server)
+            lrs_logger.warning(
+                "LRS stream to %s failing: %s; load reports wait, retrying", server, event.error
+            )
+        elif event.state == "reporting" and server in self._lrs_failing:
+            self._lrs_failing.discard(server)
+            lrs_logger.info("LRS stream to %s reporting again", server)
+        else:
+            lrs_logger.debug("LRS stream to %s %s", server, event.state)
 
 
 def authority_words(authority: str) -> str:

@@ -2,37 +2,36 @@
 first complete configuration of a listener, that satisfies a predicate.
 
 Lives apart from the client so tests against any control plane can say "wait until the cluster
-has three endpoints" in one line; it is only a consumer of `XdsClient.watch` and
-`XdsClient.watch_config`. Errors do not end a wait (a later value may satisfy it); they are
-named in the timeout's message, the last one seen, so a failing test says why.
+has three endpoints" in one line; it is only a consumer of a `Watch` and a `ConfigWatch` the
+client made (`XdsClient.watch`, `XdsClient.watch_config`) and gave it: it never sees the
+client. Errors do not end a wait (a later value may satisfy it); they are named in the
+timeout's message, the last one seen, so a failing test says why.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._errors import ClientClosedError, WaitTimeoutError
+from .._protocol import ResourceChanged
+from ._config_watch import ConfigWatch
 from ._dependencies import XdsConfig
-from ._errors import ClientClosedError, WaitTimeoutError
-from ._protocol import ResourceChanged
-
-if TYPE_CHECKING:
-    from ._client import XdsClient
-    from .resources import ResourceType
+from ._watchers import Watch
 
 
 async def wait_for(
-    client: XdsClient,
-    resource_type: ResourceType[Any] | str,
+    watch: Watch,
     name: str,
     predicate: Callable[[Any], bool] | None,
     timeout: float,
 ) -> Any:
-    """The first valid value of ``name`` (cached or new) for which ``predicate`` holds."""
+    """The first valid value of ``name`` (cached or new) on ``watch``, a watch of it not yet
+    entered, for which ``predicate`` holds."""
     last: object = None
     try:
-        async with asyncio.timeout(timeout), client.watch(resource_type, name) as events:
+        async with asyncio.timeout(timeout), watch as events:
             async for event in events:
                 last = event
                 if isinstance(event, ResourceChanged) and (
@@ -47,19 +46,16 @@ async def wait_for(
 
 
 async def wait_for_config(
-    client: XdsClient,
+    configs: ConfigWatch,
     listener: str,
     predicate: Callable[[XdsConfig], bool] | None,
     timeout: float,
-    authority: str | None,
 ) -> XdsConfig:
-    """The first complete configuration of ``listener`` for which ``predicate`` holds."""
+    """The first complete configuration of ``listener`` on ``configs``, a configuration watch
+    of it not yet entered, for which ``predicate`` holds."""
     last: object = None
     try:
-        async with (
-            asyncio.timeout(timeout),
-            client.watch_config(listener, authority=authority) as updates,
-        ):
+        async with asyncio.timeout(timeout), configs as updates:
             async for update in updates:
                 last = update
                 if isinstance(update, XdsConfig) and (predicate is None or predicate(update)):

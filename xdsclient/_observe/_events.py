@@ -25,6 +25,7 @@ import attrs
 __all__ = [
     "ChannelClosed",
     "ConnectivityChanged",
+    "LoadReportingChanged",
     "Observer",
     "Observers",
     "ProtocolEvent",
@@ -136,9 +137,29 @@ class ChannelClosed:
     time: float
 
 
+@attrs.frozen(kw_only=True)
+class LoadReportingChanged:
+    """The load reporting (LRS, gRFC A27) stream to a server changed state, reported on
+    changes only, never once per retry: ``"connecting"`` (a stream is opened, the server has
+    not answered yet: a server that never answers stays here), ``"reporting"`` (the server
+    answered: reports go out at its interval), ``"failing"`` (a stream failed before any
+    answer: refused, UNIMPLEMENTED, ...; ``error`` says why; retried with backoff) or
+    ``"closed"`` (nothing is left to report to that server, or the client closed)."""
+
+    server: str
+    time: float
+    state: str
+    error: str | None = None
+
+
 #: Everything an observer can be told.
 ProtocolEvent: TypeAlias = (
-    RequestSent | ResponseReceived | ResourceUpdate | ConnectivityChanged | ChannelClosed
+    RequestSent
+    | ResponseReceived
+    | ResourceUpdate
+    | ConnectivityChanged
+    | ChannelClosed
+    | LoadReportingChanged
 )
 #: A callable told of every protocol event, synchronously.
 Observer: TypeAlias = Callable[[ProtocolEvent], None]

@@ -36,10 +36,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeAlias
 
+from .._errors import XdsError
+from .._protocol import AmbientError, DataError, ResourceChanged
+from .._runtime._gc import gc_paused
+from ..resources import ENDPOINT
 from ._dependencies import Resolved, XdsConfig, endpoint_users, rewalk_endpoints, walk
-from ._errors import XdsError
-from ._gc import gc_paused
-from ._protocol import AmbientError, DataError, ResourceChanged
 from ._watchers import (
     ResourceWatcher,
     WatchHandle,
@@ -47,7 +48,6 @@ from ._watchers import (
     cancelled_by_caller,
     warn_never_cancelled,
 )
-from .resources import ENDPOINT
 
 __all__ = ["ConfigUpdate", "ConfigWatch", "WatchRegistry"]
 
