@@ -217,6 +217,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
     "lb": frozenset({"__init__", "resources"}),
     "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
+    # proxyless gRPC over the call path and lb; `_settings` for a target's listener name (A47),
+    # computed as the client's watch_config computes it
+    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),

@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
-from .._targets import listener_for
+from .._settings._targets import listener_for
 from ..lb import ComposedPicker, ConnectivityState, EndpointKey, PickOutcome, PickResult, key_of
 from ..resources import (
     LISTENER,
