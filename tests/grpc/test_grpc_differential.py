@@ -5,7 +5,8 @@ Why: C-core is the reference for what a caller sees when the configuration canno
 The child process (C-core reads its bootstrap once per process) makes each call on grpcio's
 channel; our side makes it on an `XdsChannel` over a client of the same control plane. Compared:
 no route matching, a route to a cluster the server does not have, a virtual host missing for
-the authority, a listener the server does not have, and a call that goes through. The calls
+the authority, a listener the server does not have, a call the assignment drops, and a call
+that goes through. The calls
 run concurrently: C-core waits its 15 s does-not-exist timer for the missing cluster and
 listener (no channel option shortens it), which makes this test take about 15 s.
 """
@@ -20,6 +21,7 @@ import sys
 from typing import Any
 
 import grpc
+from envoy.type.v3 import percent_pb2
 
 from tests.call.builders import add_route, listener, route_config
 from tests.lb.differential_pickers import METHOD, _bootstrap_file, backends
@@ -54,6 +56,7 @@ CALLS = [
     ("missing", METHOD),  # a cluster the server does not have
     ("nohost", METHOD),  # no virtual host for the authority
     ("absent", METHOD),  # no such listener
+    ("dropping", METHOD),  # every call dropped by the assignment's drop_overloads
 ]
 
 
@@ -65,7 +68,17 @@ def _resources(port: int) -> list[Any]:
     elsewhere = route_config("elsewhere", domains=("other",))
     add_route(elsewhere.virtual_hosts[0], "", "served")
     spec = builders.LocalitySpec(endpoints=[("127.0.0.1", port)], region="r")
+    to_dropping = route_config("dropping-routes", domains=("dropping",))
+    add_route(to_dropping.virtual_hosts[0], "", "dropping")
+    dropping = builders.cluster_load_assignment("dropping", [spec])
+    dropping.policy.drop_overloads.add(
+        category="throttle", drop_percentage=percent_pb2.FractionalPercent(numerator=100)
+    )
     return [
+        listener(name="dropping", rds="dropping-routes"),
+        to_dropping,
+        builders.cluster("dropping"),
+        dropping,
         listener(name="routed", rds="routed-routes"),
         routes,
         listener(name="missing", rds="missing-routes"),
@@ -118,7 +131,8 @@ async def _one(channel: XdsChannel, method: str) -> list[str]:
 
 async def test_failed_calls_have_grpcios_codes_and_details() -> None:
     """Each call fails (or goes through) with the code and details grpcio's ``xds:///``
-    channel gives it: no route, a missing cluster, no virtual host, a missing listener."""
+    channel gives it: no route, a missing cluster, no virtual host, a missing listener, a
+    drop."""
     async with backends(1) as ports, ControlPlane() as plane:
         plane.set_all(_resources(ports[0]))
         theirs, ours = await asyncio.gather(_theirs(plane), _ours(plane))
