@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import random
+import time
 from typing import Any
 
 import grpc
@@ -14,9 +15,10 @@ import pytest
 from tests.call.builders import add_route, fault, listener, override, route_config
 from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
+from xdsclient.lb import ConnectivityState
 from xdsclient.testing import ControlPlane
 
-from .echo import SAY, EchoBackend, EchoStub, Text, cluster_of, echo_backends
+from .echo import SAY, EchoBackend, EchoStub, Text, cluster_of, echo_backends, until
 
 
 def _served(routes: Any, clusters: dict[str, list[EchoBackend]], **kwargs: Any) -> list[Any]:
@@ -78,9 +80,10 @@ async def test_retries_reach_the_backends_each_with_a_new_pick(
         route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
         plane.set_all(_served(routes, {"c": [a, b]}))
         async with XdsChannel("xds:///svc", client=client) as channel:
-            await channel.channel_ready()
             stub = EchoStub(channel)
             await stub.Say(Text(value="warm"), timeout=5)  # round robin's first pick done
+            states = channel._core.connections.states
+            await until(lambda: states() == [ConnectivityState.READY] * 2)
             with pytest.raises(grpc.aio.AioRpcError) as failed:
                 await stub.Say(Text(value="fail:UNAVAILABLE"), timeout=5)
             assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
@@ -113,3 +116,44 @@ async def test_a_fault_abort_fails_the_call_before_any_backend(
             assert failed.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
             assert [m.value async for m in stub.Count(Text(value="1"), timeout=5)] == ["a:0"]
         assert a.calls[SAY] == 0
+
+
+async def test_a_fault_delay_holds_the_call_before_it_is_sent(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A 100% fixed delay of 0.3 s: the call reaches the backend and returns after at least
+    0.3 s; a call whose deadline falls inside the delay fails DEADLINE_EXCEEDED unsent."""
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        add_route(routes.virtual_hosts[0], "", "c")
+        delay = fault(delay_s=0.3, delay_percent=(100, 0))
+        plane.set_all(_served(routes, {"c": [a]}, faults=(delay,)))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            await channel.channel_ready()
+            started = time.monotonic()
+            assert (await stub.Say(Text(value="late"), timeout=5)).value == "a:late"
+            assert time.monotonic() - started >= 0.3
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.Say(Text(value="never"), timeout=0.1)
+            assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert a.calls[SAY] == 1
+
+
+async def test_max_stream_duration_is_the_calls_deadline(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """The listener's ``max_stream_duration`` of 0.5 s ends a call the backend holds with
+    DEADLINE_EXCEEDED after about 0.5 s, though the caller gave 10 s."""
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        add_route(routes.virtual_hosts[0], "", "c")
+        plane.set_all(_served(routes, {"c": [a]}, max_stream_duration_s=0.5))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            await channel.channel_ready()
+            started = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await EchoStub(channel).Say(Text(value="hold"), timeout=10)
+            took = time.monotonic() - started
+        assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert 0.45 <= took < 2.0

@@ -306,13 +306,7 @@ class ChannelCore:
         self.snapshot = snapshot
         self.error = None
         self.picker.update(snapshot, now)
-        self._loads = {
-            name: load
-            for name, load in self._loads.items()
-            if (entry := snapshot.clusters.get(name)) is not None
-            and entry.cluster is not None
-            and entry.cluster.lrs_server_self
-        }
+        self._loads = {}  # the client gives the same load again per (cluster, service)
         self.connections.hold_only(
             key_of(endpoint)
             for entry in snapshot.clusters.values()
