@@ -212,3 +212,34 @@ async def test_wait_for_ready_waits_where_a_plain_call_fails(
             assert not waiting.done()
             plane.set(builders.cluster_load_assignment("c", [("127.0.0.1", b.port)]))
             assert (await waiting).value == "b:w"
+
+
+async def test_close_lets_calls_in_flight_finish_within_grace_then_ends_them(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """`close(grace)` waits for a call in flight that ends within the grace; without grace a
+    call in flight ends at once with CANCELLED ``Channel closed!``, never a bare
+    CancelledError."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        graceful = XdsChannel("xds:///svc", client=client)
+        held = EchoStub(graceful).Say(Text(value="hold"), timeout=10)
+        await asyncio.wait_for(a.held.wait(), 5)
+        closing = asyncio.ensure_future(graceful.close(grace=5))
+        await until(lambda: graceful.get_state() is grpc.ChannelConnectivity.SHUTDOWN)
+        assert not closing.done()
+        a.release()
+        assert (await held).value == "a:hold"
+        await asyncio.wait_for(closing, 5)
+    async with echo_backends("b") as (b,):
+        plane.set_all(simple("svc", [("c", [b])]))
+        abrupt = XdsChannel("xds:///svc", client=client)
+        held = EchoStub(abrupt).Say(Text(value="hold"), timeout=10)
+        await asyncio.wait_for(b.held.wait(), 5)
+        await asyncio.wait_for(abrupt.close(), 5)
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await held
+        assert (ended.value.code(), ended.value.details()) == (
+            grpc.StatusCode.CANCELLED,
+            "Channel closed!",
+        )
