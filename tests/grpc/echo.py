@@ -59,8 +59,10 @@ class EchoBackend:
         self.calls: collections.Counter[str] = collections.Counter()
         #: every Say call's grpc-previous-rpc-attempts (None when absent)
         self.previous: list[str | None] = []
-        #: the metadata of every Say call, as the server saw it
+        #: the metadata of every Say call, as the server saw it (the last value of a key)
         self.metadata: list[dict[str, str | bytes]] = []
+        #: the metadata of every Say call, every (key, value) in order
+        self.raw_metadata: list[list[tuple[str, str | bytes]]] = []
         self.held = asyncio.Event()
         self._release = asyncio.Event()
         self._server: grpc.aio.Server | None = None
@@ -89,7 +91,9 @@ class EchoBackend:
 
     async def _say(self, request: Any, context: Any) -> Any:
         self.calls[SAY] += 1
-        metadata = dict(context.invocation_metadata() or ())
+        raw = [(item[0], item[1]) for item in context.invocation_metadata() or ()]
+        self.raw_metadata.append(raw)
+        metadata = dict(raw)
         self.metadata.append(metadata)
         previous = metadata.get("grpc-previous-rpc-attempts")
         self.previous.append(None if previous is None else str(previous))

@@ -21,6 +21,7 @@ from .. import XdsClient
 from ..lb import ConnectivityState
 from ._call import XdsCall
 from ._core import ChannelCore
+from ._intercept import InterceptedCall, applicable
 
 __all__ = ["XdsChannel"]
 
@@ -45,9 +46,10 @@ class XdsChannel(grpc.aio.Channel):
     With no ``client``, the channel makes an `XdsClient` from the bootstrap as grpcio finds it
     (``GRPC_XDS_BOOTSTRAP``, then ``GRPC_XDS_BOOTSTRAP_CONFIG``) and closes it with itself;
     a ``client`` given is shared and left open. ``channel_options`` go to every endpoint's
-    grpc.aio channel. ``rng`` seeds every random choice (weighted clusters, faults, retries'
-    jitter, picks). The channel starts watching at its first call, `channel_ready`,
-    ``get_state(try_to_connect=True)`` or ``async with``.
+    grpc.aio channel; ``interceptors`` are grpc.aio's client interceptors, run as grpc.aio runs
+    them (in order, each call's details passed on). ``rng`` seeds every random choice
+    (weighted clusters, faults, retries' jitter, picks). The channel starts watching at its
+    first call, `channel_ready`, ``get_state(try_to_connect=True)`` or ``async with``.
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class XdsChannel(grpc.aio.Channel):
         *,
         client: XdsClient | None = None,
         channel_options: Sequence[tuple[str, Any]] = (),
+        interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
         rng: random.Random | None = None,
     ) -> None:
         owns = client is None
@@ -66,6 +69,7 @@ class XdsChannel(grpc.aio.Channel):
             options=tuple(channel_options),
             rng=rng if rng is not None else random.Random(),
         )
+        self._interceptors = tuple(interceptors)
         self._calls: set[XdsCall] = set()
         self._closing: asyncio.Task[None] | None = None
 
@@ -197,6 +201,43 @@ class XdsChannel(grpc.aio.Channel):
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
+    ) -> grpc.aio.Call:
+        interceptors = applicable(self._interceptors, kind) if self._interceptors else []
+        if not interceptors:
+            return self._direct(
+                kind, method, request, serializer, deserializer,
+                timeout, metadata, credentials, wait_for_ready, compression,
+            )  # fmt: skip
+
+        def make(details: grpc.aio.ClientCallDetails, request: Any) -> XdsCall:
+            name: Any = details.method  # bytes from grpc.aio, str from some interceptors
+            return self._direct(
+                kind, name.decode() if isinstance(name, bytes) else name, request,
+                serializer, deserializer, details.timeout, details.metadata,
+                details.credentials, details.wait_for_ready, compression,
+            )  # fmt: skip
+
+        details = grpc.aio.ClientCallDetails(
+            method.encode(),  # type: ignore[arg-type]  # grpc.aio passes bytes
+            timeout,
+            grpc.aio.Metadata(*metadata) if metadata is not None else None,
+            credentials,
+            wait_for_ready,
+        )
+        return InterceptedCall(interceptors, kind, details, request, make)
+
+    def _direct(
+        self,
+        kind: tuple[bool, bool],
+        method: str,
+        request: Any,
+        serializer: Callable[[Any], bytes] | None,
+        deserializer: Callable[[bytes], Any] | None,
+        timeout: float | None,
+        metadata: MetadataType | None,
+        credentials: grpc.CallCredentials | None,
+        wait_for_ready: bool | None,
+        compression: grpc.Compression | None,
     ) -> XdsCall:
         call = XdsCall(
             self._core,
@@ -240,7 +281,7 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
         credentials: grpc.CallCredentials | None = None,
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
-    ) -> XdsCall:
+    ) -> Any:
         return self._channel._call(
             (False, False), self._method, request, self._serializer, self._deserializer,
             timeout, metadata, credentials, wait_for_ready, compression,
@@ -257,7 +298,7 @@ class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: 
         credentials: grpc.CallCredentials | None = None,
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
-    ) -> XdsCall:
+    ) -> Any:
         return self._channel._call(
             (False, True), self._method, request, self._serializer, self._deserializer,
             timeout, metadata, credentials, wait_for_ready, compression,
@@ -273,7 +314,7 @@ class _StreamUnary(_MultiCallable, grpc.aio.StreamUnaryMultiCallable):  # type: 
         credentials: grpc.CallCredentials | None = None,
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
-    ) -> XdsCall:
+    ) -> Any:
         return self._channel._call(
             (True, False), self._method, request_iterator, self._serializer,
             self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
@@ -289,7 +330,7 @@ class _StreamStream(_MultiCallable, grpc.aio.StreamStreamMultiCallable):  # type
         credentials: grpc.CallCredentials | None = None,
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
-    ) -> XdsCall:
+    ) -> Any:
         return self._channel._call(
             (True, True), self._method, request_iterator, self._serializer,
             self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
