@@ -20,6 +20,8 @@ from types import MappingProxyType
 
 import attrs
 
+from ..lb import header_map
+
 __all__ = ["CallRequest", "grpc_header_view"]
 
 _CONTENT_TYPE = "content-type"
@@ -59,15 +61,16 @@ class CallRequest:
 
 
 def grpc_header_view(metadata: Metadata, grpc_rules: bool = True) -> Mapping[str, str]:
-    """The headers as gRPC's matchers see them (see the module's docstring); with
-    ``grpc_rules`` False, only lower-cased and joined. A value given as bytes is never
-    matched."""
-    joined: dict[str, str] = {}
-    for name, value in metadata:
-        key = name.lower()
-        if (grpc_rules and key.endswith("-bin")) or not isinstance(value, str):
-            continue
-        joined[key] = f"{joined[key]},{value}" if key in joined else value
-    if grpc_rules:
+    """The headers as gRPC's matchers see them (see the module's docstring): the pairs as
+    `xdsclient.lb.header_map` reads them, plus the fixed ``content-type``; with ``grpc_rules``
+    False, only lower-cased and joined. A value given as bytes is never matched."""
+    if grpc_rules:  # lb's rules for metadata pairs, plus gRPC's fixed content-type
+        joined = dict(header_map(metadata))
         joined[_CONTENT_TYPE] = _GRPC_CONTENT_TYPE
+        return MappingProxyType(joined)
+    joined = {}
+    for name, value in metadata:
+        if isinstance(value, str):
+            key = name.lower()
+            joined[key] = f"{joined[key]},{value}" if key in joined else value
     return MappingProxyType(joined)
