@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from xdsclient import ClientOptions, XdsClient
+from xdsclient import ClientOptions, ConnectivityChanged, XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.resources import LISTENER
 from xdsclient.testing import ControlPlane, builders
@@ -243,3 +243,33 @@ async def test_close_lets_calls_in_flight_finish_within_grace_then_ends_them(
             grpc.StatusCode.CANCELLED,
             "Channel closed!",
         )
+
+
+async def test_calls_go_on_while_the_control_plane_is_down_and_after_it_returns(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """The control plane stops (the client sees its connection fail) and starts again: every
+    call meanwhile and after goes to the known backend."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        lost = asyncio.Event()
+        back = asyncio.Event()
+
+        def observe(event: object) -> None:
+            if isinstance(event, ConnectivityChanged):
+                (back if event.connected and lost.is_set() else lost).set()
+
+        remove = client.add_observer(observe, verdicts=False)
+        try:
+            async with XdsChannel("xds:///svc", client=client) as channel:
+                stub = EchoStub(channel)
+                assert (await stub.Say(Text(value="1"), timeout=5)).value == "a:1"
+                await plane.stop()
+                await asyncio.wait_for(lost.wait(), 10)
+                for i in range(5):
+                    assert (await stub.Say(Text(value=f"d{i}"), timeout=5)).value == f"a:d{i}"
+                await plane.start()
+                await asyncio.wait_for(back.wait(), 10)
+                assert (await stub.Say(Text(value="2"), timeout=5)).value == "a:2"
+        finally:
+            remove()
