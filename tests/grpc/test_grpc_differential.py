@@ -5,8 +5,8 @@ Why: C-core is the reference for what a caller sees when the configuration canno
 The child process (C-core reads its bootstrap once per process) makes each call on grpcio's
 channel; our side makes it on an `XdsChannel` over a client of the same control plane. Compared:
 no route matching, a route to a cluster the server does not have, a virtual host missing for
-the authority, a listener the server does not have, a call the assignment drops, and a call
-that goes through. The calls
+the authority, a listener the server does not have, a call the assignment drops, a cluster
+whose every endpoint refuses connections, and a call that goes through. The calls
 run concurrently: C-core waits its 15 s does-not-exist timer for the missing cluster and
 listener (no channel option shortens it), which makes this test take about 15 s.
 """
@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import socket
 import sys
 from typing import Any
 
@@ -57,10 +59,13 @@ CALLS = [
     ("nohost", METHOD),  # no virtual host for the authority
     ("absent", METHOD),  # no such listener
     ("dropping", METHOD),  # every call dropped by the assignment's drop_overloads
+    ("down", METHOD),  # the only endpoint refuses connections
 ]
+#: C-core's reason a connection failed (the OS error), which grpc.aio does not tell us
+_OS_REASON = re.compile(r"(Failed to connect to remote host): [^(]*? (\(xDS node ID)")
 
 
-def _resources(port: int) -> list[Any]:
+def _resources(port: int, refused: int) -> list[Any]:
     routes = route_config("routed-routes", domains=("routed",))
     add_route(routes.virtual_hosts[0], "/lbtest.", "served")
     to_missing = route_config("missing-routes", domains=("missing",))
@@ -74,7 +79,13 @@ def _resources(port: int) -> list[Any]:
     dropping.policy.drop_overloads.add(
         category="throttle", drop_percentage=percent_pb2.FractionalPercent(numerator=100)
     )
+    to_down = route_config("down-routes", domains=("down",))
+    add_route(to_down.virtual_hosts[0], "", "down")
     return [
+        listener(name="down", rds="down-routes"),
+        to_down,
+        builders.cluster("down"),
+        builders.cluster_load_assignment("down", [("127.0.0.1", refused)]),
         listener(name="dropping", rds="dropping-routes"),
         to_dropping,
         builders.cluster("dropping"),
@@ -132,8 +143,12 @@ async def _one(channel: XdsChannel, method: str) -> list[str]:
 async def test_failed_calls_have_grpcios_codes_and_details() -> None:
     """Each call fails (or goes through) with the code and details grpcio's ``xds:///``
     channel gives it: no route, a missing cluster, no virtual host, a missing listener, a
-    drop."""
+    drop, every endpoint refusing connections (C-core's OS error left out)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        refused = closed.getsockname()[1]  # nothing listens there once the socket closes
     async with backends(1) as ports, ControlPlane() as plane:
-        plane.set_all(_resources(ports[0]))
+        plane.set_all(_resources(ports[0], refused))
         theirs, ours = await asyncio.gather(_theirs(plane), _ours(plane))
+    theirs = [[code, _OS_REASON.sub(r"\1 \2", details)] for code, details in theirs]
     assert ours == theirs

@@ -60,6 +60,8 @@ class Connections:
         #: channels being closed, awaited by `close`
         self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
+        #: the endpoint whose connection failed last (gRPC names it in "all failing" errors)
+        self.last_failure: EndpointKey | None = None
 
     def __len__(self) -> int:
         return len(self._open)
@@ -128,6 +130,8 @@ class Connections:
         while True:
             state = channel.get_state(try_to_connect=True)
             connection.state = _STATES[state]
+            if connection.state is ConnectivityState.TRANSIENT_FAILURE:
+                self.last_failure = connection.key
             self._report(connection.key, connection.state)
             await channel.wait_for_state_change(state)
 

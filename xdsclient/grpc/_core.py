@@ -29,7 +29,15 @@ from typing import Any
 from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
 from .._settings._targets import listener_for
-from ..lb import ComposedPicker, ConnectivityState, EndpointKey, PickOutcome, PickResult, key_of
+from ..lb import (
+    ComposedPicker,
+    ConnectivityState,
+    EndpointKey,
+    PickOutcome,
+    PickResult,
+    aggregate_state,
+    key_of,
+)
 from ..resources import (
     LISTENER,
     ROUTE_CONFIGURATION,
@@ -144,7 +152,7 @@ class ChannelCore:
         if self.config is None:
             return None
         states = self.connections.states()
-        return _aggregate(states) if states else ConnectivityState.TRANSIENT_FAILURE
+        return aggregate_state(states) if states else ConnectivityState.TRANSIENT_FAILURE
 
     def changed(self) -> asyncio.Event:
         """The event the next change sets."""
@@ -218,16 +226,35 @@ class ChannelCore:
 
     def failure(self, cluster: str, result: PickResult) -> Status:
         """The status of a failed pick: C-core's for a cluster or assignment the snapshot could
-        not resolve (``CDS resource <name>: does not exist (node ID:<id>)``), else the
-        picker's reason."""
+        not resolve (``CDS resource <name>: does not exist (node ID:<id>)``) and for a cluster
+        whose every endpoint failed to connect, else the picker's reason."""
         snapshot = self.snapshot
         entry = snapshot.clusters.get(cluster) if snapshot is not None else None
         error = None if entry is None else (entry.error or entry.endpoints_error)
         if error is not None:
             details = resource_details(error, self._node_id)
+        elif (failed := self._all_failing(cluster)) is not None:
+            details = failed
         else:
             details = result.error or f"cluster {cluster}: no endpoint is reachable"
         return Status(code=Code.UNAVAILABLE, details=details)
+
+    def _all_failing(self, cluster: str) -> str | None:
+        """C-core's words when every endpoint of the cluster failed to connect, naming the last
+        that failed (grpc.aio does not tell why it failed: the OS error C-core adds is left
+        out)."""
+        last = self.connections.last_failure
+        if (
+            last is None
+            or self.picker.cluster_state(cluster) is not ConnectivityState.TRANSIENT_FAILURE
+        ):
+            return None
+        address = f"ipv6:[{last[0]}]" if ":" in last[0] else f"ipv4:{last[0]}"
+        return (
+            "connections to all backends failing; last error: "
+            f"UNKNOWN: {address}:{last[1]}: Failed to connect to remote host"
+            f" (xDS node ID:{self._node_id})"
+        )
 
     # --- load reporting ---
 
@@ -331,9 +358,3 @@ def authority_of(target: str) -> str:
     if target.startswith("xds:"):
         return urllib.parse.urlsplit(target).path.removeprefix("/")
     return target
-
-
-def _aggregate(states: list[ConnectivityState]) -> ConnectivityState:
-    from ..lb import aggregate_state
-
-    return aggregate_state(states)
