@@ -6,7 +6,8 @@ The child process (C-core reads its bootstrap once per process) makes each call 
 channel; our side makes it on an `XdsChannel` over a client of the same control plane. Compared:
 no route matching, a route to a cluster the server does not have, a virtual host missing for
 the authority, a listener the server does not have, a call the assignment drops, a cluster
-whose every endpoint refuses connections, and a call that goes through. The calls
+whose every endpoint refuses connections, assignments with no localities or only empty ones,
+and a call that goes through. The calls
 run concurrently: C-core waits its 15 s does-not-exist timer for the missing cluster and
 listener (no channel option shortens it), which makes this test take about 15 s.
 """
@@ -23,6 +24,7 @@ import sys
 from typing import Any
 
 import grpc
+from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.type.v3 import percent_pb2
 
 from tests.call.builders import add_route, listener, route_config
@@ -60,6 +62,8 @@ CALLS = [
     ("absent", METHOD),  # no such listener
     ("dropping", METHOD),  # every call dropped by the assignment's drop_overloads
     ("down", METHOD),  # the only endpoint refuses connections
+    ("empty", METHOD),  # an assignment with no localities
+    ("hollow", METHOD),  # an assignment whose one locality has no endpoints
 ]
 #: C-core's reason a connection failed (the OS error), which grpc.aio does not tell us
 _OS_REASON = re.compile(r"(Failed to connect to remote host): [^(]*? (\(xDS node ID)")
@@ -81,7 +85,23 @@ def _resources(port: int, refused: int) -> list[Any]:
     )
     to_down = route_config("down-routes", domains=("down",))
     add_route(to_down.virtual_hosts[0], "", "down")
+    resources = []
+    for name, localities in (("empty", None), ("hollow", [])):
+        routes = route_config(f"{name}-routes", domains=(name,))
+        add_route(routes.virtual_hosts[0], "", name)
+        assignment = (
+            endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
+            if localities is None
+            else builders.cluster_load_assignment(name, localities)
+        )
+        resources += [
+            listener(name=name, rds=f"{name}-routes"),
+            routes,
+            builders.cluster(name),
+            assignment,
+        ]
     return [
+        *resources,
         listener(name="down", rds="down-routes"),
         to_down,
         builders.cluster("down"),
@@ -143,7 +163,7 @@ async def _one(channel: XdsChannel, method: str) -> list[str]:
 async def test_failed_calls_have_grpcios_codes_and_details() -> None:
     """Each call fails (or goes through) with the code and details grpcio's ``xds:///``
     channel gives it: no route, a missing cluster, no virtual host, a missing listener, a
-    drop, every endpoint refusing connections (C-core's OS error left out)."""
+    drop, every endpoint refusing connections (C-core's OS error left out), no endpoints."""
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         refused = closed.getsockname()[1]  # nothing listens there once the socket closes

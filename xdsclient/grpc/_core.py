@@ -26,7 +26,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
+from .. import ClusterConfig, ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
 from .._settings._targets import listener_for
 from ..lb import (
@@ -227,12 +227,15 @@ class ChannelCore:
     def failure(self, cluster: str, result: PickResult) -> Status:
         """The status of a failed pick: C-core's for a cluster or assignment the snapshot could
         not resolve (``CDS resource <name>: does not exist (node ID:<id>)``) and for a cluster
-        whose every endpoint failed to connect, else the picker's reason."""
+        with no endpoints or whose every endpoint failed to connect, else the picker's
+        reason."""
         snapshot = self.snapshot
         entry = snapshot.clusters.get(cluster) if snapshot is not None else None
         error = None if entry is None else (entry.error or entry.endpoints_error)
         if error is not None:
             details = resource_details(error, self._node_id)
+        elif (empty := _empty_assignment(entry)) is not None:
+            details = empty
         elif (failed := self._all_failing(cluster)) is not None:
             details = failed
         else:
@@ -350,6 +353,27 @@ class ChannelCore:
         self.picker.set_endpoint_state(key, state, self.clock())
         self._connect_wanted()
         self._notify()
+
+
+def _empty_assignment(entry: ClusterConfig | None) -> str | None:
+    """C-core's words for an assignment with no endpoint: no localities, or only empty ones
+    (listed as C-core lists them)."""
+    assignment = entry.endpoints if entry is not None else None
+    if assignment is None:
+        return None
+    localities = [locality for group in assignment.priorities for locality in group]
+    if any(locality.endpoints for locality in localities):
+        return None
+    if not localities:
+        reason = "contains no localities"
+    else:
+        listed = ", ".join(
+            f'{{region="{loc.locality.region}", zone="{loc.locality.zone}", '
+            f'sub_zone="{loc.locality.sub_zone}"}}'
+            for loc in localities
+        )
+        reason = f"contains empty localities: [{listed}]"
+    return f"no children in weighted_target policy (EDS resource {assignment.name}: {reason})"
 
 
 def authority_of(target: str) -> str:
