@@ -7,7 +7,8 @@ channel; our side makes it on an `XdsChannel` over a client of the same control 
 no route matching, a route to a cluster the server does not have, a virtual host missing for
 the authority, a listener the server does not have, a call the assignment drops, a cluster
 whose every endpoint refuses connections, assignments with no localities or only empty ones,
-and a call that goes through. The calls
+a NACKed cluster (the reason, which each client words its own way, left out), and a call that
+goes through. The calls
 run concurrently: C-core waits its 15 s does-not-exist timer for the missing cluster and
 listener (no channel option shortens it), which makes this test take about 15 s.
 """
@@ -64,7 +65,10 @@ CALLS = [
     ("down", METHOD),  # the only endpoint refuses connections
     ("empty", METHOD),  # an assignment with no localities
     ("hollow", METHOD),  # an assignment whose one locality has no endpoints
+    ("nacked", METHOD),  # a cluster the client rejects (its why, worded differently, left out)
 ]
+#: why a resource is invalid: each client words it its own way
+_INVALID_WHY = re.compile(r"(invalid resource: ).*( \(node ID)")
 #: C-core's reason a connection failed (the OS error), which grpc.aio does not tell us
 _OS_REASON = re.compile(r"(Failed to connect to remote host): [^(]*? (\(xDS node ID)")
 
@@ -100,8 +104,15 @@ def _resources(port: int, refused: int) -> list[Any]:
             builders.cluster(name),
             assignment,
         ]
+    nacked = builders.cluster("nacked")
+    nacked.eds_cluster_config.eds_config.path_config_source.path = "/not/ads"
+    to_nacked = route_config("nacked-routes", domains=("nacked",))
+    add_route(to_nacked.virtual_hosts[0], "", "nacked")
     return [
         *resources,
+        listener(name="nacked", rds="nacked-routes"),
+        to_nacked,
+        nacked,
         listener(name="down", rds="down-routes"),
         to_down,
         builders.cluster("down"),
@@ -163,7 +174,8 @@ async def _one(channel: XdsChannel, method: str) -> list[str]:
 async def test_failed_calls_have_grpcios_codes_and_details() -> None:
     """Each call fails (or goes through) with the code and details grpcio's ``xds:///``
     channel gives it: no route, a missing cluster, no virtual host, a missing listener, a
-    drop, every endpoint refusing connections (C-core's OS error left out), no endpoints."""
+    drop, every endpoint refusing connections (C-core's OS error left out), no endpoints, a
+    NACKed cluster (the validation message aside)."""
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         refused = closed.getsockname()[1]  # nothing listens there once the socket closes
@@ -171,4 +183,9 @@ async def test_failed_calls_have_grpcios_codes_and_details() -> None:
         plane.set_all(_resources(ports[0], refused))
         theirs, ours = await asyncio.gather(_theirs(plane), _ours(plane))
     theirs = [[code, _OS_REASON.sub(r"\1 \2", details)] for code, details in theirs]
+    assert _INVALID_WHY.search(ours[-1][1]) is not None
+    ours, theirs = (
+        [[code, _INVALID_WHY.sub(r"\1...\2", details)] for code, details in side]
+        for side in (ours, theirs)
+    )
     assert ours == theirs

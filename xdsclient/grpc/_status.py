@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import grpc
 
-from .. import ResourceDoesNotExistError, ResourceError, XdsError
+from .. import ResourceDoesNotExistError, ResourceError, ResourceValidationError, XdsError
 from .._call import AttemptOutcome, Code, Status
 
 __all__ = ["PUSHBACK", "outcome_of", "resource_details", "rpc_error", "status_code"]
@@ -65,9 +65,14 @@ def outcome_of(error: grpc.aio.AioRpcError, *, committed: bool) -> AttemptOutcom
 def resource_details(error: XdsError, node_id: str) -> str:
     """C-core's words for a resource the configuration lacks: ``<LDS|RDS|CDS|EDS> resource
     <name>: <reason> (node ID:<id>)``, the reason ``does not exist`` for a missing or deleted
-    one."""
+    one, ``invalid resource: <why>`` for a NACKed one (C-core words the why its own way)."""
     if not isinstance(error, ResourceError):
         return f"{error} (node ID:{node_id})"
     kind = _KINDS.get(error.type_url.rsplit("/", 1)[-1], error.type_url)
-    reason = "does not exist" if isinstance(error, ResourceDoesNotExistError) else error.message
+    if isinstance(error, ResourceDoesNotExistError):
+        reason = "does not exist"
+    elif isinstance(error, ResourceValidationError):
+        reason = f"invalid resource: {error.message}"
+    else:
+        reason = error.message
     return f"{kind} resource {error.name}: {reason} (node ID:{node_id})"
