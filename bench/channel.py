@@ -94,7 +94,8 @@ async def backend() -> AsyncIterator[int]:
         sys.executable, "-c", _SERVER, SERVICE,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
+    assert process.stdout is not None
     try:
         yield int(await asyncio.wait_for(process.stdout.readline(), 30))
     finally:
@@ -256,10 +257,8 @@ async def profile(stub: Stub, calls: int) -> None:
     profiler.enable()
     await throughput(stub.unary, calls)
     profiler.disable()
-    stats = pstats.Stats(profiler)
-    ours = {
-        key: value for key, value in stats.stats.items() if "xdsclient" in key[0]  # type: ignore[attr-defined]
-    }
+    table: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    ours = {key: value for key, value in table.items() if "xdsclient" in key[0]}
     total = sum(value[2] for value in ours.values())
     print(f"\ncProfile: xdsclient's own time {total / calls * 1e6:.1f} us per unary call")
     top = sorted(ours.items(), key=lambda item: item[1][2], reverse=True)[:15]
