@@ -30,12 +30,15 @@ def main() -> None:
         run_channel_chaos(seconds=args.seconds, seed=args.seed, interval=args.interval)
     )
     print(f"{report.seconds:.0f} s, a call every {args.interval * 1000:.0f} ms\n")
-    print("| fault | times | calls during it | failed |")
-    print("|---|---:|---:|---:|")
+    print("| fault | times | calls during it | failed | slowest call (ms) |")
+    print("|---|---:|---:|---:|---:|")
     for row in report.rows:
         label = "(between faults)" if row.fault == "-" else row.fault
-        print(f"| {label} | {row.times or ''} | {row.calls} | {row.failed} |")
-    print(f"| **all** | | {report.calls} | {len(report.failures)} |")
+        print(
+            f"| {label} | {row.times or ''} | {row.calls} | {row.failed} "
+            f"| {row.slowest * 1e3:.0f} |"
+        )
+    print(f"| **all** | | {report.calls} | {len(report.failures)} | {report.slowest * 1e3:.0f} |")
     print(
         f"\ncalls through the fallback from new channels: {report.fallback_calls}, "
         f"failed: {report.fallback_failed}; assignments sent: {report.assignments}; "

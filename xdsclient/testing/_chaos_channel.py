@@ -66,6 +66,8 @@ class FaultRow:
     times: int
     calls: int
     failed: int
+    #: the slowest of those calls, in seconds
+    slowest: float
 
 
 @attrs.frozen(kw_only=True)
@@ -309,6 +311,7 @@ def _report(run: _Run, seconds: float) -> ChannelChaosReport:
             times=run.times[kind],
             calls=sum(1 for fault, *_ in run.calls if fault == kind),
             failed=sum(1 for fault, ok, *_ in run.calls if fault == kind and not ok),
+            slowest=max((took for fault, _, took, _ in run.calls if fault == kind), default=0.0),
         )
         for kind in (*FAULTS, "-")
     )
