@@ -98,7 +98,8 @@ def _calls(kind: str, count: int, value: str = "hi") -> list[Call]:
 
 def _within(count: int, calls: int, share: float) -> bool:
     """Whether ``count`` of ``calls`` is within four standard deviations of ``share``."""
-    return abs(count - calls * share) <= 4 * (calls * share * (1 - share)) ** 0.5
+    bound: float = 4 * (calls * share * (1 - share)) ** 0.5
+    return abs(count - calls * share) <= bound
 
 
 async def test_fault_aborts_delays_and_max_stream_duration_match_grpcio(
