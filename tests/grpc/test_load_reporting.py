@@ -64,7 +64,7 @@ async def test_calls_are_reported_per_locality_and_drops_by_category(
                 assert dropped.value.details() == "EDS-configured drop: throttle"
 
             async def reported() -> None:
-                while _totals(plane.load_reports).get(("c", "c", "z-c")) != [7, 5, 2] or _drops(
+                while _totals(plane.load_reports).get(("c", "", "z-c")) != [7, 5, 2] or _drops(
                     plane
                 ) != {"throttle": 3}:
                     await asyncio.sleep(0.05)
