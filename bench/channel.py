@@ -13,19 +13,21 @@ one round-robin EDS cluster. Three channels call the same backend:
 For each channel and call kind: p50/p99 latency at concurrency 1 (``--latency-calls``
 sequential calls), and calls per second at concurrency 64 (``--throughput-calls`` calls by 64
 tasks). The machine may be shared and loaded, so the channels run interleaved, round by round
-(``--rounds``); latencies pool every round, throughput is the median of the rounds, and the
-ratios against grpcio's ``xds:///`` come from the same run.
+(``--rounds``, each starting with the next channel); latencies pool every round, throughput is
+the median of the rounds, and each ratio against grpcio's ``xds:///`` is the median of the
+rounds' ratios (the two measured seconds apart).
 
 CPU per call: the process's CPU time (``time.process_time``: every thread of this process,
 C-core's included; the backend is another process) over the concurrency-64 run, divided by the
-calls. ``ours`` is XdsChannel's minus the plain channel's: the XdsChannel sends each attempt on
-a plain grpc.aio channel to the endpoint, so what it adds (the call's plan, the pick, the call
-object and its task, load and outcome bookkeeping) is the difference. ``--profile`` also runs
+calls; the best round counts (other load on the machine only adds to it). ``ours`` is
+XdsChannel's minus the plain channel's: the XdsChannel sends each attempt on a plain grpc.aio
+channel to the endpoint, so what it adds (the call's plan, the pick, the call object and its
+task, load and outcome bookkeeping) is the difference. ``--profile`` also runs
 XdsChannel's unary calls under cProfile and prints the functions of ``xdsclient`` by their own
 time (cProfile slows Python code about twofold: use it for where, the subtraction for how
 much).
 
-    python bench/channel.py [--rounds 5] [--latency-calls 500] [--throughput-calls 3000]
+    python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
                             [--stream 10] [--profile]
 """
 
@@ -45,6 +47,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import attrs
 import grpc
 from google.protobuf import wrappers_pb2
 
@@ -193,33 +196,38 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
         for _ in range(200):
             await stub.unary()
             await stub.stream()
-    lat: dict[tuple[str, str], list[float]] = {key: [] for key in _keys(stubs)}
-    rate: dict[tuple[str, str], list[float]] = {key: [] for key in _keys(stubs)}
-    cpu: dict[tuple[str, str], list[float]] = {key: [] for key in _keys(stubs)}
-    for _ in range(args.rounds):
+    rounds: list[dict[tuple[str, str], Sample]] = []
+    names = list(stubs)
+    for number in range(args.rounds):
+        samples: dict[tuple[str, str], Sample] = {}
+        order = names[number % len(names) :] + names[: number % len(names)]
         for kind in KINDS:
-            for name, stub in stubs.items():
-                call = getattr(stub, kind)
-                lat[name, kind] += await latencies(call, args.latency_calls)
+            for name in order:  # each round starts with the next channel
+                call = getattr(stubs[name], kind)
+                took = await latencies(call, args.latency_calls)
                 per_second, per_call = await throughput(call, args.throughput_calls)
-                rate[name, kind].append(per_second)
-                cpu[name, kind].append(per_call)
-    report(stubs, lat, rate, cpu, args)
+                samples[name, kind] = Sample(took, per_second, per_call)
+        rounds.append(samples)
+    report(names, rounds, args)
     if args.profile:
         await profile(stubs["XdsChannel"], args.throughput_calls)
 
 
-def _keys(stubs: dict[str, Stub]) -> list[tuple[str, str]]:
-    return [(name, kind) for name in stubs for kind in KINDS]
+@attrs.frozen
+class Sample:
+    """One channel's measurements in one round."""
+
+    latencies: list[float]
+    per_second: float
+    cpu_per_call: float
 
 
 def report(
-    stubs: dict[str, Stub],
-    lat: dict[tuple[str, str], list[float]],
-    rate: dict[tuple[str, str], list[float]],
-    cpu: dict[tuple[str, str], list[float]],
-    args: argparse.Namespace,
+    names: list[str], rounds: list[dict[tuple[str, str], Sample]], args: argparse.Namespace
 ) -> None:
+    """The table: latencies pooled over the rounds; calls per second, the median of the
+    rounds; CPU per call, the best round (load from elsewhere only adds to it); ratios against
+    grpcio's ``xds:///``, the median of each round's ratio (measured minutes apart at most)."""
     print(
         f"{args.rounds} rounds; concurrency 1: {args.latency_calls} calls a round; "
         f"concurrency {CONCURRENCY}: {args.throughput_calls} calls a round; "
@@ -231,23 +239,29 @@ def report(
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for kind in KINDS:
-        ref_p50 = statistics.median(lat["grpcio xds", kind])
-        ref_rate = statistics.median(rate["grpcio xds", kind])
-        for name in stubs:
-            p50 = statistics.median(lat[name, kind])
-            p99 = percentile(lat[name, kind], 0.99)
-            per_second = statistics.median(rate[name, kind])
-            per_call = statistics.median(cpu[name, kind])
+        for name in names:
+            took = [t for r in rounds for t in r[name, kind].latencies]
+            per_second = statistics.median(r[name, kind].per_second for r in rounds)
+            per_call = min(r[name, kind].cpu_per_call for r in rounds)
+            p50_ratio = statistics.median(
+                statistics.median(r[name, kind].latencies)
+                / statistics.median(r["grpcio xds", kind].latencies)
+                for r in rounds
+            )
+            rate_ratio = statistics.median(
+                r[name, kind].per_second / r["grpcio xds", kind].per_second for r in rounds
+            )
             print(
-                f"| {kind} | {name} | {p50 * 1e6:.0f} | {p99 * 1e6:.0f} | {per_second:.0f} "
-                f"| {per_call * 1e6:.1f} | {p50 / ref_p50:.2f}x | {per_second / ref_rate:.2f}x |"
+                f"| {kind} | {name} | {statistics.median(took) * 1e6:.0f} "
+                f"| {percentile(took, 0.99) * 1e6:.0f} | {per_second:.0f} | {per_call * 1e6:.1f} "
+                f"| {p50_ratio:.2f}x | {rate_ratio:.2f}x |"
             )
     print()
     for kind in KINDS:
-        ours = [x - p for x, p in zip(cpu["XdsChannel", kind], cpu["plain", kind], strict=True)]
+        best = {name: min(r[name, kind].cpu_per_call for r in rounds) for name in names}
         print(
-            f"our CPU per {kind} call (XdsChannel minus plain, median of rounds): "
-            f"{statistics.median(ours) * 1e6:.1f} us"
+            f"our CPU per {kind} call (XdsChannel minus plain, best rounds): "
+            f"{(best['XdsChannel'] - best['plain']) * 1e6:.1f} us"
         )
 
 
@@ -269,9 +283,9 @@ async def profile(stub: Stub, calls: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--latency-calls", type=int, default=500)
-    parser.add_argument("--throughput-calls", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--latency-calls", type=int, default=300)
+    parser.add_argument("--throughput-calls", type=int, default=1500)
     parser.add_argument("--stream", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
     asyncio.run(run(parser.parse_args()))
