@@ -19,13 +19,15 @@ rounds' ratios (the two measured seconds apart).
 
 CPU per call: the process's CPU time (``time.process_time``: every thread of this process,
 C-core's included; the backend is another process) over the concurrency-64 run, divided by the
-calls; the best round counts (other load on the machine only adds to it). ``ours`` is
-XdsChannel's minus the plain channel's: the XdsChannel sends each attempt on a plain grpc.aio
-channel to the endpoint, so what it adds (the call's plan, the pick, the call object and its
-task, load and outcome bookkeeping) is the difference. ``--profile`` also runs
-XdsChannel's unary calls under cProfile and prints the functions of ``xdsclient`` by their own
-time (cProfile slows Python code about twofold: use it for where, the subtraction for how
-much).
+calls; the best round counts (other load on the machine only adds to it). Our CPU per call is
+measured apart, in ``--pairs`` pairs of back-to-back concurrency-64 runs of the plain channel
+and XdsChannel (which goes first alternates); each pair gives XdsChannel's CPU per call minus
+the plain channel's, and the median of the pairs counts (pairing cancels the machine's load,
+which drifts over seconds). XdsChannel sends each attempt on a plain grpc.aio channel to the
+endpoint, so what it adds (the call's plan, the pick, the call object and its task, load and
+outcome bookkeeping) is the difference. ``--profile`` also runs XdsChannel's unary calls under
+cProfile and prints the functions of ``xdsclient`` by their own time (cProfile slows Python
+code about twofold: use it for where, the subtraction for how much).
 
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
                             [--stream 10] [--profile]
@@ -209,6 +211,16 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
                 samples[name, kind] = Sample(took, per_second, per_call)
         rounds.append(samples)
     report(names, rounds, args)
+    print()
+    for kind in KINDS:
+        plain, ours = getattr(stubs["plain"], kind), getattr(stubs["XdsChannel"], kind)
+        extra = await paired_cpu(plain, ours, args.pairs, args.throughput_calls // 3)
+        print(
+            f"our CPU per {kind} call (XdsChannel minus plain, median of {args.pairs} pairs): "
+            f"{statistics.median(extra) * 1e6:.1f} us "
+            f"(quartiles {percentile(extra, 0.25) * 1e6:.1f} "
+            f"to {percentile(extra, 0.75) * 1e6:.1f})"
+        )
     if args.profile:
         await profile(stubs["XdsChannel"], args.throughput_calls)
 
@@ -256,13 +268,23 @@ def report(
                 f"| {percentile(took, 0.99) * 1e6:.0f} | {per_second:.0f} | {per_call * 1e6:.1f} "
                 f"| {p50_ratio:.2f}x | {rate_ratio:.2f}x |"
             )
-    print()
-    for kind in KINDS:
-        best = {name: min(r[name, kind].cpu_per_call for r in rounds) for name in names}
-        print(
-            f"our CPU per {kind} call (XdsChannel minus plain, best rounds): "
-            f"{(best['XdsChannel'] - best['plain']) * 1e6:.1f} us"
-        )
+
+
+async def paired_cpu(
+    plain: Callable[[], Awaitable[None]],
+    ours: Callable[[], Awaitable[None]],
+    pairs: int,
+    calls: int,
+) -> list[float]:
+    """CPU seconds per call that ``ours`` takes beyond ``plain``: ``pairs`` times, ``calls``
+    calls of each back to back (which goes first alternates), the difference of the two."""
+    extra = []
+    for pair in range(pairs):
+        first, second = (plain, ours) if pair % 2 else (ours, plain)
+        a = (await throughput(first, calls))[1]
+        b = (await throughput(second, calls))[1]
+        extra.append(b - a if first is plain else a - b)
+    return extra
 
 
 async def profile(stub: Stub, calls: int) -> None:
@@ -287,6 +309,7 @@ def main() -> None:
     parser.add_argument("--latency-calls", type=int, default=300)
     parser.add_argument("--throughput-calls", type=int, default=1500)
     parser.add_argument("--stream", type=int, default=10)
+    parser.add_argument("--pairs", type=int, default=20, help="paired runs for our CPU per call")
     parser.add_argument("--profile", action="store_true")
     asyncio.run(run(parser.parse_args()))
 
