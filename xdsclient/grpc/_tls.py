@@ -31,8 +31,8 @@ import attrs
 import grpc
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
+from .. import ClusterConfig
 from .._settings._certificates import CertificateProviderConfig
-from .._watch._dependencies import ClusterConfig
 from ..resources import ClusterView
 
 __all__ = ["CertificateStore", "ClusterSecurity", "Security", "TlsError", "TlsPolicy", "tls_policy"]
