@@ -257,6 +257,8 @@ class ClusterSecurity:
         self._by_cluster: dict[str, TlsPolicy | None] = {}
         self._by_endpoint: dict[tuple[str, int], TlsPolicy | None] = {}
         self._invalid: dict[str, str] = {}
+        #: endpoints only invalid clusters list: never connected (in plaintext or otherwise)
+        self._blocked: dict[tuple[str, int], str] = {}
 
     def update(
         self, clusters: Mapping[str, ClusterConfig]
@@ -265,6 +267,7 @@ class ClusterSecurity:
         self._by_cluster = {}
         self._by_endpoint = {}
         self._invalid = {}
+        self._blocked = {}
         slots = []
         for name, entry in clusters.items():
             if entry.cluster is None:
@@ -275,11 +278,13 @@ class ClusterSecurity:
                 why = self._why_invalid(policy)
                 if why is not None:
                     self._invalid[name] = why
-                    continue
             if entry.endpoints is None:
                 continue
             for endpoint in entry.endpoints.healthy_endpoints():
                 key = (endpoint.address, endpoint.port)
+                if name in self._invalid:
+                    self._blocked.setdefault(key, f"cluster {name}: {self._invalid[name]}")
+                    continue
                 self._by_endpoint.setdefault(key, policy)
                 slots.append((key, policy))
         return slots
@@ -308,5 +313,8 @@ class ClusterSecurity:
         return self._by_cluster.get(cluster)
 
     def policy_of_endpoint(self, key: tuple[str, int]) -> TlsPolicy | None:
-        """The TLS policy of the first cluster listing ``key`` (None: plaintext)."""
+        """The TLS policy of the first valid cluster listing ``key`` (None: plaintext);
+        `TlsError` when only clusters whose TLS cannot be set up list it."""
+        if key not in self._by_endpoint and key in self._blocked:
+            raise TlsError(self._blocked[key])
         return self._by_endpoint.get(key)
