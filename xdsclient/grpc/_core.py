@@ -211,11 +211,11 @@ class ChannelCore:
                 return CLOSED
             event = self._changed
             now = self.clock()
-            insecure = self.security.invalid(cluster)
-            if insecure is not None:
+            refused = self.security.invalid(cluster)
+            if refused is not None:
                 return Status(
                     code=Code.UNAVAILABLE,
-                    details=f"CDS resource {cluster}: invalid resource: {insecure} "
+                    details=f"CDS resource {cluster}: invalid resource: {refused} "
                     f"(node ID:{self._node_id})",
                 )
             timer = picker.next_deadline()
