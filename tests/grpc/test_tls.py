@@ -16,7 +16,8 @@ from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 from tests.certs import make_pki
 from xdsclient import BootstrapError, CertificateProviderConfig, XdsClient, load_bootstrap
 from xdsclient.grpc import XdsChannel
-from xdsclient.grpc._tls import CertificateStore, TlsError, TlsPolicy
+from xdsclient.grpc._connections import Connections
+from xdsclient.grpc._tls import CertificateStore, SanMatcher, Security, TlsError, TlsPolicy
 from xdsclient.testing import ControlPlane, FakeClock, bootstrap
 
 from .echo import EchoBackend, EchoStub, Text, simple, until
@@ -408,3 +409,33 @@ async def test_rotated_certificate_files_reach_connections_after_the_refresh_int
             clock.advance(1)
             reply = await _say(channel, "rotated", timeout=5, wait_for_ready=True)
             assert reply == "new:rotated"
+
+
+# --- connections ---
+
+
+@pytest.mark.timeout(10)
+async def test_one_address_under_two_policies_gets_two_channels_and_new_certificates_a_new_one(
+    pki: dict[str, Path], other_pki: dict[str, Path]
+) -> None:
+    """The same endpoint in plaintext, under one TLS policy and under another is three
+    connections; a connect that gets other certificates for a policy replaces its connection,
+    and the old one closes (it had no calls)."""
+    roots = {"root": pki["ca"].read_bytes()}
+    connections = Connections(lambda key, state: None, secure=lambda policy: Security(**roots))
+    key = ("127.0.0.1", 9)
+    strict = TlsPolicy(ca_instance="roots", san_matchers=(SanMatcher(kind="exact", value="a"),))
+    plain = connections.connect(key)
+    first = connections.connect(key, TlsPolicy(ca_instance="roots"))
+    assert connections.connect(key, strict) not in (plain, first)
+    assert len(connections) == 3
+    assert connections.connect(key, TlsPolicy(ca_instance="roots")) is first
+    roots["root"] = other_pki["ca"].read_bytes()
+    second = connections.connect(key, TlsPolicy(ca_instance="roots"))
+    assert second is not first
+    assert second.security == Security(root=other_pki["ca"].read_bytes())
+    assert len(connections) == 3
+    await until(lambda: first.channel.get_state() is grpc.ChannelConnectivity.SHUTDOWN)
+    assert second.channel.get_state() is not grpc.ChannelConnectivity.SHUTDOWN
+    await connections.close()
+    assert len(connections) == 0
