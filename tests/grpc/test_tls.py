@@ -421,8 +421,10 @@ async def test_one_address_under_two_policies_gets_two_channels_and_new_certific
     """The same endpoint in plaintext, under one TLS policy and under another is three
     connections; a connect that gets other certificates for a policy replaces its connection,
     and the old one closes (it had no calls)."""
-    roots = {"root": pki["ca"].read_bytes()}
-    connections = Connections(lambda key, state: None, secure=lambda policy: Security(**roots))
+    roots = [pki["ca"].read_bytes()]
+    connections = Connections(
+        lambda key, state: None, secure=lambda policy: Security(root=roots[-1])
+    )
     key = ("127.0.0.1", 9)
     strict = TlsPolicy(ca_instance="roots", san_matchers=(SanMatcher(kind="exact", value="a"),))
     plain = connections.connect(key)
@@ -430,7 +432,7 @@ async def test_one_address_under_two_policies_gets_two_channels_and_new_certific
     assert connections.connect(key, strict) not in (plain, first)
     assert len(connections) == 3
     assert connections.connect(key, TlsPolicy(ca_instance="roots")) is first
-    roots["root"] = other_pki["ca"].read_bytes()
+    roots.append(other_pki["ca"].read_bytes())
     second = connections.connect(key, TlsPolicy(ca_instance="roots"))
     assert second is not first
     assert second.security == Security(root=other_pki["ca"].read_bytes())
