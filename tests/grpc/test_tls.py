@@ -253,6 +253,24 @@ async def test_a_cluster_with_a_ca_provider_calls_its_tls_backend(
             )
 
 
+async def test_a_cluster_without_a_transport_socket_uses_the_fallback_credentials(
+    plane: ControlPlane, pki: dict[str, Path]
+) -> None:
+    """With ``fallback_credentials``, a cluster that asks for no TLS reaches a TLS backend
+    with them (A29's fallback); without, the same cluster is plaintext and cannot."""
+    async with _client(plane, {}) as client, _tls_backend("f", pki) as f:
+        plane.set_all(simple("svc", [("c", [f])]))
+        fallback = grpc.ssl_channel_credentials(pki["ca"].read_bytes())
+        async with XdsChannel(
+            "xds:///svc", client=client, fallback_credentials=fallback
+        ) as channel:
+            assert await _say(channel) == "f:hi"
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            with pytest.raises(grpc.aio.AioRpcError):
+                await _say(channel, timeout=1)
+    assert f.calls["/echo.Echo/Say"] == 1
+
+
 async def test_an_mtls_backend_takes_the_identity_providers_certificate(
     plane: ControlPlane, pki: dict[str, Path]
 ) -> None:

@@ -69,10 +69,13 @@ class Connections:
         report: Report,
         options: Sequence[tuple[str, Any]] = (),
         secure: Callable[[TlsPolicy], Security] | None = None,
+        fallback: grpc.ChannelCredentials | None = None,
     ) -> None:
         self._report = report
         self._options = tuple(options)
         self._secure = secure
+        #: the credentials of a connection without a TLS policy (None: plaintext)
+        self._fallback = fallback
         self._open: dict[Slot, Connection] = {}
         #: replaced by a connection with newer certificates, closing once their calls end
         self._retired: set[Connection] = set()
@@ -113,9 +116,8 @@ class Connections:
         if connection is None:
             if self._closed:
                 raise RuntimeError("the channel is closed")
-            connection = self._open[slot] = Connection(
-                slot, _channel(key, security, self._options), security
-            )
+            channel = _channel(key, security, self._fallback, self._options)
+            connection = self._open[slot] = Connection(slot, channel, security)
             connection.watcher = asyncio.ensure_future(self._watch(connection))
         connection.held = slot in self._held
         return connection
@@ -189,10 +191,15 @@ async def _close_channel(connection: Connection) -> None:
 
 
 def _channel(
-    key: EndpointKey, security: Security | None, options: tuple[tuple[str, Any], ...]
+    key: EndpointKey,
+    security: Security | None,
+    fallback: grpc.ChannelCredentials | None,
+    options: tuple[tuple[str, Any], ...],
 ) -> grpc.aio.Channel:
     target = f"{_host(key[0])}:{key[1]}"
     if security is None:
+        if fallback is not None:
+            return grpc.aio.secure_channel(target, fallback, options=options)
         return grpc.aio.insecure_channel(target, options=options)
     return grpc.aio.secure_channel(
         target, security.credentials(), options=options + security.options()

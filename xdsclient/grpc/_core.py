@@ -26,6 +26,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import grpc
+
 from .. import ClusterConfig, ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
 from .._settings._targets import listener_for
@@ -73,6 +75,7 @@ class ChannelCore:
         options: tuple[tuple[str, Any], ...],
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
+        fallback: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
@@ -89,6 +92,7 @@ class ChannelCore:
             self._on_connectivity,
             options,
             secure=lambda policy: self.security.store.security(policy, self.clock()),
+            fallback=fallback,
         )
         self.faults = ActiveFaults()
         self.config: CallConfig | None = None
