@@ -51,7 +51,12 @@ from ._route_values import (
 from ._routing import select_virtual_host
 from ._view import View, invalid, parse, unpack
 
-__all__ = ["RouteConfigurationView", "decode_route_configuration", "route_fields"]
+__all__ = [
+    "RouteConfigurationView",
+    "decode_route_configuration",
+    "route_fields",
+    "virtual_host_of",
+]
 
 _UINT32_MAX = 2**32 - 1
 _RETRY_CODES = frozenset(
@@ -227,6 +232,12 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
         if configs
         else _NO_CONFIGS,
     )
+
+
+def virtual_host_of(name: str, vhost: Any) -> VirtualHost:
+    """One VirtualHost message validated alone (VHDS's resource), with no cluster specifier
+    plugins defined; errors name ``name``."""
+    return _virtual_host(name, "virtual_host", vhost, {})
 
 
 def _valid_domain(domain: str) -> bool:
