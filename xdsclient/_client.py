@@ -99,8 +99,13 @@ class XdsClient:
             slow_threshold=self._options.slow_watcher_threshold,
             tasks=self._tasks,
         )
-        self._resolver = Resolver(self._registry, self._clock, grace=self._options.on_demand_grace)
         self._observers = Observers()
+        self._resolver = Resolver(
+            self._registry,
+            self._clock,
+            grace=self._options.on_demand_grace,
+            add_observer=self._observers.add,
+        )
         self._stats = StatsRecorder()
         self._observers.add(self._stats, verdicts=False)
         self._observers.add(ProtocolLogger(), verdicts=False)

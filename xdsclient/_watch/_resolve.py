@@ -179,13 +179,18 @@ class ResolveBook:
             if entry is not None:
                 entry.known = None
 
-    def held(self, type_url: str, prefix: str) -> list[str]:
-        """The held names of ``type_url`` that start with ``prefix``."""
-        return [
-            name
-            for (t, name), entry in self._entries.items()
-            if t == type_url and entry.held and name.startswith(prefix)
-        ]
+    def held(self, type_url: str) -> list[str]:
+        """The held names of ``type_url``."""
+        return [name for (t, name), entry in self._entries.items() if t == type_url and entry.held]
+
+    def fresh(self, type_url: str, name: str, view: Any) -> Available | None:
+        """The server sent ``name`` again (changed or not) while its hold knew nothing: the
+        outcome to give its waiters."""
+        entry = self._entries.get((type_url, name))
+        if entry is None or not entry.held or entry.known is not None:
+            return None
+        entry.known = Available(view=view)
+        return entry.known
 
     def finished(self, type_url: str, name: str, outcome: Outcome, now: float) -> float | None:
         """A resolve of ``name`` returned ``outcome``. Returns when the hold is to be
