@@ -221,3 +221,20 @@ async def test_a_timeout_that_is_not_positive_is_refused(client: XdsClient) -> N
     """``timeout`` must be a positive number of seconds."""
     with pytest.raises(ValueError, match="timeout"):
         await client.resolve(CLUSTER, "a", timeout=0)
+
+
+async def test_csds_shows_a_resolved_cluster_as_any_other(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    """A name resolved on demand is in the CSDS dump like a watched one, with its version."""
+    task = resolving(client, "a")
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([cluster("a")], version="7")
+    await task
+    [generic] = [c for c in client.csds().generic_xds_configs if c.name == "a"]
+    assert generic.type_url == CLUSTER.type_url
+    assert generic.version_info == "7"
+    from envoy.admin.v3 import config_dump_shared_pb2
+
+    assert generic.client_status == config_dump_shared_pb2.ClientResourceStatus.ACKED

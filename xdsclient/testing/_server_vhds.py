@@ -6,9 +6,10 @@ their own names (``<route configuration name>/<virtual host>``) and answers each
 virtual host whose domains match it (gRPC's and Envoy's domain rules), named by its own name
 with the host in its ``aliases``. A host no virtual host matches is answered once with a
 ``Resource`` whose name and alias are the host and which has no body. When the route
-configuration changes, every virtual host of it is sent again (Envoy: an update of the route
-configuration clears the client's virtual host table). An on-demand cluster the server does not
-have is named in ``removed_resources`` (what Envoy's on-demand CDS takes as Missing).
+configuration changes, every host asked for is answered again, found or not (Envoy: an update
+of the route configuration clears the client's virtual host table). An on-demand cluster the
+server does not have is named in ``removed_resources`` (what Envoy's on-demand CDS takes as
+Missing).
 """
 
 from __future__ import annotations
@@ -34,14 +35,16 @@ def vhds_response(store: ResourceStore, sub: Any, nonce: Any) -> Any | None:
         except ValueError:
             continue
         match = _match(store, route_config, host)
+        rc = store.get(ROUTE_CONFIGURATION.type_url, route_config)
+        rc_version = rc.version if rc is not None else ""
         if match is None:
-            if asked not in sub.absent:
+            version = f"{rc_version}/absent"
+            if asked not in sub.absent or sub.sent.get(asked) != version:
                 response.resources.add(name=asked, aliases=[asked])
                 sub.absent.add(asked)
-                sub.sent.pop(asked, None)
+                sub.sent[asked] = version
             continue
-        rc = store.get(ROUTE_CONFIGURATION.type_url, route_config)
-        version = f"{rc.version if rc is not None else ''}/{stored[match].version}"
+        version = f"{rc_version}/{stored[match].version}"
         if sub.sent.get(asked) == version:
             continue
         resource = response.resources.add(
