@@ -109,6 +109,13 @@ class RouteConfigurationView(View):
         """`select_virtual_host` over this configuration's virtual hosts."""
         return select_virtual_host(self.virtual_hosts, authority)
 
+    @property
+    def vhds(self) -> bool:
+        """Whether virtual hosts also come from VHDS (``vhds`` is set): those for hosts none
+        of ``virtual_hosts`` matches are asked for on demand as ``<name>/<host>``. Read from
+        ``raw`` at each access (only the walk's "no virtual host matched" path asks)."""
+        return bool(self.proto.HasField("vhds"))
+
     @classmethod
     def from_proto(cls, message: Any, raw: bytes | None = None) -> RouteConfigurationView:
         """Validate ``message``; raises `ResourceDecodeError` naming the field at fault."""
