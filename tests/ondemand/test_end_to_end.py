@@ -12,6 +12,7 @@ import pytest
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
 from tests.builders import cluster
+from tests.helpers import eventually
 from xdsclient import Available, ClientOptions, Missing, XdsClient
 from xdsclient.resources import CLUSTER, ROUTE_CONFIGURATION, VIRTUAL_HOST
 from xdsclient.testing import ControlPlane
@@ -85,6 +86,12 @@ async def test_virtual_hosts_resolve_by_host_and_an_unknown_host_is_missing(
         )
         again = await c.resolve(VIRTUAL_HOST, "ns/routes/api.x.io", timeout=5.0)
         assert isinstance(again, Available)
-        resent = [r for r in control_plane.responses[sent:] if r.type_url == VIRTUAL_HOST.type_url]
-        assert [r.names for r in resent] == [("ns/routes/vh",)]
+        resent = await eventually(
+            lambda: [
+                r.names
+                for r in control_plane.responses[sent:]
+                if r.type_url == VIRTUAL_HOST.type_url
+            ]
+        )
+        assert resent == [("ns/routes/vh", "ns/routes/y.io")]  # every host asked for, again
         assert c.resource_state(ROUTE_CONFIGURATION, "ns/routes") is not None
