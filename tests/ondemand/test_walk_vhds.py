@@ -94,3 +94,17 @@ async def test_watch_config_yields_the_configuration_vhds_resolves() -> None:
             config = await client.wait_for_config("svc", timeout=5.0)
     assert config.virtual_host.name == "ns/routes/vh"
     assert list(config.clusters) == ["a"]
+
+
+async def test_a_vhds_route_configuration_on_a_sotw_per_type_client_is_no_virtual_host() -> None:
+    """No per-type SotW service carries VHDS: the walk's virtual host is a data error, so the
+    configuration is "no virtual host" (the walk does not raise)."""
+    async with ControlPlane() as control_plane:
+        control_plane.set_all([listener("svc", route="ns/routes"), vhds_routes()])
+        async with (
+            XdsClient(control_plane.address, node_id="n", ads=False, delta=False) as client,
+            client.watch_config("svc") as updates,
+        ):
+            update = await anext(updates)
+    assert isinstance(update, XdsError)
+    assert "no virtual host" in str(update)
