@@ -371,9 +371,10 @@ class XdsClient:
         ``.resource_updates_valid``, ``.resource_updates_invalid`` and ``.resources``, labelled
         with ``grpc.target`` (``target``: the channel target or service this client serves),
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
-        ``grpc.xds.cache_state``; and our ``xdsclient.lrs.reporting`` gauge and
-        ``xdsclient.lrs.stream_failure`` counter for load reporting streams. Needs the
-        ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
+        ``grpc.xds.cache_state``; our ``xdsclient.lrs.reporting`` gauge and
+        ``xdsclient.lrs.stream_failure`` counter for load reporting streams; and the
+        ``xdsclient.resolves`` counter of `resolve` calls by ``xdsclient.resolve.outcome``.
+        Needs the ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
         reporting."""
         self._registry.check_open()
         connected = {name: server.connected_state for name, server in self.stats().servers.items()}
@@ -383,6 +384,7 @@ class XdsClient:
             meter_provider=meter_provider,
             target=target,
             connected=connected,
+            resolves=lambda: self._resolver.book.counts,
         )
 
     def resource_states(self) -> list[ResourceState]:

@@ -238,3 +238,28 @@ async def test_csds_shows_a_resolved_cluster_as_any_other(
     from envoy.admin.v3 import config_dump_shared_pb2
 
     assert generic.client_status == config_dump_shared_pb2.ClientResourceStatus.ACKED
+
+
+async def test_metrics_count_resolves_by_outcome(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """``xdsclient.resolves`` counts finished resolves, labelled by outcome."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from tests.shell.test_metrics import _points
+
+    reader = InMemoryMetricReader()
+    client.enable_metrics(MeterProvider(metric_readers=[reader]), target="xds:///svc")
+    found, lost = resolving(client, "a"), resolving(client, "b", timeout=1.0)
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([cluster("a")])
+    assert isinstance(await found, Available)
+    clock.advance(1.0)
+    assert isinstance(await lost, TimedOut)
+    counts = {
+        attributes["xdsclient.resolve.outcome"]: value
+        for value, attributes in _points(reader)["xdsclient.resolves"]
+    }
+    assert counts == {"available": 1, "missing": 0, "timed_out": 1}
