@@ -67,6 +67,7 @@ from ._route_values import (
 )
 from ._routing import match_route, select_virtual_host
 from ._type import ResourceType
+from ._virtual_host import VirtualHostView, split_vhds_name, vhds_name
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -115,10 +116,13 @@ __all__ = [
     "RouteMatch",
     "UpstreamTls",
     "VirtualHost",
+    "VirtualHostView",
     "WeightedRoundRobin",
     "WrrLocality",
     "match_route",
     "select_virtual_host",
+    "split_vhds_name",
+    "vhds_name",
 ]
 
 for _name in __all__:
