@@ -255,14 +255,19 @@ class ChannelCore:
         self, cluster: str, headers: Mapping[str, str], request_hash: int
     ) -> PickResult | Status | None:
         """`pick` without waiting: its answer when it has one at once (COMPLETE, DROP, FAIL),
-        None when the pick would queue (or a timer is due: `pick` fires it)."""
+        None when the pick would queue, fails, or a timer is due, or the cluster's TLS is refused
+        (`pick` waits, fires the timer or fails the call)."""
         picker = self.picker
         timer = picker.next_deadline()
-        if self.closed or (timer is not None and timer <= self.clock()):
+        if (
+            self.closed
+            or (timer is not None and timer <= self.clock())
+            or self.security.invalid(cluster) is not None
+        ):
             return None
         result = picker.pick_in(cluster, headers, self.rng, self.clock(), request_hash=request_hash)
         for endpoint in result.connect:
-            self.connections.connect(key_of(endpoint))
+            self._connect(key_of(endpoint))
         outcome = result.outcome
         if outcome is _COMPLETE:
             return result
