@@ -222,7 +222,7 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
             f"to {percentile(extra, 0.75) * 1e6:.1f})"
         )
     if args.profile:
-        await profile(stubs["XdsChannel"], args.throughput_calls)
+        await profile(stubs, args.throughput_calls)
 
 
 @attrs.frozen
@@ -287,20 +287,40 @@ async def paired_cpu(
     return extra
 
 
-async def profile(stub: Stub, calls: int) -> None:
-    """XdsChannel's unary calls under cProfile: xdsclient's functions by their own time."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    await throughput(stub.unary, calls)
-    profiler.disable()
-    table: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-    ours = {key: value for key, value in table.items() if "xdsclient" in key[0]}
+async def profile(stubs: dict[str, Stub], calls: int) -> None:
+    """Unary calls under cProfile: Python function calls per call of each channel (a count the
+    machine's load does not change), and xdsclient's functions by their own time."""
+    counts = {}
+    for name, stub in stubs.items():
+        table = await _profiled(stub, calls)
+        counts[name] = sum(value[1] for value in table.values()) / calls
+    print(
+        "\nPython function calls per unary call: "
+        + ", ".join(f"{name} {count:.0f}" for name, count in counts.items())
+        + f"; XdsChannel adds {counts['XdsChannel'] - counts['plain']:.0f}"
+    )
+    ours = {
+        k: v
+        for k, v in (await _profiled(stubs["XdsChannel"], calls)).items()
+        if "xdsclient" in k[0]
+    }
     total = sum(value[2] for value in ours.values())
-    print(f"\ncProfile: xdsclient's own time {total / calls * 1e6:.1f} us per unary call")
+    print(f"cProfile: xdsclient's own time {total / calls * 1e6:.1f} us per unary call")
     top = sorted(ours.items(), key=lambda item: item[1][2], reverse=True)[:15]
     for (file, line, function), value in top:
         short = file[file.index("xdsclient") :]
         print(f"  {value[2] / calls * 1e6:6.2f} us  {short}:{line} {function}")
+
+
+async def _profiled(stub: Stub, calls: int) -> dict[tuple[str, int, str], tuple[Any, ...]]:
+    """cProfile's table of ``calls`` unary calls one after the other (the count of function
+    calls then depends on nothing else: concurrent calls share event-loop turns)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    await latencies(stub.unary, calls)
+    profiler.disable()
+    table: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    return table
 
 
 def main() -> None:
