@@ -134,7 +134,7 @@ async def test_fault_aborts_delays_and_max_stream_duration_match_grpcio(
         (r.code, r.details) for r in theirs_[held]
     ]
     assert theirs_[243].code == "DEADLINE_EXCEEDED"
-    assert all(r.seconds < 0.2 + 0.1 for r in theirs_[held]), theirs_[held]  # at most A31's time
+    assert all(r.seconds < 0.2 + 0.5 for r in theirs_[held]), theirs_[held]  # at most A31's time
     assert all(0.2 <= r.seconds < 1.0 for r in ours_[held]), ours_[held]  # A31's time
     assert ours_[245].reply == "echo:hi"
 
