@@ -1,5 +1,5 @@
 """Interest changes that net to nothing change nothing: a resource stays cached while
-someone wants it, and no request goes out for a drop and re-add in one tick (issue bug 1)."""
+someone wants it, and no request goes out for a drop and re-add in one tick."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The client owns its tasks and iterations: close ends them all, later calls fail clearly,
-and bad arguments fail at the call (issue bugs 6 and 7)."""
+and bad arguments fail at the call."""
 
 from __future__ import annotations
 
