@@ -11,7 +11,7 @@ from google.protobuf import json_format
 
 from tests.builders import CDS, cluster, sotw_response, wrapped
 from tests.helpers import eventually, idle
-from tests.shell.conftest import OPTIONS, clock, fake
+from tests.shell.conftest import OPTIONS
 from xdsclient import (
     CallbackWatcher,
     DataError,
@@ -23,8 +23,6 @@ from xdsclient import (
 )
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane, FakeClock, FakeTransport, bootstrap
-
-__all__ = ["clock", "fake"]  # the shell tests' fake clock and transport fixtures
 
 Status = config_dump_shared_pb2.ClientResourceStatus
 

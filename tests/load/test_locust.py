@@ -18,6 +18,7 @@ import pytest
 
 from tests.cli.helpers import ENV, cli, closed_port, one_error_line
 from tests.conformance import servers
+from tests.helpers import eventually
 from xdsclient.load import Histogram, Progress
 from xdsclient.load._locust_merge import (
     merge_progress,
@@ -115,8 +116,7 @@ async def test_a_push_runs_once_and_every_worker_measures_it(cp, tmp_path):
                           "--json", str(out_file))  # fmt: skip
 
     async def push_when_told() -> None:  # the command tells us; we push on the control plane
-        while not marks.exists():
-            await asyncio.sleep(0.01)
+        await eventually(marks.exists, 30, what=f"the push command to write {marks}")
         cp.set_all(assignments(9))
 
     pusher = asyncio.create_task(push_when_told())

@@ -16,16 +16,6 @@ from xdsclient.testing import FakeClock, FakeTransport
 OPTIONS = ClientOptions(does_not_exist_timeout=15.0, backoff=Backoff(jitter=0.0))
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake() -> FakeTransport:
-    return FakeTransport()
-
-
 @pytest.fixture(params=[False, True], ids=["sotw", "delta"])
 def delta(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
