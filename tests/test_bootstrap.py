@@ -47,6 +47,7 @@ def test_a_full_bootstrap_is_read_and_unknown_fields_are_ignored() -> None:
     assert list(node.client_features) == [
         "xds.config.resource-in-sotw",
         "xds.config.supports-resource-ttl",
+        "envoy.lb.does_not_support_overprovisioning",
     ]
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.builders import cluster, endpoints, listener, routes
 from tests.fuzz import examples
 from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
-from xdsclient._dependencies import XdsConfig, endpoint_users, rewalk_endpoints, walk
+from xdsclient._watch._dependencies import XdsConfig, endpoint_users, rewalk_endpoints, walk
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
 
 L, R, C, E = LISTENER.type_url, ROUTE_CONFIGURATION.type_url, CLUSTER.type_url, ENDPOINT.type_url

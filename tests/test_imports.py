@@ -1,4 +1,7 @@
-"""The package facade is the API, never a dependency of the client: no module of the client
+"""The package's layers, as `LAYERS`: which folder (or root module) may import which, checked
+for every import of every module, and no import cycle at all.
+
+The package facade is the API, never a dependency of the client: no module of the client
 imports a name from ``xdsclient/__init__.py`` (so the facade can import any module without a
 cycle), and the version it shows is the one module that holds it and the one the distribution
 declares. The capabilities beside the client (`BESIDE`) are the other way round: the facade never
@@ -15,8 +18,9 @@ import xdsclient
 from xdsclient import _version
 
 PACKAGE = Path(xdsclient.__file__).parent
-#: packages beside the client: never imported by it, so they may import its facade
-BESIDE = ("lb", "load", "testing", "conformance")
+#: packages beside the client: never imported by it, so they may import its facade (``_call``:
+#: the data plane's call path, which the front ends share and which hashes with ``lb``)
+BESIDE = ("lb", "load", "testing", "conformance", "_call")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
@@ -105,3 +109,208 @@ def test_the_version_is_the_distributions_and_the_facade_shows_it() -> None:
     distribution declares (pyproject.toml)."""
     assert xdsclient.__version__ == _version.__version__
     assert _version.__version__ == importlib.metadata.version("xdsclient")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _edges(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) for each xdsclient module ``path`` imports, wherever the import is (at the
+    top, in a function, under TYPE_CHECKING): ``from p import m`` names ``p.m`` when that is a
+    module, else ``p``. A package's ``__init__`` that Python runs on the way is not counted (the
+    facade runs on every import; the tests above hold it to importing nothing back)."""
+    package = ["xdsclient", *path.relative_to(PACKAGE).parts[:-1]]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names if a.name in MODULES)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                inner = f"{module}.{alias.name}"
+                if inner in MODULES:
+                    yield node.lineno, inner
+                elif module in MODULES:
+                    yield node.lineno, module
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the other xdsclient modules it imports."""
+    return {name: {m for _, m in _edges(path) if m != name} for name, path in MODULES.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as ``[a, b, ..., a]``, or None (depth-first, three colours)."""
+    done: set[str] = set()
+    stack: list[str] = []
+    on_stack: set[str] = set()
+
+    def visit(name: str) -> list[str] | None:
+        stack.append(name)
+        on_stack.add(name)
+        for nxt in sorted(graph.get(name, ())):
+            if nxt in on_stack:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in done and (cycle := visit(nxt)) is not None:
+                return cycle
+        stack.pop()
+        on_stack.discard(name)
+        done.add(name)
+        return None
+
+    for start in sorted(graph):
+        if start not in done and (cycle := visit(start)) is not None:
+            return cycle
+    return None
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import cycle among xdsclient's modules, counting imports inside functions and under
+    TYPE_CHECKING: each layer can be read, and tested, without the ones above it."""
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_the_cycle_finder_names_a_cycle() -> None:
+    """The finder reports a cycle it is given, so the test above can fail."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: The layers: each folder of the package (or module at its root) and what it may import. Read
+#: upwards: the root modules are names, errors and helpers every layer shares; `resources` the
+#: resource types (and localities); `_protocol` the sans-I/O state machines (discovery, LRS), the
+#: cache and the service table; `_settings` the values the client is built from; `_runtime`
+#: clock, tasks and collector; `_transports` the streams; `_observe` protocol events and their
+#: observers; `_watch` the watch layer; `_shell` the drive loop and the server pool; `_client`
+#: the facade over them; then the programs and the packages beside the client (`BESIDE`), which
+#: may use the facade (``__init__``).
+SHARED = ("_errors", "_names", "_slots", "_validators", "_version", "_xdstp")
+LAYERS: dict[str, frozenset[str]] = {
+    "_errors": frozenset(),
+    "_names": frozenset(),
+    "_slots": frozenset(),
+    "_validators": frozenset(),
+    "_version": frozenset(),
+    "_xdstp": frozenset({"_errors"}),
+    "resources": frozenset(SHARED),
+    "_protocol": frozenset({*SHARED, "resources"}),
+    # ClientOptions holds the protocol's options; the bootstrap reads the service table
+    "_settings": frozenset({*SHARED, "resources", "_protocol"}),
+    "_runtime": frozenset(SHARED),
+    "_transports": frozenset({*SHARED, "_settings", "_protocol", "_runtime"}),
+    "_observe": frozenset({*SHARED, "_protocol"}),
+    "_watch": frozenset({*SHARED, "_settings", "resources", "_protocol", "_runtime"}),
+    "_shell": frozenset(
+        {*SHARED, "_settings", "resources", "_protocol", "_runtime", "_transports", "_observe"}
+    ),
+    "_client": frozenset(
+        {*SHARED, "_settings", "resources", "_protocol", "_runtime", "_transports", "_observe"}
+        | {"_watch", "_shell"}
+    ),
+    "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
+    "lb": frozenset({"__init__", "resources"}),
+    "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
+    "load": frozenset(),  # beside the client: anything but the programs
+    "testing": frozenset(),
+    "conformance": frozenset(),
+    "_cli": frozenset(),  # the programs: anything
+    "_demo": frozenset(),
+    "__main__": frozenset(),
+}
+#: Units that may import any unit but the programs (and, for the facade, `BESIDE`).
+ANYTHING = {"__init__", "load", "testing", "conformance", "_cli", "_demo", "__main__"}
+PROGRAM_UNITS = {"_cli", "_demo", "__main__"}
+
+
+def _unit(module: str) -> str:
+    """The layer a module is in: its folder under the package, or itself at the root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def may_import(unit: str, used: str) -> bool:
+    """Whether a module of layer ``unit`` may import one of layer ``used``."""
+    if used == unit:
+        return True
+    if unit in ANYTHING:
+        if used in PROGRAM_UNITS and unit not in PROGRAM_UNITS:
+            return False
+        return not (unit == "__init__" and used in BESIDE)
+    return used in LAYERS[unit]
+
+
+def test_every_module_imports_only_from_its_own_and_lower_layers() -> None:
+    """Each import of each module (function-level and TYPE_CHECKING ones included) goes to its
+    own layer or one `LAYERS` lets it use."""
+    assert {_unit(name) for name in MODULES} <= set(LAYERS), "a folder in no layer: add it"
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {_unit(name)} -> {module}"
+        for name, path in MODULES.items()
+        for line, module in _edges(path)
+        if not may_import(_unit(name), _unit(module))
+    ]
+    assert found == []
+
+
+def test_a_climb_is_against_the_layers() -> None:
+    """The check refuses an import upwards and allows one downwards (so the test above can
+    fail): the circles that were (the CSDS dump and waits importing the client) are refused."""
+    assert may_import("_watch", "_protocol")
+    assert not may_import("_protocol", "_watch")
+    assert not may_import("_watch", "_client")
+    assert not may_import("_observe", "_client")
+    assert not may_import("_watch", "_shell")
+    assert not may_import("_client", "_cli")
+    assert not may_import("__init__", "lb")
+    assert may_import("lb", "__init__")
+
+
+def test_the_layers_are_a_hierarchy() -> None:
+    """No two layers may import each other, even through others: the table is a hierarchy."""
+    assert find_cycle({unit: set(used) for unit, used in LAYERS.items()}) is None
+
+
+def _session_private_names() -> set[str]:
+    """The private methods and attributes of `Session` (``_x``, not dunders)."""
+    source = PACKAGE / "_protocol" / "_session.py"
+    tree = ast.parse(source.read_text(), str(source))
+    session = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Session")
+    names = set()
+    for node in ast.walk(session):
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_nothing_outside_the_protocol_touches_a_sessions_private_state() -> None:
+    """Outside ``_protocol/`` (the package, tests, benchmarks, examples) a session is changed
+    through `SessionWriter` and read through its public members: no ``x._name`` of a private
+    member of `Session` on anything but ``self`` (a name shared with another class's private
+    member is flagged too: rename one)."""
+    private = _session_private_names()
+    assert {"_state", "_types"} <= private  # what the shell used to reach for
+    roots = [PACKAGE.parent / d for d in ("xdsclient", "tests", "bench", "examples")]
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(node)}"
+        for root in roots
+        for path in sorted(root.rglob("*.py"))
+        if not path.is_relative_to(PACKAGE / "_protocol")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute)
+        and node.attr in private
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+    assert found == []

@@ -5,21 +5,7 @@ The public API is re-exported here; every other module is private.
 
 from __future__ import annotations
 
-from ._bootstrap import load_bootstrap
 from ._client import XdsClient
-from ._config import (
-    AuthorityConfig,
-    Backoff,
-    BootstrapError,
-    ChannelCredentials,
-    ClientConfig,
-    Locality,
-    NodeConfig,
-    ServerConfig,
-)
-from ._config_watch import ConfigUpdate, ConfigWatch
-from ._csds import add_csds_service
-from ._dependencies import ClusterConfig, XdsConfig
 from ._errors import (
     ClientClosedError,
     MissingExtraError,
@@ -35,23 +21,18 @@ from ._errors import (
     WaitTimeoutError,
     XdsError,
 )
-from ._load_store import (
-    ClusterLoad,
-    ClusterLoadReport,
-    LoadStore,
-    LocalityLoadReport,
-    MetricLoad,
-)
-from ._observe import (
+from ._observe._csds import add_csds_service
+from ._observe._events import (
     ChannelClosed,
     ConnectivityChanged,
+    LoadReportingChanged,
     Observer,
     ProtocolEvent,
     RequestSent,
     ResourceUpdate,
     ResponseReceived,
 )
-from ._options import ClientOptions
+from ._observe._stats import ClientStats, ServerStats, TypeStats
 from ._protocol import (
     AmbientError,
     DataError,
@@ -62,12 +43,32 @@ from ._protocol import (
     ResourceStatus,
     Session,
 )
-from ._shell._clock import Clock
-from ._sources import FileSource, RestSource
-from ._stats import ClientStats, ServerStats, TypeStats
+from ._protocol._load_store import (
+    ClusterLoad,
+    ClusterLoadReport,
+    LoadStore,
+    LocalityLoadReport,
+    MetricLoad,
+)
+from ._runtime._clock import Clock
+from ._settings._bootstrap import load_bootstrap
+from ._settings._config import (
+    AuthorityConfig,
+    Backoff,
+    BootstrapError,
+    ChannelCredentials,
+    ClientConfig,
+    Locality,
+    NodeConfig,
+    ServerConfig,
+)
+from ._settings._options import ClientOptions
+from ._settings._sources import FileSource, RestSource
 from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._version import __version__ as __version__
-from ._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
+from ._watch._config_watch import ConfigUpdate, ConfigWatch
+from ._watch._dependencies import ClusterConfig, XdsConfig
+from ._watch._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from ._xdstp import InvalidNameError, XdstpName
 from .resources import ResourceType
 
@@ -94,6 +95,7 @@ __all__ = [
     "Event",
     "FileSource",
     "InvalidNameError",
+    "LoadReportingChanged",
     "LoadStore",
     "Locality",
     "LocalityLoadReport",

@@ -21,28 +21,28 @@ from typing import Any
 
 import attrs
 
-from ._bootstrap import load_bootstrap
-from ._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
-from ._config_watch import ConfigUpdate, ConfigWatch
-from ._csds import client_config
-from ._dependencies import XdsConfig
-from ._load_store import ClusterLoad
-from ._logs import ProtocolLogger
-from ._metrics import enable_metrics
-from ._observe import Observer, Observers
-from ._options import ClientOptions
+from ._observe._csds import client_config
+from ._observe._events import Observer, Observers
+from ._observe._logs import ProtocolLogger
+from ._observe._metrics import enable_metrics
+from ._observe._stats import ClientStats, StatsRecorder
 from ._protocol import ResourceState
-from ._registry import Registry, check_name
-from ._services import PER_TYPE_SERVICES
-from ._shell._clock import Clock, LoopClock
+from ._protocol._load_store import ClusterLoad
+from ._protocol._services import PER_TYPE_SERVICES
+from ._runtime._clock import Clock, LoopClock
+from ._runtime._tasks import TaskOwner
+from ._settings._bootstrap import load_bootstrap
+from ._settings._config import ChannelCredentials, ClientConfig, NodeConfig, ServerConfig
+from ._settings._options import ClientOptions
+from ._settings._sources import FileSource, RestSource, Source
+from ._settings._targets import listener_for
 from ._shell._pool import ServerPool
-from ._shell._tasks import TaskOwner
-from ._sources import FileSource, RestSource, Source
-from ._stats import ClientStats, StatsRecorder
-from ._targets import listener_for
 from ._transports import TransportFactory
-from ._wait import wait_for, wait_for_config
-from ._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
+from ._watch._config_watch import ConfigUpdate, ConfigWatch
+from ._watch._dependencies import XdsConfig
+from ._watch._registry import Registry, check_name
+from ._watch._wait import wait_for, wait_for_config
+from ._watch._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
 from .resources import BUILTIN_TYPES, ClusterView, ResourceType
 
 __all__ = ["XdsClient"]
@@ -199,7 +199,7 @@ class XdsClient:
         Raises `WaitTimeoutError` after ``timeout`` seconds, `ClientClosedError` if the client
         closes first. Errors and does-not-exist events do not end the wait: a later value may.
         """
-        return await wait_for(self, resource_type, name, predicate, timeout)
+        return await wait_for(self.watch(resource_type, name), name, predicate, timeout)
 
     async def wait_for_config(
         self,
@@ -216,7 +216,8 @@ class XdsClient:
         `ClientClosedError` if the client closes first. Error snapshots and ambient errors do
         not end the wait: a later snapshot may satisfy it.
         """
-        return await wait_for_config(self, listener, predicate, timeout, authority)
+        configs = self.watch_config(listener, authority=authority)
+        return await wait_for_config(configs, listener, predicate, timeout)
 
     def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.
@@ -267,8 +268,10 @@ class XdsClient:
         to the server the cluster came from (``lrs_server: self``, gRFC A27), on one LRS stream
         per server sharing its connection. Report each call to it: ``call_started(locality)``,
         ``call_finished(locality, ok, metrics)``, ``call_dropped(category)`` (None for a
-        circuit-breaker drop). The same object for the same (cluster, service); the counts
-        outlive a failed stream. Raises ValueError for a cluster without ``lrs_server``."""
+        circuit-breaker drop). The same object for the same (cluster, service) for the life of
+        the client: after a fallback (gRFC A71) it reports to the fallback server, and to the
+        primary again once the client is back there; the counts outlive a failed stream.
+        Raises ValueError for a cluster without ``lrs_server``."""
         if not cluster.lrs_server_self:
             raise ValueError(f"cluster {cluster.name} does not report load (no lrs_server: self)")
         self._registry.check_open()
@@ -285,10 +288,11 @@ class XdsClient:
 
     def add_observer(self, observer: Observer, *, verdicts: bool = True) -> Callable[[], None]:
         """Tell ``observer`` of every protocol event from now on: each request sent (ACK, NACK,
-        subscription change), response received, verdict on a resource, and change of a
-        server's connectivity (`RequestSent`, `ResponseReceived`, `ResourceUpdate`,
-        `ConnectivityChanged`). It runs synchronously on the event loop and must not block; one
-        that raises is logged and changes nothing else. Returns the function that removes it.
+        subscription change), response received, verdict on a resource, change of a
+        server's connectivity and of its load reporting stream (`RequestSent`,
+        `ResponseReceived`, `ResourceUpdate`, `ConnectivityChanged`, `LoadReportingChanged`).
+        It runs synchronously on the event loop and must not block; one that raises is logged
+        and changes nothing else. Returns the function that removes it.
         Without observers the client builds none of these events; with ``verdicts=False`` the
         observer is not told of `ResourceUpdate` (one per resource of every response), and
         while no observer wants them none is built."""
@@ -298,7 +302,8 @@ class XdsClient:
         """Envoy-style counters per server and resource type, counted since the client
         started: ``update_attempt``, ``update_success``, ``update_rejected``,
         ``update_failure``, ``update_empty``, ``version``, and each server's
-        ``connected_state`` (docs/observability.md says how each is counted)."""
+        ``connected_state``, ``lrs_state`` and ``lrs_stream_failures``
+        (docs/observability.md says how each is counted)."""
         return self._stats.snapshot()
 
     def enable_metrics(
@@ -309,8 +314,10 @@ class XdsClient:
         ``.resource_updates_valid``, ``.resource_updates_invalid`` and ``.resources``, labelled
         with ``grpc.target`` (``target``: the channel target or service this client serves),
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
-        ``grpc.xds.cache_state``. Needs the ``metrics`` extra (`MissingExtraError` otherwise).
-        Returns the function that stops reporting."""
+        ``grpc.xds.cache_state``; and our ``xdsclient.lrs.reporting`` gauge and
+        ``xdsclient.lrs.stream_failure`` counter for load reporting streams. Needs the
+        ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
+        reporting."""
         self._registry.check_open()
         connected = {name: server.connected_state for name, server in self.stats().servers.items()}
         return enable_metrics(

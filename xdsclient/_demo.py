@@ -18,10 +18,10 @@ from collections.abc import AsyncIterator
 from typing import Any, TextIO
 
 from ._client import XdsClient
-from ._dependencies import XdsConfig
 from ._errors import XdsError
 from ._protocol import AmbientError
-from ._sources import FileSource, RestSource
+from ._settings._sources import FileSource, RestSource
+from ._watch._dependencies import XdsConfig
 from .resources import CLUSTER, ENDPOINT, ROUTE_CONFIGURATION, ClusterType
 from .resources import LISTENER as LISTENER_TYPE
 

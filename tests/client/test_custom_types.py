@@ -70,7 +70,7 @@ async def test_resources_are_decoded_with_the_cyclic_collector_paused_and_it_res
 
 
 def test_pausing_the_collector_leaves_it_off_when_the_application_turned_it_off() -> None:
-    from xdsclient._gc import gc_paused
+    from xdsclient._runtime._gc import gc_paused
 
     gc.disable()
     try:

@@ -15,7 +15,7 @@ import grpc
 from envoy.service.load_stats.v3 import lrs_pb2
 
 from xdsclient._protocol._messages import DeltaDiscoveryRequest, DiscoveryRequest
-from xdsclient._services import ADS_SERVICE, PER_TYPE_SERVICES
+from xdsclient._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES
 from xdsclient.testing import ControlPlane
 from xdsclient.testing._lrs_server import LRS_SERVICE
 

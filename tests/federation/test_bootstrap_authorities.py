@@ -8,7 +8,7 @@ import pytest
 
 from xdsclient import BootstrapError, load_bootstrap
 from xdsclient._names import OLD_AUTHORITY
-from xdsclient._targets import listener_for
+from xdsclient._settings._targets import listener_for
 
 LDS_TYPE = "envoy.config.listener.v3.Listener"
 TOP = {"server_uri": "top:1", "channel_creds": [{"type": "insecure"}]}

@@ -307,3 +307,63 @@ def test_request_hash_ignores_binary_headers_and_sees_grpc_content_type():
 def test_request_hash_without_any_hash_is_random(policies):
     """No policy produced a hash: a random 64-bit value from the given source."""
     assert request_hash(policies, {}, 0, random.Random(9)) == random.Random(9).getrandbits(64)
+
+
+def reference_ring(entries: list[tuple[str, int]], min_size: int, max_size: int, cap: int):
+    """C-core's ring construction walked one entry at a time (``RingHash::Ring::Ring``), as
+    the reference for the vectorised `build_ring`."""
+    total = sum(weight for _, weight in entries)
+    normalised = [weight / total for _, weight in entries]
+    smallest = min(1.0, *normalised)
+    min_size, max_size = min(min_size, cap), min(max_size, cap)
+    scale = min(-(-(smallest * min_size) // 1) / smallest, float(max_size))
+    ring: list[tuple[int, int]] = []
+    current = target = 0.0
+    for index, (key, _) in enumerate(entries):
+        target += scale * normalised[index]
+        count = 0
+        while current < target:
+            ring.append((xxhash.xxh64_intdigest(f"{key}_{count}".encode()), index))
+            count += 1
+            current += 1
+    ring.sort(key=lambda entry: entry[0])
+    return [h for h, _ in ring], [i for _, i in ring]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_ring_is_built_as_c_core_walks_it(seed: int) -> None:
+    """`build_ring` (entry counts computed for all endpoints at once) gives exactly the ring
+    C-core's one-at-a-time walk gives, for random weights, sizes and caps."""
+    rand = random.Random(seed)
+    entries = [(f"10.0.0.{i}:{rand.randrange(1, 9000)}", rand.randrange(1, 50)) for i in range(60)]
+    min_size, max_size = rand.choice([1, 7, 64, 1024]), rand.choice([64, 1024, 8_000_000])
+    cap = rand.choice([16, 100, 4096])
+    assert build_ring(entries, min_size, max_size, cap) == reference_ring(
+        entries, min_size, max_size, cap
+    )
+
+
+def test_a_ring_patched_across_updates_is_the_ring_built_afresh() -> None:
+    """Through updates that replace endpoints (the ring is patched), change a weight, add and
+    remove endpoints (rebuilt), the policy's ring always equals a new policy's ring."""
+    rand = random.Random(4)
+    zones = {zone: [ep(100 * z + i) for i in range(8)] for z, zone in enumerate("abc")}
+    policy = RingHashPolicy(RingHash(min_ring_size=64, max_ring_size=64))
+    for step in range(40):
+        zone = rand.choice("abc")
+        endpoints = zones[zone]
+        change = rand.randrange(4)
+        index = rand.randrange(len(endpoints))
+        if change == 0:  # a weight
+            endpoints[index] = endpoints[index]._replace(weight=rand.randrange(1, 5))
+        elif change == 1 and len(endpoints) > 1:
+            del endpoints[index]
+        elif change == 2:
+            endpoints.append(ep(5000 + step))
+        else:  # a new address in place of one, same weight
+            endpoints[index] = endpoints[index]._replace(port=9000 + step)
+        localities = [loc(z, 1 + i, *zones[z]) for i, z in enumerate("abc")]
+        policy.update(localities, float(step))
+        fresh = RingHashPolicy(RingHash(min_ring_size=64, max_ring_size=64))
+        fresh.update(localities, 0.0)
+        assert policy.ring == fresh.ring, step

@@ -7,6 +7,7 @@ import json
 
 from tests.cli.helpers import cli, closed_port, one_error_line
 from tests.conformance import servers
+from xdsclient.testing.builders import api_listener
 
 
 async def test_the_command_line_runs_and_writes_json(cp, tmp_path):
@@ -88,3 +89,34 @@ async def test_push_timing_without_a_push_is_a_usage_error():
                                "--push-at", "1")  # fmt: skip
     assert status == 2
     assert "no --push COMMAND" in one_error_line(err)
+
+
+async def test_a_listener_that_never_loads_is_status_4_naming_it(cp):
+    """``--listener nosuch``: the table still prints, then one line naming the resource that
+    was missing, status 4 (it was status 0 with a table of zeros)."""
+    status, out, err = await cli("load", "--server", cp.address, "--listener", "nosuch",
+                                 "--clients", "3", "--duration", "1", "--quiet")  # fmt: skip
+    assert status == 4
+    assert "clients 3  connected 3  complete 0" in out
+    assert one_error_line(err) == (
+        "xdsclient: no client had a complete configuration within 1 s; "
+        "missing: Listener nosuch (never sent)"
+    )
+
+
+async def test_a_missing_resource_down_the_walk_is_named(cp):
+    """A listener whose route configuration does not exist: status 4 names the route."""
+    cp.set(api_listener("l2", route_config_name="gone"))
+    status, _, err = await cli("load", "--server", cp.address, "--listener", "l2",
+                               "--clients", "2", "--duration", "1", "--quiet")  # fmt: skip
+    assert status == 4
+    assert one_error_line(err).endswith("; missing: RouteConfiguration gone (never sent)")
+
+
+async def test_a_missing_resource_of_a_list_is_named(cp):
+    """``--resource`` entries: the one the server does not have is named, not the others."""
+    status, _, err = await cli("load", "--server", cp.address, "--resource", "cluster:c0",
+                               "--resource", "endpoint:nosuch", "--clients", "2",
+                               "--duration", "1", "--quiet")  # fmt: skip
+    assert status == 4
+    assert one_error_line(err).endswith("; missing: ClusterLoadAssignment nosuch (never sent)")

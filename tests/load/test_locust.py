@@ -29,6 +29,8 @@ from xdsclient.load._locust_merge import (
 
 from .conftest import CLUSTERS, assignments
 
+EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -133,6 +135,57 @@ async def test_a_push_runs_once_and_every_worker_measures_it(cp, tmp_path):
     assert data["histograms"]["push_to_applied"]["count"] == 8 * CLUSTERS
 
 
+async def test_2000_clients_over_two_processes_report_every_client_and_the_push(cp, tmp_path):
+    """``--processes 2`` at the size distributed runs are for: 2,000 clients and a push during
+    the run. The merged result (megabytes of clients and histogram buckets, far past asyncio's
+    64 KiB line limit that made this exit 70) reaches the table and ``--json`` whole, and the
+    merged progress shows push to applied."""
+    clients = 2000
+    marks = tmp_path / "pushes"
+    out_file = tmp_path / "run.json"
+    process = await start("--server", cp.address, "--listener", "l", "--clients", str(clients),
+                          "--duration", "15", "--processes", "2",
+                          "--push", f"echo pushed >> {marks}", "--push-at", "1",
+                          "--json", str(out_file))  # fmt: skip
+
+    async def push_once_all_are_complete() -> None:
+        # The push starts at 1 s (its command tells us); the update goes out once every client
+        # holds every assignment, so each one applies it as an update (measured from 1 s).
+        while not marks.exists():
+            await asyncio.sleep(0.01)
+        complete: set[int] = set()
+        seen = 0
+        while len(complete) < clients:
+            requests = cp.requests[seen:]
+            seen += len(requests)
+            complete.update(r.stream for r in requests if r.type_url == EDS
+                            and r.message.response_nonce
+                            and len(r.message.resource_names) == CLUSTERS)  # fmt: skip
+            await asyncio.sleep(0.05)
+        cp.set_all(assignments(9))
+
+    pusher = asyncio.create_task(push_once_all_are_complete())
+    try:
+        status, out, err = await finish(process)
+    finally:
+        pusher.cancel()
+    assert status == 0, err
+    assert f"clients {clients}  connected {clients}  complete {clients}" in out
+    assert "(2 processes)" in out
+    data = json.loads(out_file.read_text())
+    assert len(json.dumps(data, separators=(",", ":"))) > 4 * 64 * 1024  # what crossed the pipe
+    check_aggregated(data, cp, clients=clients, workers=2)
+    assert (data["pushes"], data["errors"]) == (1, {})
+    applied = data["histograms"]["push_to_applied"]["count"]
+    assert applied == clients * CLUSTERS  # every client applied each updated assignment
+    assert f"{'push to applied':<24}{applied:>8}" in out  # and the table's row has them all
+    done = [line for line in err.splitlines() if line.startswith("load done")]
+    assert len(done) == 1
+    assert f"{clients}/{clients} started, {clients} connected, {clients} complete" in done[0]
+    assert "push to applied -" not in done[0]
+    assert "push to applied" in done[0]
+
+
 async def test_workers_that_never_come_are_status_4():
     """A master whose workers do not connect within ``--locust-timeout``: one line, status 4."""
     process = await start("--server", "127.0.0.1:1", "--listener", "l", "--master",
@@ -235,12 +288,14 @@ def test_progress_of_workers_adds_up_and_crosses_a_message_intact():
     a = Progress(elapsed=1.0, started=5, connected=4, complete=3, reconnects=1, nacks=0,
                  errors=2, latest_connect=0.01, histograms={"connect": first})  # fmt: skip
     b = Progress(elapsed=1.2, started=5, connected=5, complete=5, reconnects=0, nacks=1,
-                 errors=0, latest_ack_latency=0.003, histograms={"connect": second})  # fmt: skip
+                 errors=0, latest_ack_latency=0.003, latest_push_to_applied=0.02,
+                 histograms={"connect": second})  # fmt: skip
     merged = merge_progress([a, b], done=False)
     assert (merged.started, merged.connected, merged.complete) == (10, 9, 8)
     assert (merged.reconnects, merged.nacks, merged.errors) == (1, 1, 2)
     assert merged.elapsed == 1.2
     assert (merged.latest_connect, merged.latest_ack_latency) == (0.01, 0.003)
+    assert merged.latest_push_to_applied == 0.02  # a worker's push to applied shows
     assert merged.histograms is not None
     assert merged.histograms["connect"].count == 3
     assert merged.histograms["connect"].min == 0.0004

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import eventually
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
-from xdsclient._lrs import SEND_ALL_CLUSTERS
+from xdsclient._protocol._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
 from xdsclient.resources import CLUSTER, ClusterView
 from xdsclient.testing import ControlPlane, FakeClock, ReceivedLoadReport
 from xdsclient.testing.builders import cluster
@@ -119,5 +119,25 @@ async def test_a_server_cluster_list_over_grpc_limits_the_reports(
         count = len(cp.load_reports)
         await _report_arrives(cp, clock, count + 2, 1)
         assert _totals(cp.load_reports) == {("c", "svc", "east"): [1, 0, 0]}
+    finally:
+        await client.close()
+
+
+async def test_both_nodes_on_the_wire_advertise_no_overprovisioning_as_c_core_does(
+    control_plane: ControlPlane,
+) -> None:
+    """C-core puts ``envoy.lb.does_not_support_overprovisioning`` in the node of every stream:
+    the discovery stream's first request carries it, and the LRS stream's first request
+    carries it before the send-all-clusters feature, as C-core orders them."""
+    cp, clock = control_plane, FakeClock()
+    client, view = await _reporting(cp, clock)
+    try:
+        client.load_reporter(view)
+        await asyncio.wait_for(cp.load_reporting.wait_for_stream(1), 5)
+        discovery = cp.requests[0].message.node
+        assert NO_OVERPROVISIONING in discovery.client_features
+        features = list(cp.load_reporting.requests[0].message.node.client_features)
+        assert features.index(NO_OVERPROVISIONING) < features.index(SEND_ALL_CLUSTERS)
+        assert len(features) == len(set(features))
     finally:
         await client.close()

@@ -24,7 +24,7 @@ from tests.helpers import eventually
 from tests.lb.differential_pickers import METHOD, backends, grpc_load_session
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
-from xdsclient._lrs import SEND_ALL_CLUSTERS
+from xdsclient._protocol._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
 from xdsclient.resources import CLUSTER, ClusterView
 from xdsclient.testing import ControlPlane, FakeClock, builders
 
@@ -155,7 +155,8 @@ async def test_our_reports_carry_the_fields_and_counts_grpc_reports(
 ) -> None:
     """12 answered, 3 unimplemented and 2 dropped calls: C-core and we report the same node
     feature, clusters, services, locality, issued / succeeded / errored / in progress, drops
-    by category and total, at the server's interval; C-core also lists the dropping cluster's
+    by category and total, at the server's interval, with the node advertising send-all-clusters
+    and no overprovisioning; C-core also lists the dropping cluster's
     locality with every count zero, which we leave out."""
     async with grpc_load_session(plane, LISTENER, "grpc-node") as session:
         codes = await session.calls([(METHOD, 12), (MISSING, 3), (DROPPED, 2)])
@@ -185,6 +186,10 @@ async def test_our_reports_carry_the_fields_and_counts_grpc_reports(
             assert len(first) == 1
             assert not first[0].cluster_stats
             assert SEND_ALL_CLUSTERS in first[0].node.client_features
+            assert NO_OVERPROVISIONING in first[0].node.client_features
+            discovery = [r.message.node for r in plane.requests if r.message.node.id == node]
+            assert discovery
+            assert all(NO_OVERPROVISIONING in n.client_features for n in discovery)
             intervals = [
                 s.load_report_interval.ToTimedelta().total_seconds()
                 for r in _reports_of(plane, node)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from xdsclient._config import Locality
-from xdsclient._load_store import LoadStore, MetricLoad
+from xdsclient._protocol._load_store import LoadStore, MetricLoad
+from xdsclient._settings._config import Locality
 from xdsclient.resources._endpoint import LocalityEndpoints
 
 EAST = Locality(region="r", zone="east")
@@ -101,3 +101,78 @@ def test_a_locality_is_taken_from_the_pick_result_and_idle_ones_are_left_out() -
     assert [r.locality for r in store.snapshot(2.0)[0].localities] == [WEST]
     assert store.snapshot(3.0) == []
     assert store.clusters == ["c"]
+
+
+def test_clusters_and_localities_are_listed_sorted_as_c_core_lists_them() -> None:
+    """A report lists its (cluster, service) pairs sorted, and in each its localities by
+    region, then zone, then sub-zone, whatever order they were first counted in."""
+    store = LoadStore()
+    for cluster, service in (("b", "y"), ("a", "z"), ("b", "x")):
+        store.load(cluster, service, now=0.0).call_dropped("d")
+    load = store.load("a", "z", now=0.0)
+    places = [
+        Locality(region="r2", zone="a"),
+        Locality(region="r1", zone="b", sub_zone="2"),
+        Locality(region="r1", zone="b", sub_zone="1"),
+        Locality(region="r1", zone="a"),
+    ]
+    for place in places:
+        load.call_started(place)
+    reports = store.snapshot(1.0)
+    assert [(r.cluster, r.service) for r in reports] == [("a", "z"), ("b", "x"), ("b", "y")]
+    assert [r.locality for r in reports[0].localities] == [
+        places[3],
+        places[2],
+        places[1],
+        places[0],
+    ]
+
+
+def test_a_load_that_moves_leaves_its_unreported_counts_with_the_store_it_left() -> None:
+    """Removed from one store and added to another, a load reports there from then on; what
+    it counted before is in the next report of the store it left (its calls in progress go
+    with it), over the interval since that store's last report, and nowhere else."""
+    old, new = LoadStore(), LoadStore()
+    load = old.load("c", "svc", now=0.0)
+    load.call_started(EAST)
+    load.call_finished(EAST, ok=True)
+    load.call_started(EAST)  # still in progress when the load moves
+    load.call_dropped("lb")
+    assert old.remove("c", "svc", now=4.0) is load
+    new.add(load)
+    load.call_finished(EAST, ok=False)
+    load.call_started(WEST)
+    assert old
+    (left,) = old.snapshot(10.0)
+    assert (left.interval, left.total_dropped) == (10.0, 1)
+    (east,) = left.localities
+    assert (east.issued, east.succeeded, east.errored, east.in_progress) == (2, 1, 0, 0)
+    assert not old
+    assert old.snapshot(11.0) == []
+    (moved,) = new.snapshot(10.0)
+    assert moved.interval == 6.0
+    by = {r.locality: r for r in moved.localities}
+    assert (by[EAST].issued, by[EAST].errored, by[EAST].in_progress) == (0, 1, 0)
+    assert (by[WEST].issued, by[WEST].in_progress) == (1, 1)
+
+
+def test_a_load_that_comes_back_before_a_report_is_reported_once_with_what_it_left() -> None:
+    """A load that leaves and comes back before the next report: that report sums what it
+    left and what it counted since, over the whole interval."""
+    here, there = LoadStore(), LoadStore()
+    load = here.load("c", "", now=0.0)
+    load.call_started(EAST)
+    load.call_finished(EAST, ok=True)
+    here.remove("c", "", now=2.0)
+    there.add(load)
+    load.call_started(EAST)
+    load.call_finished(EAST, ok=True)
+    there.remove("c", "", now=3.0)
+    here.add(load)
+    load.call_started(EAST)
+    (report,) = here.snapshot(5.0)
+    assert report.interval == 5.0
+    (east,) = report.localities
+    assert (east.issued, east.succeeded, east.in_progress) == (2, 1, 1)
+    (other,) = there.snapshot(5.0)
+    assert (other.localities[0].issued, other.interval) == (1, 3.0)

@@ -13,7 +13,7 @@ from envoy.service.load_stats.v3 import lrs_pb2
 from tests.helpers import idle
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
-from xdsclient._lrs import LRS_METHOD, SEND_ALL_CLUSTERS
+from xdsclient._protocol._lrs import LRS_METHOD, SEND_ALL_CLUSTERS
 from xdsclient.resources import ClusterView
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 from xdsclient.testing.builders import cluster

@@ -23,7 +23,7 @@ def test_a_session_adopting_an_entry_keeps_its_value_and_rearms_its_ttl() -> Non
     first.receive(sotw_response(CDS, [resource], version="1", nonce="n"), 1.0)
     second = _session()
     second.subscribe(CDS, "a")
-    second._adopt(CDS, "a", first._table(CDS)["a"])
+    second.adopt(CDS, "a", first.table(CDS)["a"])
     state = second.resource_state(CDS, "a")
     assert state is not None
     assert state.status is ResourceStatus.ACKED
@@ -43,7 +43,7 @@ def test_an_adopted_entry_starts_no_does_not_exist_timer_and_claims_no_delta_ver
     first.receive(sotw_response(CDS, [cluster("a")], version="1", nonce="n"), 1.0)
     second = Session(node=NODE, resource_types=[CLUSTER], delta=True)
     second.subscribe(CDS, "a")
-    second._adopt(CDS, "a", first._table(CDS)["a"])
+    second.adopt(CDS, "a", first.table(CDS)["a"])
     second.connect(2.0)
     [request] = second.requests_to_send(2.0)
     assert list(request.resource_names_subscribe) == ["a"]
@@ -55,7 +55,7 @@ def test_an_entry_nobody_wants_is_not_adopted() -> None:
     first = _session()
     first.subscribe(CDS, "a")
     second = _session()
-    second._adopt(CDS, "a", first._table(CDS)["a"])
+    second.adopt(CDS, "a", first.table(CDS)["a"])
     assert second.resource_state(CDS, "a") is None
 
 

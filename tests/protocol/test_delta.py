@@ -176,7 +176,7 @@ def test_unsubscribing_under_the_wildcard_makes_a_held_name_ambiguous() -> None:
         delta_response(LDS, [delta_resource("a", listener("a"), version="1")], nonce="n"), 1.0
     )
     s.unsubscribe(LDS, "a")
-    state = s._types[LDS]  # the Envoy-style groups are internal; read them directly here
+    state = s.type_state(LDS)  # the Envoy-style groups are internal: read them here
     assert getattr(state, "ambiguous") == {"a"}  # noqa: B009
     # Still held (the wildcard may cover it) and restated on a new stream.
     s.disconnect(2.0)

@@ -100,6 +100,6 @@ def test_only_the_last_response_keeps_its_verdicts_so_a_session_holds_one_classi
     assert s.verdicts() == [("c", None)]
     s.receive(sotw_response(EDS, [endpoints("e")], version="1", nonce="n2"), 2.0)
     assert s.verdicts() == [("e", None)]
-    held = [state for state in s._types.values() if state.last_classified is not None]
+    held = [s.type_state(t) for t in s.type_urls if s.type_state(t).last_classified is not None]
     assert [state.type_url for state in held] == [EDS]  # a classify step a type, at 5,000
     # simulated clients, was 2 KB a client

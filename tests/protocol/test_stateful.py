@@ -251,7 +251,7 @@ class _Protocol(RuleBasedStateMachine):
 
     @invariant()
     def dne_deadlines_only_for_names_sent_on_this_stream(self) -> None:
-        for kind, type_url, name in self.s._deadlines._live:
+        for kind, type_url, name in self.s.deadlines:
             if kind == DNE:
                 assert self.connected
                 assert name in self.sent_names[type_url], (type_url, name)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
-from xdsclient._config import Locality
+from xdsclient._settings._config import Locality
 from xdsclient.resources._view import View, invalid, is_ip_address, metadata_dict, parse
 
 __all__ = [

@@ -19,7 +19,7 @@ from xdsclient import (
     TransportError,
     XdsClient,
 )
-from xdsclient._watchers import ACK_FIRST_LIMIT
+from xdsclient._watch._watchers import ACK_FIRST_LIMIT
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.helpers import idle
-from xdsclient._shell._tasks import TaskOwner
+from xdsclient._runtime._tasks import TaskOwner
 
 
 async def test_a_failing_owned_task_is_logged_and_leaves_its_siblings_running(

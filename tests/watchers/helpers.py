@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 
 from xdsclient import AmbientError, DataError, ResourceChanged, TransportError
 from xdsclient._errors import ResourceDoesNotExistError
-from xdsclient._shell._tasks import TaskOwner
-from xdsclient._watchers import Dispatcher
+from xdsclient._runtime._tasks import TaskOwner
+from xdsclient._watch._watchers import Dispatcher
 from xdsclient.resources import CLUSTER, ENDPOINT
 
 CDS = CLUSTER.type_url

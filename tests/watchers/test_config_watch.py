@@ -33,10 +33,10 @@ from xdsclient import (
     XdsConfig,
     XdsError,
 )
-from xdsclient._dependencies import walk
 from xdsclient._errors import ResourceDoesNotExistError
-from xdsclient._shell._tasks import TaskOwner
-from xdsclient._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
+from xdsclient._runtime._tasks import TaskOwner
+from xdsclient._watch._dependencies import walk
+from xdsclient._watch._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
 from xdsclient.testing import FakeClock
 

@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import idle
 from tests.watchers.helpers import CDS, EDS, ambient, changed, missing, running
 from xdsclient import CallbackWatcher, Event, WatchHandle
-from xdsclient._watchers import ACK_FIRST_LIMIT, Dispatcher, Watch, check_watcher
+from xdsclient._watch._watchers import ACK_FIRST_LIMIT, Dispatcher, Watch, check_watcher
 from xdsclient.testing import FakeClock
 
 

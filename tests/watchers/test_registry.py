@@ -30,10 +30,10 @@ from xdsclient import (
     ServerConfig,
     XdsConfig,
 )
-from xdsclient._registry import Registry
+from xdsclient._runtime._tasks import TaskOwner
 from xdsclient._shell._pool import ServerPool
-from xdsclient._shell._tasks import TaskOwner
-from xdsclient._watchers import CallbackWatcher
+from xdsclient._watch._registry import Registry
+from xdsclient._watch._watchers import CallbackWatcher
 from xdsclient.resources import BUILTIN_TYPES, CLUSTER, ENDPOINT, LISTENER
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 
@@ -235,7 +235,7 @@ WALK_MODULES = ("_registry.py", "_config_watch.py", "_watchers.py", "_dependenci
 def test_the_path_to_a_snapshot_never_imports_the_client(module: str) -> None:
     """The modules a response passes through on its way to a snapshot do not import the
     client, not even for typing."""
-    source = pathlib.Path(__file__).parents[2] / "xdsclient" / module
+    source = pathlib.Path(__file__).parents[2] / "xdsclient" / "_watch" / module
     tree = ast.parse(source.read_text())
     imported = {
         node.module or ""

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import idle
 from tests.watchers.helpers import EDS, ambient, changed, missing, running
 from xdsclient import CallbackWatcher, Event
-from xdsclient._watchers import Dispatcher, Watch
+from xdsclient._watch._watchers import Dispatcher, Watch
 from xdsclient.testing import FakeClock
 
 

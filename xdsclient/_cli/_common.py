@@ -17,8 +17,8 @@ from typing import IO, Any, NoReturn
 
 import attrs
 
-from .._config import Locality, NodeConfig
 from .._errors import XdsError
+from .._settings._config import Locality, NodeConfig
 
 OK, USAGE, CONFIG, UNAVAILABLE, INCOMPLETE, INTERRUPTED, BROKEN_PIPE = 0, 2, 3, 4, 5, 130, 141
 FAILED, NOT_SERVED, INTERNAL = 1, 6, 70  # ``check`` only (1, 6); a bug (sysexits' EX_SOFTWARE)
@@ -187,9 +187,9 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
 def make_client(args: argparse.Namespace) -> Any:
     """The client the options describe (not started)."""
     from .. import resources
-    from .._bootstrap import load_bootstrap
     from .._client import XdsClient
-    from .._sources import FileSource, RestSource
+    from .._settings._bootstrap import load_bootstrap
+    from .._settings._sources import FileSource, RestSource
 
     _check_variant(args)
     options: dict[str, Any] = {"ads": args.ads, "delta": args.delta}

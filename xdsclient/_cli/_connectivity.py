@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from .._observe import ConnectivityChanged
+from .._observe._events import ConnectivityChanged
 
 __all__ = ["Connectivity", "held_back"]
 

@@ -99,9 +99,9 @@ def _watches(client: Any, listener: str | None, wanted: list[tuple[Any, str]]) -
 async def _answer(updates: AsyncIterator[Any]) -> None:
     """Until the first answer from the server: a value or complete snapshot, or an error the
     server gave (NACKed, does not exist); a server not reached yet is no answer."""
-    from .._dependencies import XdsConfig
     from .._errors import TransportError
     from .._protocol import AmbientError, DataError, ResourceChanged
+    from .._watch._dependencies import XdsConfig
 
     async for update in updates:
         if isinstance(update, ResourceChanged | XdsConfig | AmbientError):

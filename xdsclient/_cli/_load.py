@@ -6,7 +6,8 @@ latency for a thousand clients from one line, e.g.
 A scenario comes from the flags or from ``--scenario FILE`` (YAML; flags given beside it
 replace its fields). A bad scenario is a usage error (2), an unreadable file or a missing
 extra a configuration error (3), an unreachable server 4; the run itself never fails on what
-the server does: that is what it measures.
+the server does (that is what it measures), except when no client ever had its complete
+configuration: that is 4 too, naming the resource that was missing (`_load_why`).
 """
 
 from __future__ import annotations
@@ -181,12 +182,13 @@ _FAULT_FLAGS = ("nack_every", "nack_share", "nack_names", "slow_ack", "reset_eve
 
 def scenario_of(args: argparse.Namespace) -> Any:
     """The scenario the flags (over ``--scenario FILE``) describe."""
-    from ..load import Scenario, load_scenario
+    from ..load import Scenario
+    from ..load._scenario import read_scenario
 
     data: dict[str, Any] = {}
     if args.scenario is not None:
         try:
-            data = load_scenario(args.scenario).to_dict()
+            data = read_scenario(args.scenario)  # checked as a whole, with the flags over it
         except OSError as exc:
             raise CliError(f"{args.scenario}: {exc.strerror}", CONFIG) from None
         except MissingExtraError as exc:
@@ -203,7 +205,9 @@ def scenario_of(args: argparse.Namespace) -> Any:
     if args.node_id is not None:
         data["node_id"] = args.node_id
     if args.node_metadata:
-        data["metadata"] = {**data.get("metadata", {}), **dict(args.node_metadata)}
+        given = data.get("metadata")  # a bad one in the file is reported as it is
+        if given is None or isinstance(given, dict):
+            data["metadata"] = {**(given or {}), **dict(args.node_metadata)}
     _faults(args, data)
     _push(args, data)
     return Scenario.from_dict(data)
@@ -217,19 +221,23 @@ def _faults(args: argparse.Namespace, data: dict[str, Any]) -> None:
         return
     if args.fault_fraction is not None:
         fault["fraction"] = args.fault_fraction
-    data["faults"] = [*data.get("faults", ()), fault]
+    given = data.get("faults")  # a bad one in the file is reported as it is
+    if given is None or isinstance(given, list):
+        data["faults"] = [*(given or ()), fault]
 
 
 def _push(args: argparse.Namespace, data: dict[str, Any]) -> None:
     timing = {"at": args.push_at, "every": args.push_every, "count": args.pushes}
     timing = {key: value for key, value in timing.items() if value is not None}
+    given = data.get("push")
     if args.push is None:
-        if timing and data.get("push") is None:
+        if timing and given is None:
             raise CliError("--push-at, --push-every, --pushes: no --push COMMAND given", USAGE)
-        if timing:
-            data["push"] = {**data["push"], **timing}
+        if timing and isinstance(given, dict):  # a bad one in the file is reported as it is
+            data["push"] = {**given, **timing}
         return
-    data["push"] = {**(data.get("push") or {}), "command": args.push, **timing}
+    if given is None or isinstance(given, dict):
+        data["push"] = {**(given or {}), "command": args.push, **timing}
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -256,7 +264,23 @@ async def _run(args: argparse.Namespace) -> int:
                 file.write(result.to_json())
         except OSError as exc:
             raise CliError(f"--json {args.json_file}: {exc.strerror}", CONFIG) from None
+    if result.clients and not result.complete:
+        missing = await _missing(scenario)
+        if missing:
+            raise CliError(f"no client had a complete configuration within "
+                           f"{scenario.duration:g} s; missing: {missing}", UNAVAILABLE)  # fmt: skip
     return 0
+
+
+async def _missing(scenario: Any) -> str:
+    """When no client ever had its whole configuration: what the server did not give (then
+    status 4), or nothing (the clients' own faults, a run too short: the table says it)."""
+    from ._load_why import why_incomplete
+
+    try:
+        return await why_incomplete(scenario)
+    except Exception:  # the run's own report stands; the reason is a courtesy
+        return ""
 
 
 COMMAND = Command(

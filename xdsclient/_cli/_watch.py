@@ -168,8 +168,8 @@ def event_line(event: Any, as_json: bool, style: Style | None = None) -> str:
 
 def config_json(config: Any) -> dict[str, Any]:
     """A snapshot of a listener's configuration as JSON-ready data (or its error)."""
-    from .._dependencies import XdsConfig
     from .._protocol import AmbientError
+    from .._watch._dependencies import XdsConfig
     from ..resources import ClusterType
 
     if isinstance(config, AmbientError):

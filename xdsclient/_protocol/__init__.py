@@ -5,7 +5,7 @@ from __future__ import annotations
 from ._cache import ResourceCache
 from ._events import AmbientError, DataError, Event, ResourceChanged
 from ._options import ProtocolOptions
-from ._session import Session
+from ._session import Session, SessionWriter
 from ._status import ResourceState, ResourceStatus
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "ResourceState",
     "ResourceStatus",
     "Session",
+    "SessionWriter",
 ]

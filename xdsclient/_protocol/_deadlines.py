@@ -18,7 +18,7 @@ expire in the order they were armed.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 __all__ = ["Deadlines"]
@@ -54,6 +54,10 @@ class Deadlines(Generic[K]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._live
+
+    def __iter__(self) -> Iterator[K]:
+        """The live keys."""
+        return iter(self._live)
 
     def when(self, key: K) -> float | None:
         """The live deadline of ``key``, or None."""

@@ -27,7 +27,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from .._errors import ProtocolError, XdsError
 from .._names import OLD_AUTHORITY
@@ -42,10 +42,33 @@ from ._sotw import SotwTypeState
 from ._status import ResourceState
 from ._typestate import DeadlineKey
 
-__all__ = ["Session"]
+__all__ = ["Session", "SessionWriter"]
 
 
-class Session:
+class SessionWriter(Protocol):
+    """Everything the shell may call to change a session, besides the `StreamProtocol` steps
+    its driver takes (`connect`, `receive`, `expire`, `disconnect`, ...): the names it wants,
+    and a change of server's hand-over (gRFC A71). The shell makes these calls through the
+    driver's `command`, between two steps; nothing outside the protocol core touches a
+    session's private state (``tests/test_imports.py`` holds every module to that)."""
+
+    def subscribe(self, type_url: str, name: str) -> None:
+        """Want ``name`` (``"*"``: the wildcard) of ``type_url``."""
+
+    def subscribe_all(self, type_url: str, names: Iterable[str]) -> None:
+        """Want each of ``names`` of ``type_url``."""
+
+    def unsubscribe(self, type_url: str, name: str) -> None:
+        """Stop wanting ``name`` of ``type_url``."""
+
+    def adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
+        """Take another session's entry for a wanted ``name`` (the hand-over's new writer)."""
+
+    def table(self, type_url: str) -> Table:
+        """This session's table of ``type_url``, which the cache reads while it writes."""
+
+
+class Session(SessionWriter):
     """Protocol state for one xDS stream (ADS or per-type, SotW or Delta).
 
     The cache and the subscriptions outlive any one stream: `connect` / `disconnect` bracket
@@ -99,14 +122,14 @@ class Session:
         return self._cache
 
     # The pool's hand-over between servers (gRFC A71), carried out through the session's driver
-    # (`xdsclient._shell._channel.Channel`): not part of a session's own protocol.
+    # (`xdsclient._shell._channel.Channel`): part of the `SessionWriter`, not of the protocol.
 
-    def _table(self, type_url: str) -> Table:
+    def table(self, type_url: str) -> Table:
         """This session's table of one type (every authority it serves): what the pool assigns
         in the client's `ResourceCache` while this session writes an authority."""
         return self._state(type_url).entries
 
-    def _adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
+    def adopt(self, type_url: str, name: str, source: CacheEntry) -> None:
         """Take another session's entry for a wanted ``name`` (a change of server, gRFC A71):
         its status, value and errors, with its TTL re-armed and no does-not-exist timer when it
         is already known. Its version is not claimed to this server (Delta)."""
@@ -126,6 +149,16 @@ class Session:
     def type_urls(self) -> tuple[str, ...]:
         """The type URLs this session serves, in the order its resource types were given."""
         return tuple(self._types)
+
+    def type_state(self, type_url: str) -> SotwTypeState | DeltaTypeState:
+        """The state of one type, to inspect (tests, the load tester's reports); it changes only
+        through this session."""
+        return self._state(type_url)
+
+    @property
+    def deadlines(self) -> Deadlines[DeadlineKey]:
+        """The armed does-not-exist and TTL deadlines, to inspect."""
+        return self._deadlines
 
     def _state(self, type_url: str) -> SotwTypeState | DeltaTypeState:
         try:

@@ -32,8 +32,8 @@ from typing import Protocol, TypeAlias
 
 import attrs
 
-from .._config import ServerConfig
 from .._names import WILDCARD
+from .._settings._config import ServerConfig
 
 __all__ = [
     "Action",

@@ -1,5 +1,6 @@
 """One management server or source as the pool uses it: a transport, and one discovery stream
-(a `Session` and the `StreamDriver` that owns it) per stream spec.
+(a `Session` and the `StreamDriver` that owns it) per stream spec; and, apart, one server's load
+reporting stream (`LoadChannel`).
 
 Why apart: the pool routes and decides; this is what it routes to. Every change to a session
 goes through its driver (`StreamDriver.command`): subscriptions, and the entries a session
@@ -7,6 +8,12 @@ takes over from another server's session when it becomes an authority's writer (
 driver's events come back through one `StreamEvents` object per stream (`DiscoveryEvents`),
 which tells the pool (fallback, what may be published) and the stream's `DiscoveryReporter`
 (observers), in that order.
+
+Load reporting is a user of its server beside discovery, not a part of its discovery channel
+(as C-core's LRS client keeps its own channel over a shared transport): the pool keeps one
+`LoadChannel` per LRS server while something is to be reported there, on the same transport as
+the discovery channel, so a discovery channel released after fallback leaves the LRS stream
+up, and a discovery channel opened again does not open a second one.
 """
 
 from __future__ import annotations
@@ -15,22 +22,38 @@ import asyncio
 from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
-from .._config import Backoff
+from envoy.service.load_stats.v3 import lrs_pb2
+
 from .._errors import TransportError
-from .._load_store import LoadStore
-from .._lrs import LRS_SPEC, LoadReporting, LoadReportingEvents
-from .._observe import Observers
-from .._protocol import Event, ProtocolOptions, Session
+from .._observe._events import LoadReportingChanged, Observers
+from .._protocol import Event, ProtocolOptions, Session, SessionWriter
 from .._protocol._cache import CacheEntry, Table
-from .._sources import Source
+from .._protocol._load_store import LoadStore
+from .._protocol._lrs import LRS_METHOD, LoadReporting
+from .._runtime._clock import Clock
+from .._runtime._tasks import TaskOwner
+from .._settings._config import Backoff, ServerConfig
+from .._settings._sources import Source
 from .._transports import StreamSpec, Transport
 from ..resources import ResourceType
-from ._clock import Clock
 from ._driver import StreamDriver
 from ._reporter import DiscoveryReporter
-from ._tasks import TaskOwner
 
-__all__ = ["Channel", "ChannelOwner", "DiscoveryEvents"]
+__all__ = [
+    "LRS_SPEC",
+    "Channel",
+    "ChannelOwner",
+    "DiscoveryEvents",
+    "LoadChannel",
+    "LoadChannelOwner",
+    "LoadReportingEvents",
+]
+
+#: The LRS stream: requests are protobuf messages, responses decoded as `LoadStatsResponse`
+#: (the shell opens it: the protocol's `LoadReporting` knows no transport).
+LRS_SPEC = StreamSpec.of_method(
+    LRS_METHOD, response_deserializer=lrs_pb2.LoadStatsResponse.FromString
+)
 
 
 class ChannelOwner(Protocol):
@@ -51,6 +74,14 @@ class ChannelOwner(Protocol):
         ...
 
 
+class LoadChannelOwner(Protocol):
+    """What a load reporting stream tells the pool."""
+
+    def reported(self, server: ServerConfig) -> None:
+        """A report was written to ``server`` (nothing may be left to report there)."""
+        ...
+
+
 class Channel:
     """One server or source: its transport, and the driver of each type's stream."""
 
@@ -58,9 +89,9 @@ class Channel:
         self.server = server
         self.transport = transport
         self.drivers: dict[str, StreamDriver[Session]] = {}  # type URL -> its stream's driver
-        #: the one load reporting (LRS) stream to this server, once something is reported
-        self.load_reporting: StreamDriver[LoadReporting] | None = None
         self.tasks = TaskOwner()
+        #: whether the pool let go of the (shared) transport
+        self.released = False
 
     def start(
         self,
@@ -94,32 +125,20 @@ class Channel:
                 self.drivers[rtype.type_url] = driver
             self.tasks.start(driver.run(), name=f"xdsclient {spec} {self.server.uri}")
 
-    def report_load(self, store: LoadStore, *, node: Any, clock: Clock, backoff: Backoff) -> None:
-        """Open the LRS stream reporting ``store`` on this server's transport (once)."""
-        if self.load_reporting is not None:
-            return
-        driver = StreamDriver(
-            protocol=LoadReporting(node=node, store=store),
-            transport=self.transport,
-            spec=LRS_SPEC,
-            server=self.server.uri,
-            clock=clock,
-            events=LoadReportingEvents(),
-            backoff=backoff,
-        )
-        self.load_reporting = driver
-        self.tasks.start(driver.run(), name=f"xdsclient LRS {self.server.uri}")
-
     # ------------------------------------------------------------------ commands
 
     def subscribe(self, type_url: str, names: Collection[str]) -> None:
         """Want ``names`` of ``type_url`` on this server."""
-        self.drivers[type_url].command(lambda session: session.subscribe_all(type_url, names))
+
+        def want(session: SessionWriter) -> None:
+            session.subscribe_all(type_url, names)
+
+        self.drivers[type_url].command(want)
 
     def unsubscribe(self, type_url: str, names: Collection[str]) -> None:
         """Stop wanting ``names`` of ``type_url`` on this server."""
 
-        def drop(session: Session) -> None:
+        def drop(session: SessionWriter) -> None:
             for name in names:
                 session.unsubscribe(type_url, name)
 
@@ -128,15 +147,15 @@ class Channel:
     def adopt(self, type_url: str, entries: list[tuple[str, CacheEntry]]) -> None:
         """Take another server's ``entries`` of ``type_url`` (for the names wanted here)."""
 
-        def take(session: Session) -> None:
+        def take(session: SessionWriter) -> None:
             for name, entry in entries:
-                session._adopt(type_url, name, entry)
+                session.adopt(type_url, name, entry)
 
         self.drivers[type_url].command(take)
 
     def table(self, type_url: str) -> Table:
         """This server's table of ``type_url``: what the cache reads while it is the writer."""
-        return self.drivers[type_url].protocol._table(type_url)
+        return self.drivers[type_url].protocol.table(type_url)
 
 
 class DiscoveryEvents:
@@ -171,3 +190,95 @@ class DiscoveryEvents:
         self, events: list[Event], after: asyncio.Future[None] | None = None
     ) -> asyncio.Future[None] | None:
         return self._owner.publish_from(self._channel, events, after)
+
+
+class LoadChannel:
+    """One LRS server's load reporting stream: its driver over the server's shared transport,
+    reporting ``store``."""
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        transport: Transport,
+        store: LoadStore,
+        *,
+        node: Any,
+        clock: Clock,
+        backoff: Backoff,
+        events: LoadReportingEvents,
+    ) -> None:
+        self.server = server
+        self.transport = transport
+        self.store = store
+        self.driver = StreamDriver(
+            protocol=LoadReporting(node=node, store=store),
+            transport=transport,
+            spec=LRS_SPEC,
+            server=server.uri,
+            clock=clock,
+            events=events,
+            backoff=backoff,
+            label="LRS",
+        )
+        self.tasks = TaskOwner()
+        self.tasks.start(self.driver.run(), name=f"xdsclient LRS {server.uri}")
+        #: whether the pool let go of the (shared) transport
+        self.released = False
+
+    def wake(self) -> None:
+        """The store changed from outside the stream (a load moved here): look again."""
+        self.driver.command(lambda protocol: None)
+
+
+class LoadReportingEvents:
+    """The `StreamEvents` of an LRS stream: its state for observers, on changes only (a
+    server that stays down is one ``failing``, not one per retry), and each report written to
+    the pool, which ends the stream once nothing is left to report there."""
+
+    __slots__ = ("_observers", "_owner", "_server", "_state")
+
+    def __init__(self, server: ServerConfig, observers: Observers, owner: LoadChannelOwner) -> None:
+        self._server = server
+        self._observers = observers
+        self._owner = owner
+        self._state = ""
+
+    def on_open(self, now: float) -> None:
+        if self._state != "failing":  # a retry of a failing stream is still failing
+            self._change("connecting", None, now)
+
+    def on_request(self, request: Any, now: float) -> None:
+        if not request.HasField("node"):  # a report, not the stream's first request
+            self._owner.reported(self._server)
+
+    def on_response(self, response: Any, now: float) -> None:
+        self._change("reporting", None, now)
+
+    def on_applied(self, response: Any, now: float) -> None:
+        pass
+
+    def on_failure(self, error: TransportError, now: float) -> None:
+        self._change("failing", lrs_reason(error, self._server.uri), now)
+
+    def publish(self, events: list[Any], after: Any = None) -> None:
+        return None
+
+    def closed(self, now: float) -> None:
+        """The stream was ended on purpose: nothing left to report, or the client closed."""
+        self._change("closed", None, now)
+
+    def _change(self, state: str, error: str | None, now: float) -> None:
+        if state == self._state:
+            return
+        self._state = state
+        if self._observers:
+            self._observers.emit(
+                LoadReportingChanged(server=self._server.uri, time=now, state=state, error=error)
+            )
+
+
+def lrs_reason(error: TransportError, server: str) -> str:
+    """Why an LRS stream ended, without the transport's words for a discovery stream."""
+    text = str(error)
+    prefix = f"xDS stream to {server} failed: "
+    return text[len(prefix) :] if text.startswith(prefix) else text

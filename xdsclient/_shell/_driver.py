@@ -34,11 +34,11 @@ import random
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
-from .._config import Backoff
 from .._errors import TransportError
-from .._gc import gc_paused
+from .._runtime._clock import Clock
+from .._runtime._gc import gc_paused
+from .._settings._config import Backoff
 from .._transports import Stream, StreamSpec, Transport
-from ._clock import Clock
 
 __all__ = ["StreamDriver", "StreamEvents", "StreamProtocol"]
 
@@ -142,10 +142,12 @@ class StreamDriver(Generic[P]):
         backoff: Backoff,
         uniform: Callable[[], float] = random.random,
         polling: bool = False,
+        label: str | None = None,
     ) -> None:
         """``events`` hears of every stream, request, response and failure (see
         `StreamEvents`). ``polling``: the transport polls (REST-JSON); a failure after a
-        response is a failure."""
+        response is a failure. ``label``: what log lines call a stream that is not discovery
+        (``"LRS"``): its failures are logged as ``<label> stream to <server> ended: why``."""
         self._protocol = protocol
         self._transport = transport
         self._spec = spec
@@ -155,6 +157,7 @@ class StreamDriver(Generic[P]):
         self._backoff = backoff
         self._uniform = uniform
         self._polling = polling
+        self._label = label
         self._wake = asyncio.Event()
         self._last_error = ""
 
@@ -204,7 +207,12 @@ class StreamDriver(Generic[P]):
         new = first or text != self._last_error
         self._last_error = text
         level = logging.INFO if new and not failed else logging.DEBUG
-        logger.log(level, "%s", text)
+        if self._label is None:
+            logger.log(level, "%s", text)
+            return
+        prefix = f"xDS stream to {self._server} failed: "
+        why = text[len(prefix) :] if text.startswith(prefix) else text
+        logger.log(level, "%s stream to %s ended: %s", self._label, self._server, why)
 
     async def _idle(self, *, until: float | None) -> None:
         """Without a stream: serve deadlines and commands until ``until`` (or, with None,

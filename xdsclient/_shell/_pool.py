@@ -17,6 +17,16 @@ server only (`HandOver`), and a channel publishes only the events of names whose
 writes, so watchers see one consistent source. A channel that was closed publishes nothing, and
 its late failures and responses change nothing, even once a new channel to the same server
 was opened.
+
+Load reporting (gRFC A27) is a user of its server beside discovery: one `LoadChannel` per LRS
+server while something is to be reported there, sharing the server's transport with its
+discovery channel (a transport closes when neither uses it). A `ClusterLoad` is one object per
+(cluster, EDS service) for the life of the pool, reported to the server its cluster comes from
+(``lrs_server: self``): the authority's active server. When an authority is handed over
+(fallback, return), its loads move with it; what a load counted since its last report stays
+with the server it leaves, which receives it in its next report; then, with nothing left to
+report there, that server's LRS stream ends (as C-core's LRS client stops a call without
+stats).
 """
 
 from __future__ import annotations
@@ -26,17 +36,19 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from .._config import Backoff, ClientConfig, ServerConfig
 from .._errors import TransportError
-from .._load_store import ClusterLoad, LoadStore
-from .._logs import authority_words
 from .._names import authority_of
-from .._observe import ChannelClosed, Observers
-from .._options import ClientOptions
+from .._observe._events import ChannelClosed, Observers
+from .._observe._logs import authority_words
 from .._protocol import Event, ResourceCache, ResourceStatus
-from .._services import PER_TYPE_SERVICES
-from .._sources import FileSource, RestSource, Source
-from .._transports import StreamSpec, TransportFactory, transport_for
+from .._protocol._load_store import ClusterLoad, LoadStore
+from .._protocol._services import PER_TYPE_SERVICES
+from .._runtime._clock import Clock
+from .._runtime._tasks import TaskOwner
+from .._settings._config import Backoff, ClientConfig, ServerConfig
+from .._settings._options import ClientOptions
+from .._settings._sources import FileSource, RestSource, Source
+from .._transports import StreamSpec, Transport, TransportFactory, transport_for
 from ..resources import CLUSTER, ResourceType
 from ._authorities import (
     Action,
@@ -47,9 +59,7 @@ from ._authorities import (
     Subscribe,
     Unsubscribe,
 )
-from ._channel import Channel
-from ._clock import Clock
-from ._tasks import TaskOwner
+from ._channel import Channel, LoadChannel, LoadReportingEvents
 
 __all__ = ["Publish", "ServerPool"]
 
@@ -101,8 +111,15 @@ class ServerPool:
         #: type URL -> the file or REST source serving it instead of the servers
         self._sources: dict[str, Source] = dict(config.sources)
         self._closing: list[Channel] = []  # released channels whose tasks are ending
-        #: LRS server -> what is reported to it; kept for the life of the pool
+        #: server -> its transport and how many channels use it (discovery, load reporting)
+        self._transports: dict[Source, tuple[Transport, int]] = {}
+        #: (cluster, EDS service) -> its load, kept for the life of the pool, and its server
+        self._loads: dict[tuple[str, str], ClusterLoad] = {}
+        self._load_servers: dict[tuple[str, str], ServerConfig] = {}
+        #: LRS server -> what is (still) reported to it, and its stream while it has any
         self._load_stores: dict[ServerConfig, LoadStore] = {}
+        self._load_channels: dict[ServerConfig, tuple[LoadChannel, LoadReportingEvents]] = {}
+        self._load_closing: list[LoadChannel] = []
         self._authorities = Authorities(config.servers_of)
         self._act: dict[type, Callable[[Any], None]] = {
             Subscribe: self._subscribe,
@@ -150,9 +167,13 @@ class ServerPool:
         self._carry_out(self._authorities.unsubscribe(authority_of(name), type_url, name))
 
     def load_reporter(self, cluster: str, service: str) -> ClusterLoad:
-        """The load of ``(cluster, service)``, reported to the server ``cluster`` came from
-        (``lrs_server: self``: its authority's active server) on that server's one LRS stream,
-        which shares the server's transport with discovery."""
+        """The load of ``(cluster, service)``: one object for the life of the pool, reported
+        to the server ``cluster`` comes from (``lrs_server: self``: its authority's active
+        server, which changes with fallback and return) on that server's one LRS stream."""
+        key = (cluster, service)
+        load = self._loads.get(key)
+        if load is not None:
+            return load
         authority = authority_of(cluster)
         if self._sources.get(CLUSTER.type_url) is not None:
             raise ValueError(f"cluster {cluster} comes from a source, not a server: no LRS")
@@ -161,31 +182,115 @@ class ServerPool:
         )
         if server is None:
             raise ValueError(f"no server serves cluster {cluster}: no LRS")
-        store = self._load_stores.setdefault(server, LoadStore())
-        load = store.load(cluster, service, self._clock.time())
-        self._report_load(self._channel(server))
+        load = self._loads[key] = ClusterLoad(cluster, service, self._clock.time())
+        self._load_servers[key] = server
+        self._load_store(server).add(load)
+        self._load_channel(server).wake()
         return load
 
-    def _report_load(self, channel: Channel) -> None:
-        store = (
-            self._load_stores.get(channel.server)
-            if isinstance(channel.server, ServerConfig)
-            else None
-        )
-        if store is not None:
-            channel.report_load(
-                store,
+    def reported(self, server: ServerConfig) -> None:
+        """A report went to ``server``: its LRS stream ends once nothing is left there."""
+        if not self._load_stores.get(server):
+            self._end_load_reporting(server)
+
+    def _move_loads(self, authority: str, target: ServerConfig) -> None:
+        """The loads of ``authority``'s clusters now report to ``target``; what each counted
+        since its last report stays with the server it leaves, for its next report."""
+        now, left = self._clock.time(), set()
+        for key, load in self._loads.items():
+            source = self._load_servers[key]
+            if source == target or authority_of(key[0]) != authority:
+                continue
+            self._load_stores[source].remove(*key, now)
+            self._load_servers[key] = target
+            self._load_store(target).add(load)
+            left.add(source)
+        if not left:
+            return
+        self._load_channel(target).wake()
+        for source in left:
+            if self._load_stores[source]:
+                self._load_channel(source).wake()
+            else:
+                self._end_load_reporting(source)
+
+    def _load_store(self, server: ServerConfig) -> LoadStore:
+        store = self._load_stores.get(server)
+        if store is None:
+            store = self._load_stores[server] = LoadStore()
+        return store
+
+    def _load_channel(self, server: ServerConfig) -> LoadChannel:
+        """The LRS stream to ``server``, opened on first use."""
+        entry = self._load_channels.get(server)
+        if entry is None:
+            events = LoadReportingEvents(server, self._observers, self)
+            channel = LoadChannel(
+                server,
+                self._acquire(server),
+                self._load_store(server),
                 node=self._config.node.to_proto(),
                 clock=self._clock,
                 backoff=self._options.backoff,
+                events=events,
             )
+            entry = self._load_channels[server] = (channel, events)
+        return entry[0]
+
+    def _end_load_reporting(self, server: ServerConfig) -> None:
+        entry = self._load_channels.pop(server, None)
+        if not self._load_stores.get(server):
+            self._load_stores.pop(server, None)
+        if entry is None:
+            return
+        channel, events = entry
+        self._load_closing.append(channel)
+        events.closed(self._clock.time())
+        self._tasks.start(self._stop_load(channel), name=f"xdsclient close LRS {server.uri}")
+
+    async def _stop_load(self, channel: LoadChannel) -> None:
+        await channel.tasks.close()
+        await self._release(channel)
+        if channel in self._load_closing:
+            self._load_closing.remove(channel)
+
+    def _acquire(self, server: Source) -> Transport:
+        """The transport to ``server``, shared by its discovery and load reporting channels."""
+        transport, users = self._transports.get(server) or (
+            transport_for(server, self._options, clock=self._clock, factory=self._factory),
+            0,
+        )
+        self._transports[server] = (transport, users + 1)
+        return transport
+
+    async def _release(self, user: Channel | LoadChannel) -> None:
+        """``user`` is done with its transport (once, however often it is stopped): the
+        transport is closed once nobody uses it."""
+        if user.released:
+            return
+        user.released = True
+        server, transport = user.server, user.transport
+        entry = self._transports.get(server)
+        if entry is not None and entry[0] is transport:
+            if entry[1] > 1:
+                self._transports[server] = (transport, entry[1] - 1)
+                return
+            del self._transports[server]
+        await transport.close()
 
     async def close(self) -> None:
         """Stop every channel, the released ones included, and wait for them."""
         channels = [*self._channels.values(), *self._closing]
         self._channels, self._closing = {}, []
+        loads = [*self._load_channels.values()]
+        closing, self._load_channels, self._load_closing = self._load_closing, {}, []
         for channel in channels:
             await self._stop(channel)
+        for load_channel, events in loads:
+            events.closed(self._clock.time())
+            await self._stop_load(load_channel)
+        for load_channel in closing:
+            await self._stop_load(load_channel)
 
     # ------------------------------------------------------------------ what channels tell
 
@@ -240,13 +345,12 @@ class ServerPool:
                     target.adopt(type_url, _entries_of(authority, source.table(type_url)))
         for type_url in target.drivers:
             self._cache.assign(authority, type_url, target.table(type_url))
+        self._move_loads(authority, action.target)
 
     def _close(self, action: Close) -> None:
         channel = self._channels.pop(action.server)
         self._closing.append(channel)
         self._tasks.start(self._stop(channel), name=f"xdsclient close {channel.server.uri}")
-        if action.server in self._load_stores:  # load is still reported there
-            self._channel(action.server)
 
     def _log_hand_over(self, action: HandOver) -> None:
         assert action.source is not None
@@ -287,9 +391,7 @@ class ServerPool:
         return self._channel(source)
 
     def _open(self, server: Source) -> Channel:
-        channel = Channel(
-            server, transport_for(server, self._options, clock=self._clock, factory=self._factory)
-        )
+        channel = Channel(server, self._acquire(server))
         channel.start(
             self._streams(server),
             node=self._config.node.to_proto(),
@@ -306,14 +408,13 @@ class ServerPool:
             observers=self._observers,
             owner=self,
         )
-        self._report_load(channel)
         return channel
 
     async def _stop(self, channel: Channel) -> None:
         """End the channel's drivers, then its transport; then observers hear it is closed
         (after the drivers, so no event of theirs can say it is connected again)."""
         await channel.tasks.close()
-        await channel.transport.close()
+        await self._release(channel)
         if channel in self._closing:
             self._closing.remove(channel)
         if self._observers:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._errors import TransportError
 from .._names import authority_of
-from .._observe import (
+from .._observe._events import (
     ConnectivityChanged,
     Observers,
     RequestSent,

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from ._base import Stream, StreamSpec, Transport, TransportFactory
 
 if TYPE_CHECKING:
-    from .._config import ServerConfig
-    from .._options import ClientOptions
-    from .._shell._clock import Clock
-    from .._sources import Source
+    from .._runtime._clock import Clock
+    from .._settings._config import ServerConfig
+    from .._settings._options import ClientOptions
+    from .._settings._sources import Source
 
 __all__ = [
     "Stream",
@@ -47,7 +47,7 @@ def transport_for(
 ) -> Transport:
     """The transport to ``server``: ``factory``'s when given (it serves every kind of source),
     else a watched file, REST-JSON polling or grpc.aio by the kind of source."""
-    from .._sources import FileSource, RestSource
+    from .._settings._sources import FileSource, RestSource
 
     if factory is not None:
         return factory(server, options)

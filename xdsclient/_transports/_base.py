@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
-from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
+from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
 
 if TYPE_CHECKING:
-    from .._options import ClientOptions
-    from .._sources import Source
+    from .._settings._options import ClientOptions
+    from .._settings._sources import Source
 
 __all__ = ["Stream", "StreamSpec", "Transport", "TransportFactory"]
 

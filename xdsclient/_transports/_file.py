@@ -38,13 +38,13 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import TransportError
-from .._shell._clock import Clock, LoopClock
+from .._runtime._clock import Clock, LoopClock
 from ._base import StreamSpec
 from ._formats import FormatError, format_of, parse_response
 
 if TYPE_CHECKING:
-    from .._options import ClientOptions
-    from .._sources import FileSource
+    from .._settings._options import ClientOptions
+    from .._settings._sources import FileSource
 
 __all__ = ["FileStream", "FileTransport", "Settler"]
 

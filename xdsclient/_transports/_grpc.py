@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from .._config import BootstrapError, ChannelCredentials, ServerConfig
 from .._errors import TransportError
+from .._settings._config import BootstrapError, ChannelCredentials, ServerConfig
 from ._base import StreamSpec
 
 if TYPE_CHECKING:
-    from .._options import ClientOptions
+    from .._settings._options import ClientOptions
 
 __all__ = ["GrpcStream", "GrpcTransport", "map_rpc_error"]
 

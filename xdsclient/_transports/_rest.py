@@ -35,14 +35,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import TransportError
-from .._services import PER_TYPE_SERVICES
+from .._protocol._services import PER_TYPE_SERVICES
 from ._base import StreamSpec
 from ._formats import FileFormat, FormatError, parse_response
 
 if TYPE_CHECKING:
-    from .._config import ChannelCredentials
-    from .._options import ClientOptions
-    from .._sources import RestSource
+    from .._settings._config import ChannelCredentials
+    from .._settings._options import ClientOptions
+    from .._settings._sources import RestSource
 
 __all__ = ["RestStream", "RestTransport", "rest_path"]
 

@@ -19,7 +19,7 @@ import grpc
 from envoy.config.core.v3 import base_pb2
 from envoy.service.load_stats.v3 import lrs_pb2
 
-from .._lrs import LRS_METHOD, SEND_ALL_CLUSTERS
+from .._protocol._lrs import LRS_METHOD, SEND_ALL_CLUSTERS
 from ..resources import CLUSTER
 from ._context import Context
 from ._probe import brief

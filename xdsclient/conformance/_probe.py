@@ -27,7 +27,7 @@ from .._protocol._messages import (
     DiscoveryRequest,
     DiscoveryResponse,
 )
-from .._services import ADS_SERVICE, PER_TYPE_SERVICES
+from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES
 from ._rules import RuleId
 
 __all__ = ["Probe", "StreamEnded", "brief"]

@@ -13,10 +13,12 @@ from ._base import (
     ConnectivityState,
     EndpointKey,
     EndpointPicker,
+    Headers,
     PickOutcome,
     PickRequest,
     PickResult,
     aggregate_state,
+    header_map,
     key_of,
 )
 
@@ -25,10 +27,12 @@ __all__ = [
     "ConnectivityState",
     "EndpointKey",
     "EndpointPicker",
+    "Headers",
     "PickOutcome",
     "PickRequest",
     "PickResult",
     "aggregate_state",
+    "header_map",
     "key_of",
 ]
 

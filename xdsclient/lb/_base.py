@@ -15,8 +15,9 @@ core:
 from __future__ import annotations
 
 import enum
+import operator
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -28,10 +29,12 @@ __all__ = [
     "ConnectivityState",
     "EndpointKey",
     "EndpointPicker",
+    "Headers",
     "PickOutcome",
     "PickRequest",
     "PickResult",
     "aggregate_state",
+    "header_map",
     "key_of",
 ]
 
@@ -42,6 +45,10 @@ EndpointKey = tuple[str, int]
 def key_of(endpoint: Endpoint) -> EndpointKey:
     """The key an endpoint keeps across assignments."""
     return (endpoint.address, endpoint.port)
+
+
+#: `key_of` at C speed, for whole lists (``list(map(keys_of, endpoints))``)
+keys_of: Callable[[Endpoint], EndpointKey] = operator.itemgetter(0, 1)
 
 
 class ConnectivityState(enum.Enum):
@@ -67,13 +74,36 @@ def aggregate_state(states: Iterable[ConnectivityState]) -> ConnectivityState:
     return ConnectivityState.TRANSIENT_FAILURE
 
 
+#: A call's headers: a mapping of lower-case name to value (a repeated header's values already
+#: joined with ``,``), or gRPC metadata's shape, a sequence of (name, value) pairs in which a
+#: name may repeat (a binary ``-bin`` value may be bytes, as grpc.aio gives it).
+Headers = Mapping[str, str] | Sequence[tuple[str, str | bytes]]
+
+
+def header_map(headers: Headers) -> Mapping[str, str]:
+    """The headers as routing and hashing read them: a mapping as it is; (name, value) pairs
+    with lower-case names, a repeated name's values joined with ``,`` in order (as gRPC joins
+    them to match and hash), and binary headers (names ending in ``-bin``, or any value given
+    as bytes) left out, as gRPC neither matches nor hashes them."""
+    if type(headers) is dict or isinstance(headers, Mapping):  # the first test is quicker
+        return headers
+    joined: dict[str, str] = {}
+    for name, value in headers:
+        name = name.lower()
+        if name.endswith("-bin") or not isinstance(value, str):
+            continue
+        before = joined.get(name)
+        joined[name] = value if before is None else f"{before},{value}"
+    return joined
+
+
 @attrs.frozen(kw_only=True)
 class PickRequest:
-    """What a pick may look at: the call's headers (lower-case names; a repeated header is its
-    values joined with ``,`` as gRPC joins them) and the request hash computed from the route's
-    hash policies (ring hash; None when the route has none)."""
+    """What a pick may look at: the call's headers (`Headers`: a mapping with lower-case names,
+    or (name, value) pairs, which are joined by `header_map`) and the request hash computed
+    from the route's hash policies (ring hash; None when the route has none)."""
 
-    headers: Mapping[str, str] = attrs.field(factory=dict)
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=header_map)
     request_hash: int | None = None
 
 
@@ -90,8 +120,10 @@ class PickOutcome(enum.Enum):
 class PickResult:
     """One pick. ``endpoint`` with COMPLETE; ``connect``: endpoints the transport should start
     connecting now (ring hash on an IDLE endpoint, pick first), with any outcome; ``cluster`` and
-    ``locality`` say where the pick went (load reporting); ``drop_category`` with DROP;
-    ``error`` with FAIL."""
+    ``locality`` say where the pick went (load reporting); ``drop_category`` with a DROP the
+    assignment asked for (none for circuit breaking); ``error`` says why, with FAIL and DROP
+    (C-core's texts: "EDS-configured drop: <category>", "circuit breaker drop" followed by
+    the cluster, its calls in flight and its ``max_requests``)."""
 
     outcome: PickOutcome
     endpoint: Endpoint | None = None

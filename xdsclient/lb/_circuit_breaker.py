@@ -10,7 +10,8 @@ The rule (C-core ``xds_cluster_impl``): before the child picks, a call is droppe
 counter is at the limit (``in_flight >= max_requests``); it counts as in flight only once the
 pick completes (`CallCounter.call_started`) until the transport reports it finished
 (`CallCounter.call_finished`). Circuit-breaker drops have no category: they are counted apart
-(``dropped``), as load reports put them in the total only.
+(``dropped``), as load reports put them in the total only; the pick result's ``error`` names
+the cluster, the calls in flight and the limit.
 """
 
 from __future__ import annotations

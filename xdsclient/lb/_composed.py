@@ -16,15 +16,19 @@ Why: a custom balancer needs the whole of gRPC's client-side xDS tree, not its p
 
 Each leaf cluster keeps its tree across snapshots (`update` rebuilds only what changed: a
 cluster whose views are the same objects is left alone, a new assignment goes to the existing
-priority policy, which keeps its children by locality and endpoint key). Connectivity comes from
-the user's transport (`set_endpoint_state`), outcomes from `call_finished`. Time and randomness
-are arguments; `next_deadline` says when timers (failover, retention, outlier sweeps) are due
-and `poll` fires them.
+priority policy, which keeps its children by locality and endpoint key, and hands unchanged
+localities on as the same objects so nothing below them is rebuilt). Connectivity comes from
+the user's transport (`set_endpoint_state`), outcomes from `call_finished`. The picker keeps
+the state of the endpoints some cluster's assignment holds (and of those reported since the
+last update) and forgets the rest; a cluster or key new to a cluster is told the states known.
+Time and randomness are arguments; `next_deadline` says when timers (failover, retention,
+outlier sweeps) are due and `poll` fires them.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import random
 from collections.abc import Callable, Mapping
@@ -35,9 +39,11 @@ from ._base import (
     ChildPolicy,
     ConnectivityState,
     EndpointKey,
+    Headers,
     PickOutcome,
     PickRequest,
     PickResult,
+    header_map,
     key_of,
 )
 from ._circuit_breaker import CallCounter, CallCounters
@@ -45,6 +51,7 @@ from ._drops import DropPolicy
 from ._outlier import OutlierDetector
 from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy
 from ._request_hash import request_hash as compute_hash
+from ._ring_hash import RING_SIZE_CAP
 
 __all__ = ["ComposedPicker"]
 
@@ -73,6 +80,8 @@ class _Leaf:
         self.cluster: ClusterView = config.cluster
         self.counter: CallCounter = counters.counter(config.name, self.cluster.eds_service_name)
         self.drops = DropPolicy()
+        #: the result of a drop by each category (built at its first drop)
+        self._drop_results: dict[str, PickResult] = {}
         self.detectors: list[OutlierDetector] = []
         self.priority = PriorityPolicy(
             self._make_child,
@@ -92,8 +101,10 @@ class _Leaf:
         self.detectors.append(detector)
         return detector
 
-    def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> None:
+    def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> bool:
+        """Follow the cluster's new config; True when the assignment went to the priority."""
         self.config = config
+        assigned = False
         assert config.cluster is not None
         if config.cluster is not self.cluster:
             self.cluster = config.cluster
@@ -107,8 +118,10 @@ class _Leaf:
             assignment = config.endpoints
             self.drops.update(assignment.drop_overloads if assignment else ())
             self.priority.update(assignment.priorities if assignment else (), now)
+            assigned = True
         alive = set(map(id, self.priority.children.values()))
         self.detectors = [d for d in self.detectors if id(d) in alive]
+        return assigned
 
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         for detector in self.detectors:
@@ -117,12 +130,10 @@ class _Leaf:
         if self.drops.overloads:
             category = self.drops.drop(priority.state(), rand)
             if category is not None:
-                return PickResult(
-                    outcome=PickOutcome.DROP, drop_category=category, cluster=self.name
-                )
+                return self._dropped(category)
         counter = self.counter
         if not counter.admit(self.cluster.max_requests):
-            return PickResult(outcome=PickOutcome.DROP, cluster=self.name)
+            return self._broken()
         result = priority.pick(request, rand, now)
         endpoint = result.endpoint
         if result.outcome is _COMPLETE and endpoint is not None:
@@ -131,6 +142,33 @@ class _Leaf:
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
+
+    def _dropped(self, category: str) -> PickResult:
+        """A drop by the assignment's ``category`` (C-core's "EDS-configured drop"), its
+        result built once per category."""
+        result = self._drop_results.get(category)
+        if result is None:
+            result = self._drop_results[category] = PickResult(
+                outcome=PickOutcome.DROP,
+                drop_category=category,
+                cluster=self.name,
+                error=f"EDS-configured drop: {category} (cluster {self.name})",
+            )
+        return result
+
+    def _broken(self) -> PickResult:
+        """A drop by circuit breaking, saying the cluster, its calls in flight and the limit
+        (C-core's "circuit breaker drop")."""
+        service = self.cluster.eds_service_name
+        of = f"cluster {self.name}" + (f" (EDS service {service})" if service else "")
+        return PickResult(
+            outcome=PickOutcome.DROP,
+            cluster=self.name,
+            error=(
+                f"circuit breaker drop: {of} has {self.counter.in_flight} calls in flight, "
+                f"at its max_requests of {self.cluster.max_requests}"
+            ),
+        )
 
     def call_finished(self, endpoint: Endpoint, ok: bool) -> None:
         self.counter.call_finished()
@@ -159,8 +197,13 @@ class ComposedPicker:
     aggregate leaves, drops, circuit breaking, priority, outlier detection, child, endpoint.
 
     ``child_factory`` builds a priority's child for a cluster (by default
-    ``child_policy_for(cluster.lb_policy, cluster=cluster.name)``); ``counters`` may be shared
-    with other pickers (gRPC shares call counters per cluster and EDS service process-wide).
+    ``child_policy_for(cluster.lb_policy, cluster=cluster.name, ring_size_cap=...,
+    use_hash_key=...)``); ``counters`` may be shared with other pickers (gRPC shares call
+    counters per cluster and EDS service process-wide). ``ring_size_cap`` is gRPC's
+    channel-level cap on both ring sizes (A42, ``GRPC_RING_HASH_CAP``) and ``use_hash_key``
+    takes ring hash endpoint keys from ``envoy.lb`` ``hash_key`` metadata (A76); both reach
+    the ring hash children the default factory builds, so neither goes with
+    ``child_factory`` (a `ValueError`).
     """
 
     def __init__(
@@ -171,11 +214,22 @@ class ComposedPicker:
         failover_timeout: float = FAILOVER_TIMEOUT,
         retention: float = CHILD_RETENTION,
         channel_id: int = 0,
+        ring_size_cap: int = RING_SIZE_CAP,
+        use_hash_key: bool = False,
     ) -> None:
+        if child_factory is not None and (ring_size_cap != RING_SIZE_CAP or use_hash_key):
+            raise ValueError(
+                "ring_size_cap and use_hash_key configure the default child factory: "
+                "give them to the ring hash children child_factory builds instead"
+            )
+        if ring_size_cap < 1:
+            raise ValueError(f"ring_size_cap must be at least 1, not {ring_size_cap}")
         #: what a ``channel_id`` hash policy hashes (gRPC: the channel's own id)
         self.channel_id = channel_id
         self.counters = counters if counters is not None else CallCounters()
-        self.child_factory: ChildFactory = child_factory or _default_child
+        self.child_factory: ChildFactory = child_factory or functools.partial(
+            _default_child, ring_size_cap=ring_size_cap, use_hash_key=use_hash_key
+        )
         self.failover_timeout = failover_timeout
         self.retention = retention
         self._config: XdsConfig | None = None
@@ -185,7 +239,10 @@ class ComposedPicker:
         #: the route of each path seen, while no route of the snapshot looks at anything but
         #: the path (no header matcher, no runtime fraction); None otherwise
         self._routes_by_path: dict[str, Route | None] | None = None
+        #: the transport's reported states of the keys some leaf's assignment holds, and of
+        #: the keys reported since the last update (``_strays``, forgotten then unless held)
         self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
+        self._strays: set[EndpointKey] = set()
 
     @property
     def config(self) -> XdsConfig | None:
@@ -197,6 +254,8 @@ class ComposedPicker:
         endpoint key; clusters gone from the snapshot are dropped."""
         self._config = config
         leaves: dict[str, _Leaf] = {}
+        gone: list[EndpointKey] = []
+        states = self._endpoint_states
         for name, entry in config.clusters.items():
             if entry.cluster is None or _aggregate(entry) or entry.error is not None:
                 continue
@@ -205,12 +264,17 @@ class ComposedPicker:
             leaf = self._leaves.get(name)
             if leaf is None:
                 leaf = _Leaf(entry, self.counters, self)
-            leaf.update(entry, self.counters, now)
-            for key, state in self._endpoint_states.items():
-                if leaf.priority.child_for(key) is not None:
-                    leaf.priority.set_endpoint_state(key, state, now)
+            if leaf.update(entry, self.counters, now):
+                priority = leaf.priority
+                for key in priority.added_keys:  # what the transport said of them
+                    state = states.get(key)
+                    if state is not None:
+                        priority.set_endpoint_state(key, state, now)
+                gone.extend(priority.removed_keys)
             leaves[name] = leaf
+        dropped = any(name not in leaves for name in self._leaves)
         self._leaves = leaves
+        self._forget(list(states) if dropped else gone)
         self._splits = {}
         path_only = all(
             not route.match.headers and route.match.runtime_fraction_ppm is None
@@ -221,11 +285,29 @@ class ComposedPicker:
             {(leaf.name, leaf.cluster.eds_service_name) for leaf in leaves.values()}
         )
 
+    def _forget(self, candidates: list[EndpointKey]) -> None:
+        """Drop the states of ``candidates`` and of the strays that no leaf holds now."""
+        states, leaves = self._endpoint_states, self._leaves.values()
+        candidates.extend(self._strays)
+        self._strays.clear()
+        for key in candidates:
+            if key in states and not any(leaf.priority.wants(key) for leaf in leaves):
+                del states[key]
+
+    def endpoint_states(self) -> dict[EndpointKey, ConnectivityState]:
+        """The endpoint states the picker keeps (a copy): those of the keys some cluster's
+        assignment holds, and of keys reported since the last `update`."""
+        return dict(self._endpoint_states)
+
     def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
         """The transport reports an endpoint's connectivity."""
         self._endpoint_states[key] = state
+        held = False
         for leaf in self._leaves.values():
             leaf.priority.set_endpoint_state(key, state, now)
+            held = held or leaf.priority.wants(key)
+        if not held:
+            self._strays.add(key)
 
     def wanted_connections(self) -> tuple[Endpoint, ...]:
         """Every endpoint some tree wants connected now."""
@@ -243,17 +325,20 @@ class ComposedPicker:
     def pick(
         self,
         path: str,
-        headers: Mapping[str, str],
+        headers: Headers,
         rand: random.Random,
         now: float,
         *,
         request_hash: int | None = None,
     ) -> PickResult:
-        """One call's pick: route, cluster, leaf, then the leaf's tree (``headers`` with
-        lower-case names). For a ring hash cluster the request hash comes from the route's hash
-        policies (`request_hash`) unless the caller passes its own ``request_hash``."""
+        """One call's pick: route, cluster, leaf, then the leaf's tree. ``headers`` is a mapping
+        with lower-case names, or the call's metadata as (name, value) pairs, repeated names
+        joined with ``,`` and binary headers left out as gRPC does (`header_map`). For a ring
+        hash cluster the request hash comes from the route's hash policies (`request_hash`)
+        unless the caller passes its own ``request_hash``."""
         if self._config is None:
             return PickResult(outcome=PickOutcome.QUEUE)
+        headers = header_map(headers)
         route = self._route(path, headers)
         if route is None:
             return _fail(f"no route matches {path}")
@@ -366,7 +451,12 @@ def _aggregate(entry: ClusterConfig) -> bool:
     return entry.cluster is not None and entry.cluster.type is ClusterType.AGGREGATE
 
 
-def _default_child(cluster: ClusterView) -> ChildPolicy:
+def _default_child(cluster: ClusterView, *, ring_size_cap: int, use_hash_key: bool) -> ChildPolicy:
     from ._policies import child_policy_for
 
-    return child_policy_for(cluster.lb_policy, cluster=cluster.name)
+    return child_policy_for(
+        cluster.lb_policy,
+        cluster=cluster.name,
+        ring_size_cap=ring_size_cap,
+        use_hash_key=use_hash_key,
+    )

@@ -34,7 +34,8 @@ class LeastRequestPicker:
 
     def update(self, endpoints: Sequence[Endpoint], now: float) -> None:
         """A new endpoint list; states and outstanding counts kept by key."""
-        self._endpoints.update(endpoints)
+        if not self._endpoints.update(endpoints):
+            return
         old = self._outstanding
         self._outstanding = {key_of(e): old.get(key_of(e), 0) for e in self._endpoints.endpoints}
 

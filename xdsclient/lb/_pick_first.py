@@ -36,6 +36,8 @@ class PickFirstPicker:
         self._shuffle = shuffle
         self._rand = rand or random.Random()
         self._endpoints: list[Endpoint] = []
+        #: the first listed endpoint of each key (a connectivity change is a lookup)
+        self._by_key: dict[EndpointKey, Endpoint] = {}
         self._reported: dict[EndpointKey, ConnectivityState] = {}
         self._state = _IDLE
         self._selected: Endpoint | None = None
@@ -49,7 +51,10 @@ class PickFirstPicker:
         self._endpoints = list(usable(endpoints))
         if self._shuffle:
             self._rand.shuffle(self._endpoints)
-        keys = {key_of(e) for e in self._endpoints}
+        self._by_key = {}
+        for endpoint in self._endpoints:
+            self._by_key.setdefault(key_of(endpoint), endpoint)
+        keys = self._by_key
         self._reported = {k: s for k, s in self._reported.items() if k in keys}
         if self._selected is not None and key_of(self._selected) in keys:
             return
@@ -58,7 +63,8 @@ class PickFirstPicker:
 
     def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
         """The user's transport reports an endpoint's connectivity."""
-        if not any(key_of(e) == key for e in self._endpoints):
+        found = self._by_key.get(key)
+        if found is None:
             return
         self._reported[key] = state
         if self._selected is not None:
@@ -66,7 +72,7 @@ class PickFirstPicker:
                 self._selected, self._state, self._attempt = None, _IDLE, None
             return
         if state is _READY:
-            self._selected = next(e for e in self._endpoints if key_of(e) == key)
+            self._selected = found
             self._state, self._attempt = _READY, None
         elif (
             state is _FAILED

@@ -25,6 +25,7 @@ from ..resources import (
 from ._base import ChildPolicy, EndpointPicker
 from ._least_request import LeastRequestPicker
 from ._pick_first import PickFirstPicker
+from ._ring_hash import RING_SIZE_CAP
 from ._round_robin import RoundRobinPicker
 from ._weighted_target import WeightedTarget
 from ._wrr import WeightedRoundRobinPicker
@@ -33,17 +34,26 @@ __all__ = ["child_policy_for", "endpoint_picker_factory"]
 
 
 def child_policy_for(
-    policy: LbPolicy, *, cluster: str = "", rand: random.Random | None = None
+    policy: LbPolicy,
+    *,
+    cluster: str = "",
+    rand: random.Random | None = None,
+    ring_size_cap: int = RING_SIZE_CAP,
+    use_hash_key: bool = False,
 ) -> ChildPolicy:
     """A fresh child policy for one priority of ``cluster`` balanced by ``policy``.
 
     ``rand`` is used only where gRPC draws randomness outside a pick (pick first's
     ``shuffle_address_list`` on each update); by default a new unseeded source.
+    ``ring_size_cap`` (gRPC's channel-level cap on both ring sizes, A42) and ``use_hash_key``
+    (A76: endpoint hash keys from ``envoy.lb`` metadata) reach a ring hash child only.
     """
     if isinstance(policy, RingHash):
         from ._ring_hash import RingHashPolicy
 
-        return RingHashPolicy(policy, cluster=cluster)
+        return RingHashPolicy(
+            policy, cluster=cluster, ring_size_cap=ring_size_cap, use_hash_key=use_hash_key
+        )
     return WeightedTarget(endpoint_picker_factory(policy, rand=rand), cluster=cluster)
 
 

@@ -22,6 +22,13 @@ rule gRPC applies has timers and memory that a "first healthy priority" loop get
 
 Time is passed in: `poll(now)` fires what is due and every call taking ``now`` polls first;
 `next_deadline` says when to call again.
+
+Cost at scale: an update hands each locality whose content did not change on to the children
+as the *same object* it was before, so every block below (weighted target, endpoint lists,
+ring hash) tells "unchanged" by identity; which keys each child holds and which keys the
+assignment wants are counted by difference (`KeyCounts`), so one changed endpoint of 10,000
+costs its locality, not the assignment. Endpoint states are kept only for the keys the
+assignment holds (and those reported since the last update).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from ._base import (
     PickResult,
     key_of,
 )
+from ._endpoint_list import KeyCounts, count_in, count_out
 
 __all__ = ["CHILD_RETENTION", "FAILOVER_TIMEOUT", "PriorityPolicy"]
 
@@ -76,7 +84,9 @@ class _Child:
     def __init__(self, name: str, policy: ChildPolicy, failover_at: float) -> None:
         self.name = name
         self.policy = policy
-        self.keys: frozenset[EndpointKey] = frozenset()
+        #: the keys of the child's endpoints: its priority's, counted by difference (kept as
+        #: they were once the priority left the assignment, while the child is retained)
+        self.keys = KeyCounts()
         self.state = _CONNECTING
         self.reported = _CONNECTING
         self.seen_ready_or_idle = True
@@ -112,8 +122,19 @@ class PriorityPolicy:
         self._localities: dict[str, Sequence[LocalityEndpoints]] = {}
         self._next_name = 0
         self._current: _Child | None = None
-        #: every endpoint state the transport reported, replayed to children created later
+        #: the endpoint states the transport reported for keys of the assignment (and keys
+        #: reported since the last update), replayed to children created later
         self._endpoint_states: dict[EndpointKey, ConnectivityState] = {}
+        #: each priority's keys, by child name (a child's `_Child.keys` is its priority's)
+        self._keys_by_name: dict[str, KeyCounts] = {}
+        #: the keys each priority gained at the last update (told their known states)
+        self._came: dict[str, list[EndpointKey]] = {}
+        #: how many priorities hold each key of the assignment
+        self._wanted: dict[EndpointKey, int] = {}
+        #: reported keys the assignment did not hold when reported (forgotten at the update)
+        self._strays: set[EndpointKey] = set()
+        self._added: tuple[EndpointKey, ...] = ()
+        self._removed: tuple[EndpointKey, ...] = ()
         #: the earliest failover or retention deadline (infinity when none runs)
         self._deadline = _NEVER
 
@@ -128,6 +149,24 @@ class PriorityPolicy:
     def children(self) -> dict[str, ChildPolicy]:
         """The children alive now (active or retained), by name."""
         return {name: child.policy for name, child in self._children.items()}
+
+    @property
+    def added_keys(self) -> tuple[EndpointKey, ...]:
+        """The endpoint keys the last `update` brought into the assignment."""
+        return self._added
+
+    @property
+    def removed_keys(self) -> tuple[EndpointKey, ...]:
+        """The endpoint keys the last `update` took out of the assignment."""
+        return self._removed
+
+    def wants(self, key: EndpointKey) -> bool:
+        """Whether the assignment holds the endpoint ``key`` (at any priority)."""
+        return key in self._wanted
+
+    def endpoint_states(self) -> dict[EndpointKey, ConnectivityState]:
+        """The endpoint states kept (a copy): the assignment's reported keys only."""
+        return dict(self._endpoint_states)
 
     def child_for(self, key: EndpointKey) -> ChildPolicy | None:
         """The live child holding the endpoint ``key`` (None when none does)."""
@@ -150,26 +189,37 @@ class PriorityPolicy:
 
     def _holder(self, key: EndpointKey) -> _Child | None:
         current = self._current
-        if current is not None and key in current.keys:
+        if current is not None and key in current.keys.counts:
             return current
         for child in self._children.values():
-            if key in child.keys:
+            if key in child.keys.counts:
                 return child
         return None
 
     def update(self, priorities: Sequence[Sequence[LocalityEndpoints]], now: float) -> None:
         """A new assignment: children kept by locality, removed priorities deactivated."""
         self._expire(now)
+        priorities = self._reuse(priorities)
         names = self._child_names(priorities)
         self._names = names
         self._localities = dict(zip(names, priorities, strict=True))
-        wanted = {key_of(e) for group in priorities for loc in group for e in loc.endpoints}
-        self._endpoint_states = {
-            key: state for key, state in self._endpoint_states.items() if key in wanted
-        }
+        added, removed = self._count_keys(names, priorities)
+        self._added, self._removed = tuple(added), tuple(removed)
+        states = self._endpoint_states
+        for key in removed:
+            states.pop(key, None)
+        wanted = self._wanted
+        for key in self._strays:
+            if key not in wanted:
+                states.pop(key, None)
+        self._strays.clear()
         for name, child in self._children.items():
             if name in self._localities:
                 self._update_child(child, self._localities[name], now)
+                for key in self._came.get(name, ()):  # e.g. moved in from another priority
+                    state = states.get(key)
+                    if state is not None:
+                        child.policy.set_endpoint_state(key, state, now)
                 self._notice(child, now)
             else:
                 self._deactivate(child, now)
@@ -179,9 +229,11 @@ class PriorityPolicy:
         """The transport reports an endpoint's connectivity."""
         self._expire(now)
         self._endpoint_states[key] = state
+        if key not in self._wanted:
+            self._strays.add(key)
         changed = False
         for child in self._children.values():
-            if key in child.keys:
+            if key in child.keys.counts:
                 child.policy.set_endpoint_state(key, state, now)
                 changed = self._notice(child, now) or changed
         if changed:
@@ -250,8 +302,9 @@ class PriorityPolicy:
     def _create(self, name: str, now: float) -> _Child:
         child = _Child(name, self._make_child(), now + self._failover_timeout)
         self._children[name] = child
+        child.keys = self._keys_by_name[name]
         self._update_child(child, self._localities[name], now)
-        for key in child.keys:
+        for key in child.keys.counts:
             if key in self._endpoint_states:
                 child.policy.set_endpoint_state(key, self._endpoint_states[key], now)
         self._notice(child, now)
@@ -261,7 +314,49 @@ class PriorityPolicy:
         self, child: _Child, localities: Sequence[LocalityEndpoints], now: float
     ) -> None:
         child.policy.update(localities, now)
-        child.keys = frozenset(key_of(e) for loc in localities for e in loc.endpoints)
+
+    def _count_keys(
+        self, names: list[str], priorities: Sequence[Sequence[LocalityEndpoints]]
+    ) -> tuple[list[EndpointKey], list[EndpointKey]]:
+        """Count each priority's keys by difference (a child's keys are its priority's), and
+        the assignment's from theirs: the keys that came into the assignment and went."""
+        old = self._keys_by_name
+        self._keys_by_name = {}
+        self._came = {}
+        came: list[list[EndpointKey]] = []
+        went: list[list[EndpointKey]] = [list(old[n].counts) for n in old if n not in names]
+        for name, group in zip(names, priorities, strict=True):
+            counts = old.get(name) or KeyCounts()
+            self._keys_by_name[name] = counts
+            child = self._children.get(name)
+            if child is not None:
+                child.keys = counts
+            more, fewer = counts.update(group)
+            self._came[name] = more
+            came.append(more)
+            went.append(fewer)
+        added: list[EndpointKey] = []
+        removed: list[EndpointKey] = []
+        for keys in came:  # priorities holding each key: in before out, so a move is neither
+            count_in(self._wanted, keys, added)
+        for keys in went:
+            count_out(self._wanted, keys, removed)
+        return added, removed
+
+    def _reuse(
+        self, priorities: Sequence[Sequence[LocalityEndpoints]]
+    ) -> list[tuple[LocalityEndpoints, ...]]:
+        """The assignment with each locality equal in every field (metadata too) to one of
+        the last update given as that old object, so the blocks below see it unchanged."""
+        previous = {loc.locality: loc for group in self._localities.values() for loc in group}
+        reused: list[tuple[LocalityEndpoints, ...]] = []
+        for group in priorities:
+            same = []
+            for locality in group:
+                old = previous.get(locality.locality)
+                same.append(old if old is not None and _same(old, locality) else locality)
+            reused.append(tuple(same))
+        return reused
 
     def _notice(self, child: _Child, now: float) -> bool:
         """Apply the child's state if it changed (C-core's OnConnectivityStateUpdateLocked)."""
@@ -336,6 +431,21 @@ class PriorityPolicy:
                     owner.pop(member, None)
             names.append(reused)
         return names
+
+
+def _same(old: LocalityEndpoints, new: LocalityEndpoints) -> bool:
+    """Equal in every field, each endpoint's metadata included (``tuple.__eq__`` compares
+    all of an endpoint's fields, where ``Endpoint.__eq__`` leaves metadata out)."""
+    if old is new:
+        return True
+    a, b = old.endpoints, new.endpoints
+    return (
+        old.weight == new.weight
+        and old.priority == new.priority
+        and old.locality == new.locality
+        and len(a) == len(b)
+        and all(map(tuple.__eq__, a, b))
+    )
 
 
 def _first(names: Iterable[str | None]) -> str | None:

@@ -21,19 +21,36 @@ State (C-core's aggregation): READY if any endpoint is; else TRANSIENT_FAILURE i
 failed; else CONNECTING if any is connecting, or if one failed among several; else IDLE if any
 is; else TRANSIENT_FAILURE. In CONNECTING or TRANSIENT_FAILURE with nothing connecting, ring hash
 itself connects the first IDLE endpoint (by address), so a priority above it can recover.
+
+Cost at scale: the state is read from counts kept as states change; an update whose localities
+are the very objects of the last one keeps the ring; otherwise each unchanged locality's part
+(endpoints, hash keys, weights) is reused, the keys are counted by difference, the entry counts
+are computed at C speed and entry hashes are reused from the last ring (``build_ring`` is the
+same arithmetic, so the ring is bit for bit what it was). Pick results are built on first use.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import ipaddress
+import itertools
 import math
+import operator
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..resources import Endpoint, LocalityEndpoints, RingHash
-from ._base import ConnectivityState, EndpointKey, PickOutcome, PickRequest, PickResult, key_of
-from ._endpoint_list import EndpointList
+from ._base import (
+    ConnectivityState,
+    EndpointKey,
+    PickOutcome,
+    PickRequest,
+    PickResult,
+    key_of,
+    keys_of,
+)
+from ._endpoint_list import EndpointList, KeyCounts, usable
 from ._xxh64 import require_xxh64
 
 __all__ = ["RING_SIZE_CAP", "RingHashPolicy", "build_ring", "hash_key_of", "ring_weight"]
@@ -62,13 +79,17 @@ def hash_key_of(endpoint: Endpoint, *, use_hash_key: bool = False) -> str:
         key = endpoint.metadata.get("envoy.lb", {}).get("hash_key")
         if isinstance(key, str) and key:
             return key
+    return f"{_host(endpoint.address)}:{endpoint.port}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _host(address: str) -> str:
+    """An address as C-core prints it (IPv6 in brackets); remembered, as parsing costs."""
     try:
-        host = str(ipaddress.ip_address(endpoint.address))
+        host = str(ipaddress.ip_address(address))
     except ValueError:
-        host = endpoint.address
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{endpoint.port}"
+        host = address
+    return f"[{host}]" if ":" in host else host
 
 
 def build_ring(
@@ -76,27 +97,116 @@ def build_ring(
 ) -> tuple[list[int], list[int]]:
     """The sorted ring for (hash key, weight > 0) ``entries``: its hashes and, for each, the
     index of its entry."""
-    if not entries:
-        return [], []
-    digest = require_xxh64()
-    total = sum(weight for _, weight in entries)
-    normalised = [weight / total for _, weight in entries]
-    smallest = min(1.0, *normalised)
+    keys = [key for key, _ in entries]
+    weights = [weight for _, weight in entries]
+    counts = _entry_counts(weights, min_size, max_size, cap)
+    return _ring(keys, counts, {})
+
+
+def _entry_counts(weights: Sequence[int], min_size: int, max_size: int, cap: int) -> list[int]:
+    """How many ring entries each endpoint gets, by its weight.
+
+    C-core walks the endpoints keeping a running ``target`` (the sum of ``scale x normalised
+    weight``) and a running count of entries, adding entries while the count is below the
+    target: endpoint i thus gets ``ceil(target_i) - ceil(target_{i-1})`` entries, computed
+    here for all endpoints at once from the same float sums."""
+    if not weights:
+        return []
+    total = sum(weights)
+    normalised = list(map(operator.truediv, weights, itertools.repeat(total)))
+    smallest = min(1.0, min(normalised))
     min_size = min(min_size, cap)
     max_size = min(max_size, cap)
     scale = min(math.ceil(smallest * min_size) / smallest, float(max_size))
+    targets = itertools.accumulate(map(operator.mul, itertools.repeat(scale), normalised))
+    ceilings = list(map(math.ceil, targets))
+    return list(map(operator.sub, ceilings, [0, *ceilings[:-1]]))
+
+
+def _entry_hashes(key: str, count: int, hashes: dict[str, list[int]]) -> list[int]:
+    """The hashes of ``key``'s first ``count`` entries (``XXH64(key + "_" + i)``), taken from
+    ``hashes`` and added to it."""
+    known = hashes.get(key)
+    if known is None:
+        known = hashes[key] = []
+    if len(known) < count:
+        digest = require_xxh64()
+        known.extend(digest(f"{key}_{i}".encode()) for i in range(len(known), count))
+    return known[:count]
+
+
+def _ring(
+    keys: Sequence[str], counts: Sequence[int], hashes: dict[str, list[int]]
+) -> tuple[list[int], list[int]]:
+    """The sorted ring of endpoints with hash ``keys`` and entry ``counts``: its hashes and
+    each one's endpoint index (equal hashes in endpoint order, as C-core's stable sort)."""
     ring: list[tuple[int, int]] = []
-    current = 0.0
-    target = 0.0
-    for index, (key, _) in enumerate(entries):
-        target += scale * normalised[index]
-        count = 0
-        while current < target:
-            ring.append((digest(f"{key}_{count}".encode()), index))
-            count += 1
-            current += 1
-    ring.sort(key=lambda entry: entry[0])
+    for index in itertools.compress(range(len(counts)), counts):
+        found = _entry_hashes(keys[index], counts[index], hashes)
+        ring.extend(zip(found, itertools.repeat(index)))
+    ring.sort(key=_FIRST)
     return [h for h, _ in ring], [i for _, i in ring]
+
+
+def _patch(
+    ring: tuple[list[int], list[int]],
+    index: int,
+    old: list[int],
+    new: list[int],
+) -> None:
+    """Move the endpoint at ``index`` in the sorted ``ring`` from its ``old`` entry hashes to
+    ``new`` ones, keeping the order `_ring` gives (by hash, then endpoint index)."""
+    hashes, owners = ring
+    for hash_ in old:
+        at = bisect.bisect_left(hashes, hash_)
+        while owners[at] != index:
+            at += 1
+        del hashes[at], owners[at]
+    for hash_ in new:
+        at = bisect.bisect_left(hashes, hash_)
+        while at < len(hashes) and hashes[at] == hash_ and owners[at] < index:
+            at += 1
+        hashes.insert(at, hash_)
+        owners.insert(at, index)
+
+
+#: above this many endpoints with new hash keys, an update builds the ring again
+_PATCH_LIMIT = 64
+
+
+_FIRST: Callable[[tuple[int, int]], int] = operator.itemgetter(0)
+
+
+class _Part:
+    """One locality's share of the ring, reused while the locality is the same object."""
+
+    __slots__ = ("endpoints", "keys", "locality", "weights")
+
+    def __init__(
+        self, locality: LocalityEndpoints, use_hash_key: bool, before: _Part | None
+    ) -> None:
+        self.locality = locality
+        self.endpoints = list(usable(locality.endpoints))
+        self.keys = self._hash_keys(use_hash_key, before)
+        weights = list(map(_WEIGHT, self.endpoints))
+        if weights and weights.count(weights[0]) == len(weights):  # one weight: one product
+            self.weights = [ring_weight(locality.weight, weights[0])] * len(weights)
+        else:
+            self.weights = [ring_weight(locality.weight, w) for w in weights]
+
+    def _hash_keys(self, use_hash_key: bool, before: _Part | None) -> list[str]:
+        """Each endpoint's hash key; an address's from ``before`` (the same locality's last
+        part) where it has one, as printing an address costs."""
+        if use_hash_key or before is None:
+            return [hash_key_of(e, use_hash_key=use_hash_key) for e in self.endpoints]
+        known = dict(zip(map(keys_of, before.endpoints), before.keys, strict=True))
+        keys = list(map(known.get, map(keys_of, self.endpoints)))
+        for index in itertools.compress(range(len(keys)), map(operator.not_, keys)):
+            keys[index] = hash_key_of(self.endpoints[index])
+        return keys  # type: ignore[return-value]  # no None is left
+
+
+_WEIGHT: Callable[[Endpoint], int] = operator.attrgetter("weight")
 
 
 class RingHashPolicy:
@@ -127,8 +237,18 @@ class RingHashPolicy:
         self._localities: list[LocalityEndpoints] = []
         self._hashes: list[int] = []
         self._owners: list[int] = []
-        #: each endpoint's COMPLETE result (by index), built once per update
-        self._complete: list[PickResult] = []
+        #: each endpoint's COMPLETE result (by index), built at its first pick after an update
+        self._complete: list[PickResult | None] = []
+        #: the localities the ring was built from, in ring order, and each one's part
+        self._ordered: list[LocalityEndpoints] = []
+        self._parts: dict[int, _Part] = {}
+        self._keys = KeyCounts(healthy_only=True)
+        #: the hashes of each endpoint hash key's ring entries, from the last rings
+        self._entry_hashes: dict[str, list[int]] = {}
+        #: the hash keys, ring weights and entry counts the ring was built from
+        self._ring_keys: list[str] = []
+        self._ring_weights: list[int] = []
+        self._counts: list[int] = []
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities: a new ring; endpoint states kept by key."""
@@ -136,33 +256,62 @@ class RingHashPolicy:
             (loc for loc in localities if loc.weight > 0),
             key=lambda loc: (loc.locality.region, loc.locality.zone, loc.locality.sub_zone),
         )
-        self._endpoints = []
-        self._localities = []
-        entries: list[tuple[str, int]] = []
+        if len(ordered) == len(self._ordered) and all(map(operator.is_, ordered, self._ordered)):
+            return  # the same localities: the same ring
+        self._ordered = ordered
+        old_parts = self._parts
+        self._parts = {}
+        by_name = {part.locality.locality: part for part in old_parts.values()}
+        endpoints: list[Endpoint] = []
+        owners: list[LocalityEndpoints] = []
+        keys: list[str] = []
+        weights: list[int] = []
         for locality in ordered:
-            for endpoint in locality.endpoints:
-                if endpoint.healthy:
-                    self._endpoints.append(endpoint)
-                    self._localities.append(locality)
-                    entries.append(
-                        (
-                            hash_key_of(endpoint, use_hash_key=self._use_hash_key),
-                            ring_weight(locality.weight, endpoint.weight),
-                        )
-                    )
-        self._list.update(self._endpoints)
-        self._complete = [
-            PickResult(
-                outcome=PickOutcome.COMPLETE,
-                endpoint=endpoint,
-                cluster=self._cluster,
-                locality=locality,
+            part = old_parts.get(id(locality))
+            if part is None or part.locality is not locality:
+                part = _Part(locality, self._use_hash_key, by_name.get(locality.locality))
+            self._parts[id(locality)] = part
+            endpoints.extend(part.endpoints)
+            owners.extend(itertools.repeat(locality, len(part.endpoints)))
+            keys.extend(part.keys)
+            weights.extend(part.weights)
+        self._endpoints, self._localities = endpoints, owners
+        added, removed = self._keys.update(ordered)
+        self._list.rekey(tuple(endpoints), added, removed)
+        self._complete = [None] * len(endpoints)
+        self._ring(keys, weights)
+
+    def _ring(self, keys: list[str], weights: list[int]) -> None:
+        """The ring for the endpoints' hash ``keys`` and ring ``weights``: patched where only
+        a few keys changed and no weight did (the entry counts are then the same), else
+        built again; entry hashes are reused from the last ring either way."""
+        hashes = self._entry_hashes
+        old_keys, self._ring_keys = self._ring_keys, keys
+        if weights != self._ring_weights:
+            self._ring_weights = weights
+            config = self._config
+            self._counts = _entry_counts(
+                weights, config.min_ring_size, config.max_ring_size, self._cap
             )
-            for endpoint, locality in zip(self._endpoints, self._localities, strict=True)
-        ]
-        self._hashes, self._owners = build_ring(
-            entries, self._config.min_ring_size, self._config.max_ring_size, self._cap
-        )
+        else:
+            moved = list(itertools.compress(range(len(keys)), map(operator.ne, keys, old_keys)))
+            if len(moved) <= _PATCH_LIMIT:
+                ring = (self._hashes, self._owners)
+                for index in moved:
+                    count = self._counts[index]
+                    if count:
+                        old = _entry_hashes(old_keys[index], count, hashes)
+                        _patch(ring, index, old, _entry_hashes(keys[index], count, hashes))
+                self._prune(keys)
+                return
+        self._hashes, self._owners = _ring(keys, self._counts, hashes)
+        self._prune(keys)
+
+    def _prune(self, keys: list[str]) -> None:
+        """Forget the entry hashes of keys gone, once they are as many as the current ones."""
+        hashes = self._entry_hashes
+        if len(hashes) > 2 * len(keys):
+            self._entry_hashes = {key: hashes[key] for key in keys if key in hashes}
 
     @property
     def ring(self) -> list[tuple[int, Endpoint]]:
@@ -175,16 +324,15 @@ class RingHashPolicy:
 
     def state(self) -> ConnectivityState:
         """C-core's ring hash aggregation (see the module docstring)."""
-        counts = dict.fromkeys(ConnectivityState, 0)
-        for state in self._list.states.values():
-            counts[state] += 1
-        if counts[_READY]:
+        count = self._list.count
+        if count(_READY):
             return _READY
-        if counts[_FAILED] >= 2:
+        failed = count(_FAILED)
+        if failed >= 2:
             return _FAILED
-        if counts[_CONNECTING] or (counts[_FAILED] == 1 and len(self._endpoints) > 1):
+        if count(_CONNECTING) or (failed == 1 and len(self._endpoints) > 1):
             return _CONNECTING
-        return _IDLE if counts[_IDLE] else _FAILED
+        return _IDLE if count(_IDLE) else _FAILED
 
     def wanted_connections(self) -> tuple[Endpoint, ...]:
         """Every endpoint a pick already set connecting (not IDLE), and, in CONNECTING or
@@ -217,7 +365,7 @@ class RingHashPolicy:
             endpoint = self._endpoints[index]
             state = states[key_of(endpoint)]
             if state is _READY:
-                return self._complete[index]
+                return self._complete[index] or self._completed(index)
             if state is _IDLE:
                 return self._result(PickOutcome.QUEUE, connect=(endpoint,))
             if state is _CONNECTING:
@@ -228,7 +376,7 @@ class RingHashPolicy:
         """A76 with the header missing: the first READY from a random point, connecting at most
         one IDLE endpoint (none while one is connecting)."""
         states = self._list.states
-        requested = any(state is _CONNECTING for state in states.values())
+        requested = self._list.count(_CONNECTING) > 0
         connect: tuple[Endpoint, ...] = ()
         start = self._start(hash_)
         size = len(self._hashes)
@@ -237,13 +385,25 @@ class RingHashPolicy:
             endpoint = self._endpoints[index]
             state = states[key_of(endpoint)]
             if state is _READY:
-                return self._complete[index]
+                return self._complete[index] or self._completed(index)
             if not requested and state is _IDLE:
                 connect = (endpoint,)
                 requested = True
         if requested:
             return self._result(PickOutcome.QUEUE, connect=connect)
         return self._result(PickOutcome.FAIL, error="ring_hash: no reachable endpoint")
+
+    def _completed(self, index: int) -> PickResult:
+        """The COMPLETE result of the endpoint at ``index``, built on first use."""
+        result = self._complete[index]
+        if result is None:
+            result = self._complete[index] = PickResult(
+                outcome=PickOutcome.COMPLETE,
+                endpoint=self._endpoints[index],
+                cluster=self._cluster,
+                locality=self._localities[index],
+            )
+        return result
 
     def _start(self, hash_: int) -> int:
         """The first ring entry whose hash is >= ``hash_``, wrapping (C-core's ketama search)."""

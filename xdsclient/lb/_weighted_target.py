@@ -13,11 +13,17 @@ Each locality gets its own `EndpointPicker` from the factory (round robin, least
 kept across updates by locality name, as weighted_target keeps children by name. The call
 hooks (`call_started`, `call_finished`) go to the locality's picker when it has them, so least
 request counts the calls a composed picker starts and ends.
+
+Cost: a connectivity change is one locality's; the READY choice is rebuilt only when a
+locality's aggregated state changed. An update whose locality is the same object as before (the
+priority policy hands unchanged localities on as they were) keeps that locality's keys and
+results; the endpoint index is rebuilt only when some locality changed.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from collections.abc import Callable, Sequence
 
@@ -30,7 +36,7 @@ from ._base import (
     PickOutcome,
     PickRequest,
     PickResult,
-    key_of,
+    keys_of,
 )
 
 __all__ = ["WeightedTarget"]
@@ -46,10 +52,12 @@ class _Child:
     """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
     none (only least request counts calls)."""
 
-    __slots__ = ("finished", "locality", "picker", "results", "started")
+    __slots__ = ("finished", "keys", "locality", "picker", "results", "started")
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
+        #: the keys of ``locality``'s endpoints, in order
+        self.keys: list[EndpointKey] = list(map(keys_of, locality.endpoints))
         self.picker = picker
         #: this locality's COMPLETE results (with cluster and locality) by id of the endpoint
         #: object, each holding its endpoint (so the id stays its own); cleared on update
@@ -69,6 +77,11 @@ class WeightedTarget:
         self._cluster = cluster
         self._children: dict[Locality, _Child] = {}
         self._by_endpoint: dict[EndpointKey, _Child] = {}
+        #: the reported state of each key of the index
+        self._states: dict[EndpointKey, ConnectivityState] = {}
+        #: how many keys the localities list in all (more than the index holds: a key is in
+        #: two localities)
+        self._keys = 0
         #: (state, READY children, running sums of their weights); None after any change
         self._view: tuple[ConnectivityState, list[_Child], list[int]] | None = None
 
@@ -76,27 +89,83 @@ class WeightedTarget:
         """The priority's localities; children kept by locality name, zero weights left out."""
         old = self._children
         self._children = {}
-        self._by_endpoint = {}
+        moved: list[tuple[_Child, list[EndpointKey]]] = []  # children with new endpoints
         for locality in localities:
             if locality.weight <= 0:
                 continue
             child = old.get(locality.locality)
             if child is None:
                 child = _Child(locality, self._factory())
-            child.locality = locality
-            child.results = {}
+                moved.append((child, []))
+            elif child.locality is not locality:
+                moved.append((child, child.keys))
+                child.locality = locality
+                child.keys = list(map(keys_of, locality.endpoints))
+                child.results = {}
             child.picker.update(locality.endpoints, now)
             self._children[locality.locality] = child
-            for endpoint in locality.endpoints:
-                self._by_endpoint[key_of(endpoint)] = child
+        self._tell_known(moved, now)
+        if list(old.values()) != list(self._children.values()):
+            self._index()
+            self._states = {k: s for k, s in self._states.items() if k in self._by_endpoint}
+        elif moved:
+            self._reindex(moved)
+            for _, old_keys in moved:
+                for key in old_keys:
+                    if key not in self._by_endpoint:
+                        self._states.pop(key, None)
         self._view = None
+
+    def _tell_known(self, moved: list[tuple[_Child, list[EndpointKey]]], now: float) -> None:
+        """Tell each changed locality's picker the reported state of its keys new to it (an
+        endpoint moving between localities stays as connected as it is, as gRPC's subchannels
+        are shared by address)."""
+        states = self._states
+        if not states:
+            return
+        for child, old_keys in moved:
+            before = set(old_keys)
+            for key in child.keys:
+                if key not in before:
+                    state = states.get(key)
+                    if state is not None:
+                        child.picker.set_endpoint_state(key, state, now)
+
+    def _index(self) -> None:
+        """The endpoint index from scratch (a key in two localities: the later one's)."""
+        by_endpoint: dict[EndpointKey, _Child] = {}
+        self._by_endpoint = by_endpoint
+        for child in self._children.values():
+            by_endpoint.update(zip(child.keys, itertools.repeat(child)))
+        self._keys = sum(len(child.keys) for child in self._children.values())
+
+    def _reindex(self, moved: list[tuple[_Child, list[EndpointKey]]]) -> None:
+        """The endpoint index told which children's keys changed (the same children in the
+        same order); from scratch when a key is in two localities, as precedence then counts."""
+        by_endpoint = self._by_endpoint
+        if len(by_endpoint) != self._keys:
+            self._index()
+            return
+        for child, old_keys in moved:
+            for key in old_keys:
+                if by_endpoint.get(key) is child:
+                    del by_endpoint[key]
+        for child, old_keys in moved:
+            by_endpoint.update(zip(child.keys, itertools.repeat(child)))
+            self._keys += len(child.keys) - len(old_keys)
+        if len(by_endpoint) != self._keys:
+            self._index()
 
     def set_endpoint_state(self, key: EndpointKey, state: ConnectivityState, now: float) -> None:
         """The user's transport reports an endpoint's connectivity (unknown keys ignored)."""
         child = self._by_endpoint.get(key)
         if child is not None:
-            child.picker.set_endpoint_state(key, state, now)
-            self._view = None
+            self._states[key] = state
+            picker = child.picker
+            before = picker.state()
+            picker.set_endpoint_state(key, state, now)
+            if picker.state() is not before:
+                self._view = None  # the READY choice changes only with a locality's state
 
     def call_started(self, key: EndpointKey) -> None:
         """A call picked on ``key`` started: told to its locality's picker if that picker

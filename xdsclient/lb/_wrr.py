@@ -100,7 +100,9 @@ class WeightedRoundRobinPicker:
 
     def update(self, endpoints: Sequence[Endpoint], now: float) -> None:
         """A new endpoint list; states and weights kept by key."""
-        self._endpoints.update(endpoints)
+        if not self._endpoints.update(endpoints):
+            self._scheduler = None
+            return
         old = self._weights
         self._weights = {
             key_of(e): old.get(key_of(e)) or _Weight() for e in self._endpoints.endpoints

@@ -24,14 +24,21 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
 
 from .. import XdsClient, XdsConfig, XdsError
 from ..resources import Endpoint
-from ._base import ConnectivityState, EndpointKey, PickOutcome, PickResult, key_of
+from ._base import (
+    ConnectivityState,
+    EndpointKey,
+    PickOutcome,
+    PickResult,
+    header_map,
+    key_of,
+)
 from ._composed import ComposedPicker
 
 __all__ = ["AioBalancer", "PickFailed"]
@@ -108,8 +115,7 @@ class AioBalancer:
         timeout: float | None = None,
     ) -> bytes:
         """Pick an endpoint for one call (waiting while the pick queues) and send it."""
-        headers = {name.lower(): value for name, value in metadata}
-        result = await self._pick(method, headers)
+        result = await self._pick(method, header_map(metadata))
         assert result.endpoint is not None
         channel = self._connect(result.endpoint)
         call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
@@ -140,7 +146,7 @@ class AioBalancer:
 
     # -- picking -------------------------------------------------------------------------------
 
-    async def _pick(self, method: str, headers: dict[str, str]) -> PickResult:
+    async def _pick(self, method: str, headers: Mapping[str, str]) -> PickResult:
         while True:
             self._changed.clear()
             result = self.picker.pick(method, headers, self._rand, self._clock())

@@ -30,7 +30,7 @@ from .. import Backoff, NodeConfig, resources
 from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
-from .._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
+from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean
 from ._results import ClientResult

@@ -6,7 +6,8 @@ connection, heartbeats and process handling), so a team spreads simulated xDS cl
 machines the way it spreads its HTTP users. Why a child process: Locust needs gevent's
 monkey-patching before anything is imported, and the command line is already inside asyncio;
 `_locust_main` is that child (its header says what it patches and why). This module starts it,
-turns its JSON lines into `Progress` snapshots for the terminal, the Prometheus endpoint and the
+turns its frames (`_frames`: length-prefixed JSON, so a merged result of any size crosses)
+into `Progress` snapshots for the terminal, the Prometheus endpoint and the
 HTML report (the same ones a local run feeds), and returns the merged `RunResult`, so every
 report reads a distributed run as it reads a local one.
 
@@ -31,6 +32,7 @@ from typing import Any
 import attrs
 
 from .._errors import MissingExtraError, XdsError
+from ._frames import FrameError, read_frames
 from ._locust_merge import progress_from_dict
 from ._progress_view import ProgressCallback
 from ._results import RunResult
@@ -188,10 +190,16 @@ class _Child:
         return cls(job, process)
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Each line it writes, but its error line (kept for `finished`)."""
+        """Each event it writes (a `_frames` frame), but its error (kept for `finished`)."""
         assert self.process.stdout is not None
-        async for line in self.process.stdout:
-            event = json.loads(line)
+        frames = read_frames(self.process.stdout)
+        while True:
+            try:
+                event = await anext(frames)
+            except StopAsyncIteration:
+                return
+            except FrameError as exc:
+                raise LocustError(f"the Locust {self.job['mode']} process: {exc}") from None
             if event["event"] == "error":
                 self.error = event
             else:

@@ -24,8 +24,9 @@ comes before a worker can register handlers); the master sends each worker ``xds
 share of the clients and the wall time to start at) or ``xds_idle``; a worker sends
 ``xds_progress`` (its latest snapshot), ``xds_result`` (its `RunResult`) or ``xds_failed``
 (one line and a status), and the master answers the end with ``xds_bye``. The master writes
-what it learns as JSON lines on its standard output for the parent (`_locust.py`):
-``listening``, ``progress``, ``result`` or ``error``; a worker writes only ``error``. Every
+what it learns as length-prefixed JSON frames (`_frames`: a merged result of thousands of
+clients is megabytes) on its standard output for the parent (`_locust.py`): ``listening``,
+``progress``, ``result`` or ``error``; a worker writes only ``error``. Every
 wait is bounded: workers have ``timeout`` seconds to connect (and a worker as long to be given
 a run), a run has its duration plus `GRACE` to report.
 """
@@ -56,6 +57,7 @@ from locust.env import Environment  # noqa: E402
 from locust.exception import RPCError  # noqa: E402
 from locust.rpc import Message  # noqa: E402
 
+from ._frames import frame_writer, write_frame  # noqa: E402
 from ._locust_merge import (  # noqa: E402
     merge_progress,
     progress_from_dict,
@@ -85,8 +87,8 @@ class JobError(Exception):
 
 def main(argv: list[str]) -> int:
     """Run the job ``argv[0]`` (JSON) describes; the exit status."""
-    out = sys.stdout
-    sys.stdout = sys.stderr  # stdout carries the protocol lines only
+    out = frame_writer()  # the pipe carries the frames only: stdout now goes to stderr
+    sys.stdout = sys.stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="xdsclient load (locust): %(message)s")  # fmt: skip
     job = json.loads(argv[0])
@@ -101,9 +103,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _emit(out: IO[str], event: dict[str, Any]) -> None:
-    out.write(json.dumps(event) + "\n")
-    out.flush()
+def _emit(out: IO[bytes], event: dict[str, Any]) -> None:
+    write_frame(out, event)
 
 
 def _bound_connect(timeout: float) -> None:
@@ -116,7 +117,7 @@ def _bound_connect(timeout: float) -> None:
 class _Master:
     """Waits for its workers, gives each its share, relays progress, merges the results."""
 
-    def __init__(self, job: dict[str, Any], out: IO[str]) -> None:
+    def __init__(self, job: dict[str, Any], out: IO[bytes]) -> None:
         self.job = job
         self.out = out
         self.scenario = Scenario.from_dict(job["scenario"])
@@ -286,11 +287,14 @@ class _Worker:
                                   name="xdsclient-load")  # fmt: skip
         thread.start()
         sent: dict[str, Any] | None = None
-        while thread.is_alive():
+        while True:
+            alive = thread.is_alive()
             latest = self.latest
             if latest is not None and latest is not sent:
                 runner.send_message("xds_progress", latest)
                 sent = latest
+            if not alive:  # the run's last snapshot (``done``) went before its outcome
+                break
             gevent.sleep(_POLL)
         assert self.outcome is not None
         kind, data = self.outcome

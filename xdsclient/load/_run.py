@@ -55,7 +55,8 @@ class NotServedError(XdsError, LookupError):
     ends at once instead of retrying against it to the end."""
 
 
-def _target_and_node(scenario: Scenario) -> tuple[str, NodeConfig]:
+def target_and_node(scenario: Scenario) -> tuple[str, NodeConfig]:
+    """The server to dial and the node the clients start from (the bootstrap's, if any)."""
     if scenario.server is not None:
         return scenario.server, NodeConfig(cluster=scenario.node_cluster)
     assert scenario.bootstrap is not None
@@ -120,7 +121,7 @@ class _Run:
 
     async def main(self) -> RunResult:
         scenario = self.scenario
-        self.target, self.node = _target_and_node(scenario)
+        self.target, self.node = target_and_node(scenario)
         await _reach(self.target, scenario.connect_timeout)
         cpu0, wall0 = time.process_time(), time.time()
         self.result.started = wall0

@@ -8,7 +8,6 @@ pure functions.
 
 from __future__ import annotations
 
-from .._config import Locality
 from .._errors import ResourceDecodeError
 from ._builtin import (
     BUILTIN_TYPES,
@@ -50,6 +49,7 @@ from ._listener import (
     HttpFilter,
     ListenerView,
 )
+from ._locality import Locality
 from ._route import RouteConfigurationView
 from ._route_values import (
     ClusterWeight,

@@ -21,17 +21,26 @@ assignments is dominated by reading the upb message, not by building the view.
 
 from __future__ import annotations
 
-import enum
 import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
 
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
-from .._config import Locality
+from ._endpoint_records import (
+    _HEALTH,
+    _NO_METADATA,
+    _UINT32_MAX,
+    DropOverload,
+    Endpoint,
+    HealthStatus,
+    LocalityEndpoints,
+    _LeanFields,
+    _locality,
+)
+from ._locality import Locality
 from ._view import View, invalid, is_ip_address, metadata_dict, parse
 
 __all__ = [
@@ -43,97 +52,11 @@ __all__ = [
     "decode_cluster_load_assignment",
 ]
 
-_UINT32_MAX = 2**32 - 1
 _PPM_PER_UNIT = {
     0: 10_000,
     1: 100,
     2: 1,
 }  # FractionalPercent denominator HUNDRED, TEN_THOUSAND, MILLION
-
-
-class HealthStatus(enum.IntEnum):
-    """``envoy.config.core.v3.HealthStatus``."""
-
-    UNKNOWN = 0
-    HEALTHY = 1
-    UNHEALTHY = 2
-    DRAINING = 3
-    TIMEOUT = 4
-    DEGRADED = 5
-
-
-_HEALTH = {status.value: status for status in HealthStatus}
-
-#: The metadata of every decoded endpoint without any: one shared read-only mapping instead of
-#: an empty dict per endpoint (one GC-tracked object fewer per endpoint).
-_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
-
-
-class Endpoint(NamedTuple):
-    """One backend: where it is, how healthy, how heavy.
-
-    A named tuple: built at C speed on the hot path, immutable, fields by name. Equality and
-    hashing leave ``metadata`` out (it may hold dicts), as they compare what a balancer uses.
-    """
-
-    address: str
-    port: int
-    #: Further (address, port) pairs of the same endpoint (gRFC A61, dual stack).
-    additional_addresses: tuple[tuple[str, int], ...] = ()
-    hostname: str = ""
-    health_status: HealthStatus = HealthStatus.UNKNOWN
-    weight: int = 1
-    metadata: Mapping[str, Any] = _NO_METADATA
-
-    @property
-    def healthy(self) -> bool:
-        """Usable for load balancing: gRPC takes UNKNOWN and HEALTHY."""
-        return self.health_status in (HealthStatus.UNKNOWN, HealthStatus.HEALTHY)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Endpoint:
-            return NotImplemented
-        return self[:6] == other[:6]
-
-    def __ne__(self, other: object) -> bool:
-        if type(other) is not Endpoint:
-            return NotImplemented
-        return self[:6] != other[:6]
-
-    def __hash__(self) -> int:
-        return hash(self[:6])
-
-
-class LocalityEndpoints(NamedTuple):
-    """The endpoints of one locality at one priority."""
-
-    locality: Locality
-    weight: int
-    priority: int
-    endpoints: tuple[Endpoint, ...]
-
-
-class DropOverload(NamedTuple):
-    """Drop this category of requests with this probability (parts per million)."""
-
-    category: str
-    parts_per_million: int
-
-
-#: Interned localities: one `Locality` per distinct (region, zone, sub_zone), shared by every
-#: assignment naming it (fewer objects per view, no attrs hashing on the hot path). Bounded:
-#: cleared when a server names implausibly many distinct localities.
-_LOCALITIES: dict[tuple[str, str, str], Locality] = {}
-_MAX_INTERNED_LOCALITIES = 10_000
-
-
-def _locality(key: tuple[str, str, str]) -> Locality:
-    locality = _LOCALITIES.get(key)
-    if locality is None:
-        if len(_LOCALITIES) >= _MAX_INTERNED_LOCALITIES:
-            _LOCALITIES.clear()
-        locality = _LOCALITIES[key] = Locality(region=key[0], zone=key[1], sub_zone=key[2])
-    return locality
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -267,8 +190,6 @@ class ClusterLoadAssignmentView(View):
 
 #: ``tuple.__new__``: builds a named tuple record without its Python-level ``__new__``.
 _new = tuple.__new__
-
-_LeanFields = tuple[tuple[tuple[LocalityEndpoints, ...], ...], tuple[DropOverload, ...], int]
 
 
 def _lean(message: Any) -> _LeanFields | None:

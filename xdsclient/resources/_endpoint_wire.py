@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._endpoint import (
+from ._endpoint_records import (
     _HEALTH,
     _NO_METADATA,
     _UINT32_MAX,

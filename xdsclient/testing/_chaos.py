@@ -35,13 +35,13 @@ from typing import Any
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
-from .._config import Backoff
 from .._names import RESOURCE_WRAPPER_TYPE_URL
-from .._observe import ProtocolEvent, ResponseReceived
-from .._options import ClientOptions
+from .._observe._events import ProtocolEvent, ResponseReceived
 from .._protocol import Event, ResourceChanged
 from .._protocol._messages import Resource
-from .._watchers import CallbackWatcher
+from .._settings._config import Backoff
+from .._settings._options import ClientOptions
+from .._watch._watchers import CallbackWatcher
 from ..resources import ENDPOINT
 from ._bootstraps import bootstrap
 from ._control_plane import ControlPlane

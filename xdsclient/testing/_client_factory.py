@@ -39,9 +39,9 @@ def make_client(
 ) -> XdsClient:
     """A client (not started) of ``server``, or of the bootstrap's servers; ``node_id`` and
     ``metadata`` override the bootstrap's node (metadata merged over its own)."""
-    from .._bootstrap import load_bootstrap
     from .._client import XdsClient
-    from .._config import NodeConfig
+    from .._settings._bootstrap import load_bootstrap
+    from .._settings._config import NodeConfig
 
     ads, delta = VARIANTS[variant]
     if server is not None:

@@ -22,13 +22,13 @@ from typing import Any
 from google.protobuf import any_pb2
 
 from .._errors import TransportError
-from .._options import ClientOptions
 from .._protocol._messages import (
     DeltaDiscoveryResponse,
     DiscoveryResponse,
     Resource,
 )
-from .._sources import Source
+from .._settings._options import ClientOptions
+from .._settings._sources import Source
 from .._transports import StreamSpec
 
 __all__ = ["FakeStream", "FakeTransport"]

@@ -25,7 +25,7 @@ import grpc
 
 from .._errors import XdsError
 from .._protocol._messages import DeltaDiscoveryRequest, DiscoveryRequest
-from .._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
+from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
 from ._encoding import Encoder
 from ._faults import Abort, Faults
 from ._lrs_server import LoadReportingServer

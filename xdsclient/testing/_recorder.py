@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .._observe import (
+from .._observe._events import (
     ConnectivityChanged,
     ProtocolEvent,
     RequestSent,

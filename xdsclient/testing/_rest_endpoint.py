@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._names import WILDCARD
-from .._services import PER_TYPE_SERVICES
+from .._protocol._services import PER_TYPE_SERVICES
 from ._records import Journal, ReceivedRequest, SentResponse
 from ._store import ResourceStore
 

@@ -322,7 +322,7 @@ def xds_check(
 
         server = _xds_target
         if server is None and xds_settings.bootstrap is not None:
-            from .._bootstrap import load_bootstrap
+            from .._settings._bootstrap import load_bootstrap
 
             server = load_bootstrap(xds_settings.bootstrap).servers[0].uri
         assert server is not None

@@ -1,0 +1,190 @@
+"""A failing load reporting stream is seen as a failing discovery stream is: an observer event
+per change of state, the stats' ``lrs_state`` and ``lrs_stream_failures``, the
+``xdsclient.lrs`` metrics, and one WARNING per change (not per retry) naming LRS and the server.
+Over real grpc.aio on loopback: a server without the LRS service (UNIMPLEMENTED), a port that
+refuses connections, a server that never answers; the client on a fake clock, so retries
+happen when the test says."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from tests.shell.conftest import OPTIONS
+from tests.shell.test_metrics import _points
+from xdsclient import Locality, XdsClient
+from xdsclient._observe._events import LoadReportingChanged, ProtocolEvent
+from xdsclient.resources import ClusterView
+from xdsclient.testing import ControlPlane, FakeClock
+from xdsclient.testing._lrs_server import LRS_SERVICE
+from xdsclient.testing.builders import cluster
+
+EAST = Locality(region="r", zone="east")
+
+
+def _view() -> ClusterView:
+    message = cluster("c")
+    message.lrs_server.self.SetInParent()
+    return ClusterView.from_proto(message)
+
+
+@pytest.fixture
+async def no_lrs() -> AsyncIterator[str]:
+    """A gRPC server with no service at all: every method is UNIMPLEMENTED."""
+    server = grpc.aio.server()
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    yield f"127.0.0.1:{port}"
+    await server.stop(None)
+
+
+@pytest.fixture
+async def silent() -> AsyncIterator[str]:
+    """A gRPC server whose LRS method reads every request and never answers."""
+
+    async def serve(requests: AsyncIterator[Any], context: Any) -> None:
+        async for _ in requests:
+            pass
+
+    method: Any = grpc.stream_stream_rpc_method_handler(serve)
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler(LRS_SERVICE, {"StreamLoadStats": method})]
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    yield f"127.0.0.1:{port}"
+    await server.stop(None)
+
+
+def _closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def _until(condition: Callable[[], bool], clock: FakeClock | None = None) -> None:
+    async def run() -> None:
+        while not condition():
+            if clock is not None:
+                clock.advance(1)
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(run(), 10)
+
+
+def _lrs_events(client: XdsClient) -> list[LoadReportingChanged]:
+    seen: list[LoadReportingChanged] = []
+
+    def observe(event: ProtocolEvent) -> None:
+        if isinstance(event, LoadReportingChanged):
+            seen.append(event)
+
+    client.add_observer(observe, verdicts=False)
+    return seen
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_an_lrs_server_without_the_service_is_failing_in_stats_events_and_one_warning(
+    no_lrs: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """UNIMPLEMENTED: the LRS state goes connecting then failing (with the reason), the stats
+    count one failure, and one WARNING names LRS and the server, however many retries."""
+    clock = FakeClock()
+    async with XdsClient(no_lrs, node_id="n", clock=clock, options=OPTIONS) as client:
+        events = _lrs_events(client)
+        client.load_reporter(_view()).call_started(EAST)
+        await _until(lambda: client.stats().servers[no_lrs].lrs_state == "failing")
+        for _ in range(3):  # three more attempts, each UNIMPLEMENTED again
+            clock.advance(120)
+            await asyncio.sleep(0.05)
+        stats = client.stats().servers[no_lrs]
+        assert (stats.lrs_state, stats.lrs_stream_failures) == ("failing", 1)
+        assert [e.state for e in events] == ["connecting", "failing"]
+        assert events[1].error is not None
+        assert events[1].error.startswith("UNIMPLEMENTED")
+    (warning,) = [w for w in _warnings(caplog) if "LRS" in w]
+    assert warning.startswith(f"LRS stream to {no_lrs} failing: UNIMPLEMENTED")
+    assert not any("xDS server" in w for w in _warnings(caplog))  # not a discovery failure
+
+
+async def test_a_refused_lrs_server_counts_one_failure_in_stats_and_metrics_until_it_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Connection refused, retried on the fake clock: one failure in the stats and in the
+    ``xdsclient.lrs.stream_failure`` metric, the ``reporting`` gauge 0, one WARNING; once a
+    server listens there and answers, the state is reporting and the gauge 1."""
+    caplog.set_level(logging.INFO, logger="xdsclient.lrs")
+    address = _closed_port()
+    clock, reader = FakeClock(), InMemoryMetricReader()
+    async with XdsClient(address, node_id="n", clock=clock, options=OPTIONS) as client:
+        client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
+        client.load_reporter(_view()).call_started(EAST)
+        await _until(lambda: client.stats().servers[address].lrs_state == "failing")
+        for _ in range(3):
+            clock.advance(120)
+            await asyncio.sleep(0.05)
+        assert client.stats().servers[address].lrs_stream_failures == 1
+        labels = {"grpc.target": "t", "grpc.xds.server": address}
+        points = _points(reader)
+        assert points["xdsclient.lrs.stream_failure"] == [(1, labels)]
+        assert points["xdsclient.lrs.reporting"] == [(0, labels)]
+        assert len([w for w in _warnings(caplog) if w.startswith("LRS stream to")]) == 1
+        async with ControlPlane(port=int(address.rsplit(":", 1)[1])):
+            await _until(lambda: client.stats().servers[address].lrs_state == "reporting", clock)
+            assert _points(reader)["xdsclient.lrs.reporting"] == [(1, labels)]
+    assert f"LRS stream to {address} reporting again" in caplog.messages
+
+
+async def test_an_lrs_server_that_never_answers_stays_connecting_without_a_failure(
+    silent: str,
+) -> None:
+    """A server that takes the stream and never answers: the state says connecting (no
+    report can go out), and no failure is counted."""
+    clock = FakeClock()
+    async with XdsClient(silent, node_id="n", clock=clock, options=OPTIONS) as client:
+        client.load_reporter(_view()).call_started(EAST)
+        await _until(lambda: silent in client.stats().servers)
+        for _ in range(5):
+            clock.advance(60)
+            await asyncio.sleep(0.05)
+        stats = client.stats().servers[silent]
+        assert (stats.lrs_state, stats.lrs_stream_failures) == ("connecting", 0)
+
+
+async def test_an_lrs_stream_ended_by_its_server_is_logged_as_lrs_not_as_discovery(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An LRS stream that had an answer and is ended by the server: one INFO line naming LRS
+    and the server; no line reads as a discovery stream's; the stream comes back."""
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    async with (
+        ControlPlane() as cp,
+        XdsClient(cp.address, node_id="n", clock=clock, options=OPTIONS) as client,
+    ):
+        client.load_reporter(_view()).call_started(EAST)
+        await asyncio.wait_for(cp.load_reporting.wait_for_stream(1), 5)
+        await _until(lambda: client.stats().servers[cp.address].lrs_state == "reporting")
+        cp.load_reporting.end_streams()
+        await asyncio.wait_for(cp.load_reporting.wait_for_stream(2), 5)
+        ended = [r for r in caplog.records if "ended" in r.getMessage()]
+        assert [(r.levelno, r.getMessage()) for r in ended] == [
+            (
+                logging.INFO,
+                f"LRS stream to {cp.address} ended: UNAVAILABLE: LRS stream ended by the test",
+            )
+        ]
+        assert not any("xDS stream" in m or "xDS server" in m for m in caplog.messages)
+        assert client.stats().servers[cp.address].lrs_stream_failures == 0

@@ -1,0 +1,132 @@
+"""Retries of one call (gRFC A44, over gRFC A6's retry rules): after each attempt, retry when,
+or finish with which status.
+
+Why a value per call: the decision needs the attempts so far, the backoff reached and the
+call's deadline, and returns a time, not a sleep, so either front end can wait its own way.
+The rules, in C-core's order (``RetryFilter::CallAttempt::ShouldRetry``):
+
+- OK, or a code not in the policy's ``retry_on`` (A44 knows cancelled, deadline-exceeded,
+  internal, resource-exhausted, unavailable), finishes with the attempt's status;
+- a committed attempt (the server's response headers or a message reached the caller) is
+  never retried;
+- at most ``num_retries + 1`` attempts, capped at 5 (A6's ``maxAttempts`` limit);
+- server pushback (``grpc-retry-pushback-ms``): a non-negative integer retries after exactly
+  that many milliseconds and resets the backoff; anything else present stops retrying (A6);
+- otherwise the n-th retry waits ``uniform(0, min(base * 2**(n-1), max))`` (A6's formula with
+  A44's ``base_interval``/``max_interval``, defaults 25 ms / 250 ms, multiplier 2). C-core
+  instead jitters the exponential backoff by +-20%; we follow the gRFC.
+- never an attempt at or after the deadline: a retry that would start there waits for the
+  deadline and finishes with DEADLINE_EXCEEDED, as gRPC's deadline timer does.
+
+The route's retry policy wins over the virtual host's (A44).
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from ..resources import RetryPolicy
+from ._status import Code, Status
+
+__all__ = [
+    "DEADLINE_EXCEEDED",
+    "MAX_ATTEMPTS",
+    "AttemptOutcome",
+    "Finish",
+    "RetryAt",
+    "RetryState",
+]
+
+#: A6: the most attempts a retry policy may ask for.
+MAX_ATTEMPTS = 5
+#: The status of a call whose deadline passed (gRPC's details).
+DEADLINE_EXCEEDED = Status(code=Code.DEADLINE_EXCEEDED, details="Deadline Exceeded")
+_CODES = {
+    "cancelled": Code.CANCELLED,
+    "deadline-exceeded": Code.DEADLINE_EXCEEDED,
+    "internal": Code.INTERNAL,
+    "resource-exhausted": Code.RESOURCE_EXHAUSTED,
+    "unavailable": Code.UNAVAILABLE,
+}
+
+
+@attrs.frozen(kw_only=True)
+class AttemptOutcome:
+    """How one attempt ended, as the front end classified it."""
+
+    code: Code
+    details: str = ""
+    #: the attempt reached the caller (response headers or a message): no retry
+    committed: bool = False
+    #: the raw ``grpc-retry-pushback-ms`` trailer, None when absent
+    pushback: str | None = None
+
+    @property
+    def status(self) -> Status:
+        """The attempt's status."""
+        return Status(code=self.code, details=self.details)
+
+
+@attrs.frozen(kw_only=True)
+class RetryAt:
+    """Start attempt number ``attempt`` (1-based) at ``at`` (the caller's clock)."""
+
+    at: float
+    attempt: int
+
+
+@attrs.frozen(kw_only=True)
+class Finish:
+    """The call ends with ``status`` at ``at`` (later than now only to wait for the
+    deadline)."""
+
+    status: Status
+    at: float
+
+
+class RetryState:
+    """The retry decisions of one call."""
+
+    __slots__ = ("_backoff_step", "_codes", "_policy", "attempts", "deadline", "max_attempts")
+
+    def __init__(self, policy: RetryPolicy | None, deadline: float | None) -> None:
+        self._policy = policy
+        self._codes = frozenset(_CODES[name] for name in policy.retry_on) if policy else frozenset()
+        #: attempts allowed in all
+        self.max_attempts = min(policy.num_retries + 1, MAX_ATTEMPTS) if policy else 1
+        #: attempts finished so far
+        self.attempts = 0
+        self.deadline = deadline
+        self._backoff_step = 0  # retries since the last pushback
+
+    def on_attempt_done(
+        self, outcome: AttemptOutcome, now: float, rng: random.Random
+    ) -> RetryAt | Finish:
+        """The decision after an attempt ended with ``outcome`` at ``now``."""
+        self.attempts += 1
+        done = Finish(status=outcome.status, at=now)
+        if outcome.code is Code.OK or outcome.code not in self._codes:
+            return done
+        if outcome.committed or self.attempts >= self.max_attempts:
+            return done
+        delay = self._delay(outcome.pushback, rng)
+        if delay is None:
+            return done
+        at = now + delay
+        if self.deadline is not None and at >= self.deadline:
+            return Finish(status=DEADLINE_EXCEEDED, at=max(now, self.deadline))
+        return RetryAt(at=at, attempt=self.attempts + 1)
+
+    def _delay(self, pushback: str | None, rng: random.Random) -> float | None:
+        if pushback is not None:
+            value = pushback.strip()
+            if not value.isascii() or not value.isdigit():
+                return None  # negative or malformed: the server says do not retry
+            self._backoff_step = 0
+            return int(value) / 1000
+        assert self._policy is not None
+        ceiling = min(self._policy.base_interval * 2**self._backoff_step, self._policy.max_interval)
+        self._backoff_step += 1
+        return rng.uniform(0, ceiling)

@@ -1,0 +1,1 @@
+"""Observers: protocol events and what listens to them (stats, metrics, logs, CSDS)."""

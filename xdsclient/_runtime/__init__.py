@@ -1,0 +1,1 @@
+"""The runtime every layer may use: the clock, the task owner, the paused collector."""

@@ -1,0 +1,1 @@
+"""Settings: configuration values, sources, bootstrap, options, listener templates."""

@@ -1,0 +1,1 @@
+"""The watch layer: watchers, the registry, configuration watches and the walk."""
