@@ -199,7 +199,8 @@ class XdsClient:
         Raises `WaitTimeoutError` after ``timeout`` seconds, `ClientClosedError` if the client
         closes first. Errors and does-not-exist events do not end the wait: a later value may.
         """
-        return await wait_for(self.watch(resource_type, name), name, predicate, timeout)
+        watch = self.watch(resource_type, name)
+        return await wait_for(watch, name, predicate, timeout, resource_type)
 
     async def wait_for_config(
         self,

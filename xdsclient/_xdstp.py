@@ -5,7 +5,9 @@ picks the servers) and a string on the wire. Two spellings of one name (context 
 another order, another percent-encoding of the same characters) must be one key, so every
 xdstp name the client is given is parsed once at the API boundary and replaced by its canonical
 form: context parameters sorted by key (a repeated key keeps its last value), every component
-percent-encoded the same way.
+percent-encoded the same way. The names a response gives go through the same `canonical_name`
+(the protocol's classify step), so a server spelling a name otherwise still reaches its
+watchers.
 
 The canonical form is byte for byte the name gRPC C-core (grpcio) requests: C-core parses a
 name as a URI (decoding every component) and prints it again with its `URI::ToString`, which
@@ -56,6 +58,12 @@ _AUTHORITY_SAFE = _SUB_DELIMS + ":[]"  # IsAuthorityChar
 _PATH_SAFE = _SUB_DELIMS + ":@/"  # IsPathChar: a segment's pchar, and '/'
 _QUERY_SAFE = "!$'()*+,;" + ":@/?"  # IsQueryKeyOrValueChar: no '&' or '='
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: A name that is already canonical and has no context: an authority, a type and an id of
+#: characters that print as themselves (no ``%``, ``?`` or ``#``; no ``@`` in the authority).
+#: `canonical_name` takes it as it is (a response of thousands of names parses none).
+_PLAIN = re.compile(
+    r"xdstp://[\w\-.~!$&'()*+,;=:\[\]]+/([\w\-.~!$&'()*+,;=:@]+)/[\w\-.~!$&'()*+,;=:@/]+", re.ASCII
+)
 
 
 class InvalidNameError(XdsError, ValueError):
@@ -122,6 +130,9 @@ def canonical_name(name: str, type_url: str) -> str:
     """``name`` itself when old-style; an xdstp name checked against ``type_url`` and put in
     canonical form. Raises `InvalidNameError` for a malformed name or one of another type."""
     if not name.startswith(XDSTP_PREFIX):
+        return name
+    plain = _PLAIN.fullmatch(name)
+    if plain is not None and type_url == _TYPE_PREFIX + plain.group(1):
         return name
     parsed = XdstpName.parse(name)
     if parsed.type_url != type_url:

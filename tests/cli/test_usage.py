@@ -72,3 +72,28 @@ async def test_argument_mistakes_are_one_line(args: list[str], message: str) -> 
     line = one_error_line(err)
     assert message in line
     assert err == line + "\n"  # no usage block: one line is the whole message
+
+
+V2_CLUSTER = "type.googleapis.com/envoy.api.v2.Cluster"
+V3_CLUSTER = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
+
+@pytest.mark.parametrize(
+    ("args", "given"),
+    [
+        (["watch", V2_CLUSTER, "c", *SERVER], V2_CLUSTER),
+        (["dump", "--resource", f"{V2_CLUSTER}:c", *SERVER], V2_CLUSTER),
+        (["check", "--resource", f"{V2_CLUSTER}:c", *SERVER], V2_CLUSTER),
+        (["watch", "envoy.api.v2.Cluster", "c", *SERVER], "envoy.api.v2.Cluster"),
+    ],
+)
+async def test_an_xds_v2_type_is_a_usage_error_naming_its_v3_url(
+    args: list[str], given: str
+) -> None:
+    """A v2 type URL (or message name) is not "unknown": one line saying v2 was removed and
+    which v3 URL to use, exit 2 like any type the CLI does not take."""
+    status, _, err = await cli(*args)
+    assert status == 2
+    assert (
+        err == f"xdsclient: {given} is an xDS v2 type, and xDS v2 was removed: use {V3_CLUSTER}\n"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from envoy.config.cluster.v3 import cluster_pb2
 
 from xdsclient import ClientClosedError, WaitTimeoutError, XdsClient, XdsConfig, XdsError
 from xdsclient.resources import CLUSTER, ENDPOINT
@@ -45,6 +46,34 @@ async def test_wait_for_raises_a_timeout_naming_the_last_event(
     assert isinstance(raised.value, XdsError)
     assert isinstance(raised.value, TimeoutError)
     assert "ResourceChanged" in str(raised.value)
+
+
+@pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)
+async def test_wait_for_without_a_predicate_says_nothing_arrived(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    """A resource that never comes: the timeout names it and says nothing arrived, not that a
+    predicate (there is none) was not satisfied by a ``None`` event."""
+    control_plane.pause()
+    with pytest.raises(WaitTimeoutError) as raised:
+        await client.wait_for(CLUSTER, "never", timeout=0.3)
+    assert str(raised.value) == (
+        "Cluster 'never': nothing arrived within 0.3s (waited for its first valid value)"
+    )
+
+
+@pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)
+async def test_wait_for_without_a_predicate_names_the_error_that_came_instead(
+    control_plane: ControlPlane, client: XdsClient
+) -> None:
+    """A resource that is only ever invalid: the timeout names the error it got."""
+    control_plane.set(cluster_pb2.Cluster(name="bad", type=cluster_pb2.Cluster.STATIC))
+    with pytest.raises(WaitTimeoutError) as raised:
+        await client.wait_for(CLUSTER, "bad", timeout=0.5)
+    message = str(raised.value)
+    assert message.startswith("Cluster 'bad': no valid value arrived within 0.5s; last event:")
+    assert "DataError" in message
+    assert "predicate" not in message
 
 
 @pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)

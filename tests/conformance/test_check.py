@@ -197,6 +197,18 @@ def test_a_misspelt_rule_id_is_an_error_not_a_silent_na() -> None:
         report.status("nonce-presnt", "ads-sotw")
 
 
+def test_a_report_item_carries_its_rule_s_level() -> None:
+    """``item.level`` is the rule's level (``item.rule.level`` still works), FAIL or not."""
+    found = [Finding(RuleId.NONCE_UNIQUE, "ads-sotw", False, "nonce 'n' reused")]
+    report = Report(results=tuple(summarize(found, ["ads-sotw"])), discovered={"ads-sotw": 1})
+    (failure,) = report.failures
+    assert failure.level is Level.SHOULD
+    assert report.ok  # a failing SHOULD does not make it not ok
+    by_rule = {r.rule.id: r for r in report.results}
+    assert by_rule[RuleId.NONCE_PRESENT].level is Level.MUST
+    assert all(r.level is r.rule.level is RULES[r.rule.id].level for r in report.results)
+
+
 def test_a_body_is_the_same_when_it_parses_to_the_same_message_and_never_when_it_cannot() -> None:
     """An echo is told by content: fields in another order (a server may serialize maps in any
     order) are the same resource; a body that does not parse is not, and raises nothing."""

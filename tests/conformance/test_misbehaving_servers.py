@@ -162,16 +162,23 @@ async def test_a_variant_asked_for_but_not_served_is_exit_6() -> None:
 
 
 async def test_a_server_serving_no_resources_to_the_node_is_exit_6() -> None:
-    """An xDS server with nothing for this node proves nothing: not ok, exit 6."""
+    """An xDS server with nothing for this node proves nothing: not ok, exit 6; the rules that
+    had nothing to run on (no reference to follow, no resource to name twice) are N/A, not
+    PASS, in the table printed beside "NOT SERVED"."""
     async with ControlPlane() as control_plane:
         report = await check(control_plane.address, variants=["ads-sotw"], **FAST)
-        code, _, err = await cli(
+        code, out, err = await cli(
             "check", "--server", control_plane.address, "--variants", "ads-sotw", *CLI_FAST
         )
     assert report.not_served == "no resources were served to this node in any variant"
     assert not report.ok
     assert code == 6
     assert one_line(err).endswith("no resources were served to this node in any variant")
+    assert report.status(RuleId.REFERENCES_RESOLVE, "ads-sotw") == "N/A"
+    rows = {line.split()[0]: line.split()[2:] for line in out.splitlines() if "  " in line}
+    assert rows["references-resolve"] == ["N/A"]
+    assert rows["no-duplicate-names"] == ["N/A"]  # no resource to name twice
+    assert "NOT SERVED: no resources were served to this node in any variant" in out
 
 
 @pytest.mark.parametrize("resources", ["one-per-type", "demo"])

@@ -14,8 +14,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from tests.builders import listener, routes
+from tests.federation.test_spellings import AUTHORITIES as SPELLING_AUTHORITIES
+from tests.federation.test_spellings import SPELLINGS
 from xdsclient import XdsClient
-from xdsclient.resources import LISTENER
+from xdsclient.resources import CLUSTER, LISTENER
 from xdsclient.testing import ControlPlane, bootstrap
 
 LDS_TYPE = "envoy.config.listener.v3.Listener"
@@ -54,13 +57,11 @@ def _bootstrap(plane: ControlPlane) -> dict[str, Any]:
     return config
 
 
-async def _names(plane: ControlPlane, count: int) -> set[str]:
-    """The distinct Listener names ``plane`` was asked for, once there are ``count``."""
+async def _names(plane: ControlPlane, count: int, type_url: str = LISTENER.type_url) -> set[str]:
+    """The distinct names of a type ``plane`` was asked for, once there are ``count``."""
 
     def names() -> set[str]:
-        return {
-            n for r in plane.requests if r.type_url == LISTENER.type_url for n in _asked(r.message)
-        }
+        return {n for r in plane.requests if r.type_url == type_url for n in _asked(r.message)}
 
     with contextlib.suppress(TimeoutError):
         await plane.wait_for_request(lambda r: len(names()) >= count, timeout=4.0)
@@ -72,14 +73,16 @@ def _asked(message: Any) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def _grpc_channels(config: dict[str, Any], tmp_path: Path) -> AsyncIterator[None]:
+async def _grpc_channels(
+    config: dict[str, Any], tmp_path: Path, targets: list[str] = TARGETS
+) -> AsyncIterator[None]:
     path = tmp_path / "bootstrap.json"
     path.write_text(json.dumps(config))
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         _GRPC_CHILD,
-        *TARGETS,
+        *targets,
         env={**os.environ, "GRPC_XDS_BOOTSTRAP": str(path)},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
@@ -103,3 +106,36 @@ async def test_listener_names_are_the_ones_grpc_c_core_requests(tmp_path: Path) 
                 watch.cancel()
     assert len(grpc_names) == len(TARGETS), grpc_names  # grpcio asked for every one
     assert sorted(our_names) == sorted(grpc_names)
+
+
+def _spelled_routes(plane: ControlPlane) -> set[str]:
+    """Serve listener ``svc`` whose routes name a cluster under every spelling of
+    test_spellings.py (the one watched and the one served); the names C-core requests for
+    them (the expected wire form of each)."""
+    spellings = [case.values for case in SPELLINGS]
+    plane.set(listener("svc"))
+    plane.set(
+        routes(*(str(name) for watched, served, _ in spellings for name in (watched, served)))
+    )
+    return {str(wire) for _, _, wire in spellings}
+
+
+async def test_cluster_names_of_every_spelling_are_the_ones_grpc_c_core_requests(
+    tmp_path: Path,
+) -> None:
+    """A route naming clusters in every spelling the names module normalises: grpcio asks for
+    the names this client asks for, one per resource, which are test_spellings.py's wire forms."""
+    authorities: dict[str, list[ControlPlane]] = {name: [] for name in SPELLING_AUTHORITIES}
+    async with ControlPlane() as for_grpc, ControlPlane() as for_us:
+        expected = _spelled_routes(for_grpc)
+        _spelled_routes(for_us)
+        config = bootstrap([for_grpc], authorities=authorities)
+        async with _grpc_channels(config, tmp_path, ["xds:///svc"]):
+            grpc_names = await _names(for_grpc, len(expected), CLUSTER.type_url)
+        config = bootstrap([for_us], authorities=authorities)
+        async with XdsClient(bootstrap=config) as client:
+            watch = client.watch_config("svc")
+            our_names = await _names(for_us, len(expected), CLUSTER.type_url)
+            watch.cancel()
+    assert grpc_names == expected
+    assert our_names == expected

@@ -173,3 +173,32 @@ def test_a_printed_name_parses_back_to_itself(name: XdstpName) -> None:
     text = str(name)
     assert XdstpName.parse(text) == name
     assert str(XdstpName.parse(text)) == text
+
+
+_URI_TEXT = st.text(st.sampled_from("aZ09-._~!$&'()*+,;=:@[]/%?# \u00e9"), max_size=8)
+
+
+def _parsed_form(name: str, type_url: str) -> str | None:
+    try:
+        parsed = XdstpName.parse(name)
+    except InvalidNameError:
+        return None
+    return str(parsed) if parsed.type_url == type_url else None
+
+
+@given(
+    _URI_TEXT,
+    st.sampled_from([LDS_TYPE, "envoy.config.cluster.v3.Cluster", "envoy.config.cluster.v3.x"]),
+    _URI_TEXT,
+)
+def test_a_name_taken_as_it_is_is_the_one_the_parser_prints(
+    authority: str, resource_type: str, id_: str
+) -> None:
+    """The quick path of `canonical_name` (a name that is already canonical) agrees with the
+    parser on every name: same canonical form, same refusals."""
+    name = f"xdstp://{authority}/{resource_type}/{id_}"
+    try:
+        quick: str | None = canonical_name(name, CLUSTER.type_url)
+    except InvalidNameError:
+        quick = None
+    assert quick == _parsed_form(name, CLUSTER.type_url)

@@ -113,7 +113,7 @@ async def _run(args: argparse.Namespace) -> int:
             args.junit.write_text(report.to_junit())
         except OSError as exc:
             raise CliError(f"--junit {args.junit}: {exc.strerror}", CONFIG) from None
-    if any(failure.rule.level is Level.MUST for failure in report.failures):
+    if any(failure.level is Level.MUST for failure in report.failures):
         raise CliError("a MUST rule failed", FAILED)
     if report.not_served:
         raise CliError(f"nothing to check at {args.server}: {report.not_served}", NOT_SERVED)

@@ -245,11 +245,16 @@ def _file_sources(paths: list[str], file_source: Any) -> dict[str, Any]:
 
 
 def resource_type(name: str) -> Any:
-    """A built-in type by its short name, or a type URL as given."""
+    """A built-in type by its short name, or a type URL as given (an xDS v2 one is a usage
+    error naming its v3 URL)."""
     from .. import resources
+    from ..resources._type import removed_v2_type
 
     if name in TYPES:
         return getattr(resources, TYPES[name])
+    removed = removed_v2_type(name)
+    if removed is not None:
+        raise CliError(removed, USAGE)
     if name.startswith("type.googleapis.com/"):
         return name
     raise CliError(f"unknown type {name!r}: one of {', '.join(TYPES)} or a type URL", USAGE)

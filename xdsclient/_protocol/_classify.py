@@ -9,6 +9,15 @@ wrapper; Delta: on the `Resource`, with aliases) and in what they apply afterwar
 state deletion for LDS/CDS; Delta: ``removed_resources``). `Classifier` is fed one resource at a
 time, then `finish` settles duplicates; `TypeState.apply_classified` applies the result.
 
+Names: a response may spell an xdstp name another way than the request did (``xdstp:///t/x``
+for ``xdstp:/t/x``, context parameters in another order, other percent-encoding); every name a
+response gives (body, `Resource` wrapper, Delta name, alias, removal, server error) is turned
+into its cache key by `key_of`, the same canonicalisation the registry applies to the names a
+user gives (`canonical_name`) and the `Session` to the names it is asked to subscribe to, so any
+spelling reaches the watchers of the resource. An xdstp
+name that does not parse, or names another type, cannot be attributed: it only makes the NACK
+(C-core: "Cannot parse xDS resource name").
+
 Hot path: one `Classifier` per response, one method call per resource, locals and no
 per-resource objects beyond the result tuples.
 
@@ -28,6 +37,7 @@ from typing import Any
 
 from .._errors import ResourceDecodeError
 from .._names import WILDCARD
+from .._xdstp import XDSTP_PREFIX, InvalidNameError, canonical_name
 from ._cache import Table
 
 
@@ -40,12 +50,24 @@ ttl_none: float | None = None
 #: SotW indexes the cached bytes only for responses of at least 1/_INDEX_RATIO of the cache
 _INDEX_RATIO = 8
 
-__all__ = ["BodilessItem", "Classifier", "ValidItem", "name_too_long"]
+__all__ = ["BodilessItem", "Classifier", "ValidItem", "key_of", "name_too_long"]
 
 #: A valid resource to apply: (name, serialized value, decoded value, version, TTL seconds or None)
 ValidItem = tuple[str, bytes, Any, str, "float | None"]
 #: A body-less resource: (name, version, TTL seconds or None)
 BodilessItem = tuple[str, str, "float | None"]
+
+
+def key_of(name: str, type_url: str) -> str:
+    """The cache key of a name a response gives where nothing can be rejected (a removal, a
+    server error, an alias): the canonical form of an xdstp name, else the name as it is (a
+    malformed one then matches no subscription)."""
+    if not name.startswith(XDSTP_PREFIX):
+        return name
+    try:
+        return canonical_name(name, type_url)
+    except InvalidNameError:
+        return name
 
 
 class Classifier:
@@ -57,6 +79,7 @@ class Classifier:
         "_entries",
         "_max_name",
         "_reuse",
+        "_type_url",
         "bodiless",
         "errors",
         "every_name_known",
@@ -70,11 +93,13 @@ class Classifier:
 
     def __init__(
         self,
+        type_url: str,
         decode: Callable[[bytes], tuple[str, Any]],
         entries: Table,
         max_name: int,
         reuse: bool = True,
     ) -> None:
+        self._type_url = type_url
         self._decode = decode
         self._entries = entries
         self._max_name = max_name
@@ -111,17 +136,30 @@ class Classifier:
             return False
         return True
 
-    def named(self, index: int, name: str) -> bool:
-        """Whether to go on with a resource called ``name``: usable (else the NACK says why)
-        and named for the first time in this response (else it is a duplicate)."""
+    def canonical(self, index: int, name: str) -> str:
+        """The cache key of an xdstp ``name`` (see the module's "Names"); "" when it cannot be
+        one, the NACK saying why."""
+        try:
+            return canonical_name(name, self._type_url)
+        except InvalidNameError as exc:
+            self.unnamed(index, str(exc))
+            return ""
+
+    def named(self, index: int, name: str) -> str:
+        """The cache key of a resource called ``name``, to go on with: usable (else the NACK
+        says why) and named for the first time in this response (else it is a duplicate);
+        "" when not to go on."""
         if not name or name == WILDCARD or len(name) > self._max_name:
-            return self.usable_name(index, name)  # says why, and is False
+            self.usable_name(index, name)  # says why
+            return ""
+        if name.startswith(XDSTP_PREFIX) and not (name := self.canonical(index, name)):
+            return ""
         seen = self.seen
         if name in seen:
             self._duplicates.append(name)
-            return False
+            return ""
         seen.add(name)
-        return True
+        return name
 
     def sotw_bodies(
         self,
@@ -155,6 +193,12 @@ class Classifier:
                     name, value, reason = "", None, f"decoder failed: {exc!r}"
             if not name or len(name) > max_name:
                 self._unnamed_body(index, name, reason)
+            elif (
+                hit is None
+                and name.startswith(XDSTP_PREFIX)
+                and not (name := self.canonical(index, name))
+            ):
+                pass  # an xdstp name that is not one of this type: the NACK says why
             elif name in seen:
                 self._duplicates.append(name)
             else:
@@ -196,13 +240,17 @@ class Classifier:
                 if not decoded or len(decoded) > self._max_name:
                     self._unnamed_body(index, decoded, reason)
                     return
+                if decoded.startswith(XDSTP_PREFIX) and not (
+                    decoded := self.canonical(index, decoded)
+                ):
+                    return
                 seen = self.seen
                 if decoded in seen:
                     self._duplicates.append(decoded)
                     return
                 seen.add(decoded)
                 name = decoded
-            elif same_name and reason is None and decoded != name:
+            elif same_name and reason is None and key_of(decoded, self._type_url) != name:
                 reason = f"the Resource wrapper names it {name!r} but it is {decoded!r}"
         if reason is not None:
             self.invalid[name] = reason

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._names import WILDCARD
-from ._classify import ValidItem
+from ._classify import ValidItem, key_of
 from ._events import Event
 from ._messages import DeltaDiscoveryRequest, Request
 from ._typestate import Ack, TypeState, duration_seconds
@@ -143,8 +143,8 @@ class DeltaTypeState(TypeState):
         named = classified.named
         body = classified.body
         for index, resource in enumerate(response.resources):
-            name = resource.name
-            if not named(index, name):
+            name = named(index, resource.name)
+            if not name:
                 continue
             if resource.aliases:
                 served = self._alias_keys(name, resource.aliases)
@@ -163,9 +163,8 @@ class DeltaTypeState(TypeState):
         classified.finish()
         if classified.invalid:
             invalid = classified.invalid
-            classified.versions = {
-                r.name: r.version for r in response.resources if r.name in invalid
-            }
+            versions = ((key_of(r.name, type_url), r.version) for r in response.resources)
+            classified.versions = {key: version for key, version in versions if key in invalid}
         if aliased:
             classified.valid = self._expand_aliases(classified.valid, aliased)
 
@@ -183,7 +182,7 @@ class DeltaTypeState(TypeState):
     def _apply_removals(self, response: Any, now: float, events: list[Event]) -> None:
         removed = list(response.removed_resources)
         removed.extend(item.name for item in response.removed_resource_names)
-        for name in removed:
+        for name in (key_of(name, self.type_url) for name in removed):
             self.ambiguous.discard(name)
             keys = (
                 [k for k, target in self.aliases.items() if target == name] if self.aliases else []
@@ -195,9 +194,13 @@ class DeltaTypeState(TypeState):
 
     def _alias_keys(self, name: str, aliases: Any) -> list[str]:
         """The cache keys a resource called ``name`` with these aliases updates."""
-        names = self.names
+        names, type_url = self.names, self.type_url
         keys = [name] if name in names else []
-        keys.extend(alias for alias in aliases if alias in names and alias != name)
+        keys.extend(
+            key
+            for key in (key_of(alias, type_url) for alias in aliases)
+            if key in names and key != name
+        )
         if not keys and self.wildcard:
             keys.append(name)
         return keys

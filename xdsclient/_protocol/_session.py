@@ -33,6 +33,7 @@ from .._errors import ProtocolError, XdsError
 from .._names import OLD_AUTHORITY
 from ..resources._type import ResourceType
 from ._cache import CacheEntry, ResourceCache, Table
+from ._classify import key_of
 from ._deadlines import Deadlines
 from ._delta import DeltaTypeState
 from ._events import Event
@@ -169,19 +170,20 @@ class Session(SessionWriter):
     # ----------------------------------------------------------------- interest
 
     def subscribe(self, type_url: str, name: str) -> None:
-        """Want resource ``name`` (``"*"`` for the wildcard) of a type; idempotent."""
-        self._state(type_url).subscribe(name)
+        """Want resource ``name`` (``"*"`` for the wildcard) of a type; idempotent. An xdstp
+        name is taken in canonical form (`key_of`), as every name a response gives is."""
+        self._state(type_url).subscribe(key_of(name, type_url))
 
     def subscribe_all(self, type_url: str, names: Iterable[str]) -> None:
         """`subscribe` to each of ``names`` (a walk's thousands: one type lookup)."""
         subscribe = self._state(type_url).subscribe
         for name in names:
-            subscribe(name)
+            subscribe(key_of(name, type_url))
 
     def unsubscribe(self, type_url: str, name: str) -> None:
         """Stop wanting ``name``: it leaves the cache at the next `requests_to_send`, unless the
         wildcard still covers it or it was subscribed again by then."""
-        self._state(type_url).unsubscribe(name)
+        self._state(type_url).unsubscribe(key_of(name, type_url))
 
     @property
     def has_interest(self) -> bool:
@@ -308,7 +310,7 @@ class Session(SessionWriter):
 
     def resource_state(self, type_url: str, name: str) -> ResourceState | None:
         """A snapshot of one cached resource, or None when it is neither wanted nor held."""
-        return self._state(type_url).state(name)
+        return self._state(type_url).state(key_of(name, type_url))
 
     def resource_states(self, type_url: str | None = None) -> list[ResourceState]:
         """Snapshots of every cached resource (of one type, or of all)."""

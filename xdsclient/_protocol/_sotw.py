@@ -165,7 +165,8 @@ class SotwTypeState(TypeState):
             else:
                 classified.body(index, inner.value, wrapper.version or version, ttl, "", wanted)
             return
-        if not classified.named(index, name):
+        name = classified.named(index, name)
+        if not name:
             return
         if inner is None:
             classified.bodiless.append((name, wrapper.version, ttl))

@@ -37,7 +37,7 @@ from .._errors import (
 from .._names import WILDCARD
 from ..resources._type import ResourceType
 from ._cache import CacheEntry, Table
-from ._classify import Classifier, ValidItem
+from ._classify import Classifier, ValidItem, key_of
 from ._deadlines import Deadlines
 from ._events import AmbientError, DataError, Event, resource_changed
 from ._messages import Request
@@ -364,7 +364,11 @@ class TypeState:
         """A classify step for one response of this type."""
         rtype = self.rtype
         return Classifier(
-            rtype.decode, self.entries, self.options.max_name_length, rtype.decode_is_pure
+            self.type_url,
+            rtype.decode,
+            self.entries,
+            self.options.max_name_length,
+            rtype.decode_is_pure,
         )
 
     def apply_classified(
@@ -420,7 +424,7 @@ class TypeState:
         covered: set[str] = set()
         version = self.last_classified.version if self.last_classified is not None else ""
         for item in resource_errors:
-            name = item.resource_name.name
+            name = key_of(item.resource_name.name, self.type_url)
             if not self.wants(name):
                 continue
             covered.add(name)

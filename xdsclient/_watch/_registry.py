@@ -39,6 +39,7 @@ from .._runtime._clock import Clock
 from .._runtime._tasks import TaskOwner
 from .._xdstp import canonical_name, is_xdstp
 from ..resources import LISTENER, ResourceType
+from ..resources._type import removed_v2_type
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._dependencies import Resolved
 from ._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
@@ -165,7 +166,8 @@ class Registry:
             )
         if type_url not in self._types:
             raise ValueError(
-                f"unknown resource type {type_url}; pass it in XdsClient(resource_types=...)"
+                removed_v2_type(type_url)
+                or f"unknown resource type {type_url}; pass it in XdsClient(resource_types=...)"
             )
         return type_url
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ClientClosedError, WaitTimeoutError
 from .._protocol import ResourceChanged
@@ -20,15 +20,20 @@ from ._config_watch import ConfigWatch
 from ._dependencies import XdsConfig
 from ._watchers import Watch
 
+if TYPE_CHECKING:
+    from ..resources import ResourceType
+
 
 async def wait_for(
     watch: Watch,
     name: str,
     predicate: Callable[[Any], bool] | None,
     timeout: float,
+    resource_type: ResourceType[Any] | str,
 ) -> Any:
-    """The first valid value of ``name`` (cached or new) on ``watch``, a watch of it not yet
-    entered, for which ``predicate`` holds."""
+    """The first valid value of ``name`` (cached or new) on ``watch``, a watch of it (of
+    ``resource_type``, which the timeout's message names) not yet entered, for which
+    ``predicate`` holds."""
     last: object = None
     try:
         async with asyncio.timeout(timeout), watch as events:
@@ -39,10 +44,26 @@ async def wait_for(
                 ):
                     return event.value
     except TimeoutError:
-        raise WaitTimeoutError(
-            f"{name!r} did not satisfy the predicate within {timeout:g}s; last event: {last!r}"
-        ) from None
+        raise WaitTimeoutError(_timed_out(resource_type, name, predicate, timeout, last)) from None
     raise ClientClosedError(f"the client closed while waiting for {name!r}; last event: {last!r}")
+
+
+def _timed_out(
+    resource_type: ResourceType[Any] | str,
+    name: str,
+    predicate: Callable[[Any], bool] | None,
+    timeout: float,
+    last: object,
+) -> str:
+    """What `wait_for` waited for, and what came instead (nothing, or the last event)."""
+    type_url = resource_type if isinstance(resource_type, str) else resource_type.type_url
+    what = f"{type_url.rsplit('.', 1)[-1]} {name!r}"
+    if predicate is not None:
+        happened = "nothing arrived" if last is None else f"last event: {last!r}"
+        return f"{what} did not satisfy the predicate within {timeout:g}s; {happened}"
+    if last is None:
+        return f"{what}: nothing arrived within {timeout:g}s (waited for its first valid value)"
+    return f"{what}: no valid value arrived within {timeout:g}s; last event: {last!r}"
 
 
 async def wait_for_config(

@@ -200,7 +200,10 @@ class Context:
                         evidence,
                     )
         duplicates = sorted({n for n in names if n and names.count(n) > 1})
-        self.note(RuleId.NO_DUPLICATE_NAMES, not duplicates, f"named twice: {duplicates}", evidence)
+        if names:  # a response without resources has nothing to name twice: not a pass
+            self.note(
+                RuleId.NO_DUPLICATE_NAMES, not duplicates, f"named twice: {duplicates}", evidence
+            )
 
     def _validate(self, type_url: str, name: str, body: bytes, evidence: str) -> str:
         rtype = BUILTIN_TYPES.get(type_url)

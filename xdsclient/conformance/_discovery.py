@@ -5,7 +5,8 @@ serve a cluster by name that no wildcard returns (or answer no wildcard at all),
 aggregate cluster's children are clusters in their own right (gRFC A37). So the walk starts
 from wildcard LDS and CDS (or the listeners and resources given), then asks by name for every
 route configuration, cluster (aggregate children included, to gRPC's depth limit) and endpoint
-assignment referenced that it has not seen; what is still missing fails ``references-resolve``.
+assignment referenced that it has not seen; what is still missing fails ``references-resolve``
+(N/A when nothing served names another resource: a vacuous pass would read as a verdict).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ async def discover(ctx: Context) -> None:
     for type_url, name in ctx.resources:
         if type_url != ENDPOINT.type_url:
             await _fetch(ctx, type_url, [name])
+    if not (routes or clusters or assignments):  # nothing to follow: the rule did not run
+        ctx.note(RuleId.REFERENCES_RESOLVE, None, "no resource served names another to follow")
+        return
     missing = sorted(
         [f"route {r}" for r in routes - set(found_routes)]
         + [f"cluster {c}" for c in clusters - set(found_clusters)]

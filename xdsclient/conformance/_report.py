@@ -26,13 +26,19 @@ PASS, FAIL, NOT_APPLICABLE = "PASS", "FAIL", "N/A"
 @attrs.frozen
 class RuleResult:
     """One rule in one variant: PASS, FAIL or N/A, with the first failure's detail and
-    evidence (the messages that show it)."""
+    evidence (the messages that show it), and the rule's `level`."""
 
     rule: Rule
     variant: str
     status: str
     detail: str = ""
     evidence: str = ""
+
+    @property
+    def level(self) -> Level:
+        """How strongly the spec asks for the rule (its `Rule.level`): only a failing MUST
+        makes a report not ok."""
+        return self.rule.level
 
 
 @attrs.frozen
@@ -69,7 +75,7 @@ class Report:
     @property
     def ok(self) -> bool:
         """Something was served, and no MUST rule failed."""
-        return not self.not_served and not any(r.rule.level is Level.MUST for r in self.failures)
+        return not self.not_served and not any(r.level is Level.MUST for r in self.failures)
 
     def status(self, rule: RuleId | str, variant: str) -> str:
         """PASS, FAIL or N/A; ValueError for a rule id or a variant not in the report."""
@@ -100,7 +106,7 @@ class Report:
             lines.append(f"NOT SERVED: {self.not_served}")
         for failure in self.failures:
             lines.append(
-                f"\nFAIL {failure.rule.id} ({failure.rule.level.value}, "
+                f"\nFAIL {failure.rule.id} ({failure.level.value}, "
                 f"{failure.rule.source}) in {failure.variant}: {failure.rule.text}"
             )
             lines.append(f"  {failure.detail}")
@@ -118,7 +124,7 @@ class Report:
             "results": [
                 {
                     "rule": r.rule.id,
-                    "level": r.rule.level.value,
+                    "level": r.level.value,
                     "source": r.rule.source,
                     "variant": r.variant,
                     "status": r.status,
@@ -150,7 +156,7 @@ class Report:
                 suite,
                 "testcase",
                 classname=f"xds.{r.variant}",
-                name=f"{r.rule.id} [{r.rule.level.value}]",
+                name=f"{r.rule.id} [{r.level.value}]",
             )
             if r.status == FAIL:
                 failure = ElementTree.SubElement(case, "failure", message=r.detail)

@@ -15,9 +15,41 @@ import attrs
 
 from .._errors import ResourceDecodeError
 
-__all__ = ["ResourceType"]
+__all__ = ["V2_TYPE_URLS", "ResourceType", "removed_v2_type"]
 
 T = TypeVar("T")
+
+_TYPE_PREFIX = "type.googleapis.com/"
+
+#: The type URLs of xDS v2 (removed from Envoy and from gRPC, which speak v3 only), each with
+#: the v3 type URL that replaced it: a v2 URL is not "unknown", it is out of date.
+V2_TYPE_URLS: dict[str, str] = {
+    _TYPE_PREFIX + v2: _TYPE_PREFIX + v3
+    for v2, v3 in (
+        ("envoy.api.v2.Listener", "envoy.config.listener.v3.Listener"),
+        ("envoy.api.v2.RouteConfiguration", "envoy.config.route.v3.RouteConfiguration"),
+        ("envoy.api.v2.route.VirtualHost", "envoy.config.route.v3.VirtualHost"),
+        (
+            "envoy.api.v2.ScopedRouteConfiguration",
+            "envoy.config.route.v3.ScopedRouteConfiguration",
+        ),
+        ("envoy.api.v2.Cluster", "envoy.config.cluster.v3.Cluster"),
+        ("envoy.api.v2.ClusterLoadAssignment", "envoy.config.endpoint.v3.ClusterLoadAssignment"),
+        ("envoy.api.v2.auth.Secret", "envoy.extensions.transport_sockets.tls.v3.Secret"),
+        ("envoy.service.discovery.v2.Runtime", "envoy.service.runtime.v3.Runtime"),
+    )
+}
+
+
+def removed_v2_type(type_url: str) -> str | None:
+    """For an xDS v2 type URL (or its bare message name), the one line saying so and naming
+    the v3 type URL to use instead; None for any other."""
+    v3 = V2_TYPE_URLS.get(
+        type_url if type_url.startswith(_TYPE_PREFIX) else _TYPE_PREFIX + type_url
+    )
+    if v3 is None:
+        return None
+    return f"{type_url} is an xDS v2 type, and xDS v2 was removed: use {v3}"
 
 
 @attrs.frozen(kw_only=True)
@@ -72,7 +104,7 @@ class ResourceType(Generic[T]):
             return getattr(message, name_field), message
 
         return ResourceType(
-            type_url="type.googleapis.com/" + full_name,
+            type_url=_TYPE_PREFIX + full_name,
             decode=decode,
             all_resources_required_in_sotw=all_resources_required_in_sotw,
         )
