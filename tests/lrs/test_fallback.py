@@ -140,17 +140,12 @@ async def test_counts_not_yet_reported_at_the_return_go_to_the_fallback_on_its_o
         _calls(load, WEST, 4)
         await _until(clock, lambda: _issued(fallback) == {"east": 5}, every=300)
         await _until(clock, lambda: _issued(primary) == {"west": 4})
-        await asyncio.wait_for(_closed(fallback), 5)
+        await eventually(lambda: not fallback.load_reporting.stream_count, 5)
         assert _lrs_streams(fallback) == 1
         assert _issued(fallback) == {"east": 5}
         assert _lrs_streams(primary) == 1
     finally:
         await client.close()
-
-
-async def _closed(plane: ControlPlane) -> None:
-    while plane.load_reporting.stream_count:
-        await asyncio.sleep(0.01)
 
 
 PRIMARY, SECONDARY = "primary:1", "secondary:1"
