@@ -21,7 +21,7 @@ from typing import Any, TypeVar, overload
 
 import pytest
 
-__all__ = ["eventually", "idle"]
+__all__ = ["described", "eventually", "idle"]
 
 T = TypeVar("T")
 
@@ -77,12 +77,12 @@ async def eventually(
         if not scope.expired():
             raise  # the condition's own timeout: not ours to describe
     pytest.fail(
-        f"waited {timeout} s for {what or _source(condition)}; last it was {last!r}",
+        f"waited {timeout} s for {what or described(condition)}; last it was {last!r}",
         pytrace=False,
     )
 
 
-def _source(condition: Callable[..., object]) -> str:
+def described(condition: Callable[..., object]) -> str:
     """A lambda's own text, from ``lambda`` to where its call's argument ends, else the
     function's name."""
     name = getattr(condition, "__qualname__", repr(condition))

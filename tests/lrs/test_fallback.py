@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from tests.helpers import _source, eventually, idle
+from tests.helpers import described, eventually, idle
 from tests.lrs.test_reporting import _answer
 from tests.lrs.test_reporting import _issued as _issued_in
 from tests.shell.conftest import OPTIONS
@@ -48,7 +48,7 @@ async def _until(clock: FakeClock, condition: Callable[[], bool], every: float =
         clock.advance(every)  # the next interval is due: the client sends its report
         return False
 
-    await eventually(held, 10, what=_source(condition))
+    await eventually(held, 10, what=described(condition))
 
 
 def _issued(plane: ControlPlane) -> dict[str, int]:

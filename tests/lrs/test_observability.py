@@ -18,7 +18,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.helpers import _source, eventually
+from tests.helpers import described, eventually
 from tests.shell.conftest import OPTIONS
 from tests.shell.test_metrics import _points
 from xdsclient import Locality, XdsClient
@@ -83,7 +83,7 @@ async def _until(condition: Callable[[], bool], clock: FakeClock | None = None) 
             clock.advance(1)  # a retry that is due goes out
         return False
 
-    await eventually(held, 10, what=_source(condition))
+    await eventually(held, 10, what=described(condition))
 
 
 def _lrs_events(client: XdsClient) -> list[LoadReportingChanged]:
