@@ -1,4 +1,4 @@
-"""The RouteConfiguration decoder as it was before the lean changes of issue 14, kept as the
+"""The RouteConfiguration decoder as it was before it was made lean, kept as the
 reference tests/resources/test_route_differential.py compares `xdsclient.resources._route`
 against. Only ``RouteConfigurationView.from_proto`` and ``route_fields`` are used; the value
 classes are its own copies, compared field by field. Do not "improve" it: it is the
@@ -53,7 +53,7 @@ class PathMatch(enum.Enum):
 
 class HeaderMatchKind(enum.StrEnum):
     # The reference decoder names kinds by string: its copy of the enum takes them (converter)
-    # and, a StrEnum, still equals them, so only the views' field type changed (issue 24).
+    # and, a StrEnum, still equals them, so only the views' field type changed.
     EXACT = "exact"
     SAFE_REGEX = "safe_regex"
     RANGE = "range"
@@ -263,7 +263,7 @@ class RouteConfigurationView(View):
 
 def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
     """The validated contents of a RouteConfiguration (also used for one inline in a Listener)."""
-    # Issue 22: plugin types as gRPC's registry sees them (None: optional, of an unknown type)
+    # As C-core: plugin types as gRPC's registry sees them (None: optional, of an unknown type)
     plugins = cluster_specifier_plugins(name, prefix, message)
     optional_plugins = {key for key, value in plugins.items() if value is None}
     vhosts = tuple(
@@ -314,7 +314,7 @@ def _route(
         return None  # gRPC ignores routes with query parameter matchers
     parsed_match = _route_match(name, f"{path}.match", match)
     kind = route.WhichOneof("action")
-    # Issue 22: an ignored action ignores the route before its typed_per_filter_config is read
+    # As C-core: an ignored action ignores the route before its typed_per_filter_config is read
     if kind == "route":
         action = _route_action(name, f"{path}.route", route.route, plugins, optional)
         if action is None:
@@ -428,13 +428,13 @@ def _route_action(
         )
     elif kind == "cluster_specifier_plugin":
         plugin = action.cluster_specifier_plugin
-        # Issue 22: a plugin name must not be empty; an optional unknown plugin ignores the route
+        # As C-core: a plugin name must not be empty; an optional unknown plugin ignores the route
         if not plugin:
             raise invalid(name, f"{path}.cluster_specifier_plugin", "must not be empty")
         if plugin not in plugins:
             raise invalid(name, f"{path}.cluster_specifier_plugin", f"no plugin named {plugin!r}")
         fields["cluster_specifier_plugin"] = plugin
-    # Issue 22: no cluster specifier (or cluster_header) ignores the route, as C-core does, once
+    # As C-core: no cluster specifier (or cluster_header) ignores the route, once
     # the rest of the action (durations, retry and hash policies) is valid: see the end
     if action.HasField("max_stream_duration"):
         durations = action.max_stream_duration

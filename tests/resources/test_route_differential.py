@@ -1,4 +1,4 @@
-"""The RouteConfiguration decoder gives the verdicts of the reference one (issue 14).
+"""The RouteConfiguration decoder gives the verdicts of the reference one.
 
 The reference (tests/resources/reference_route.py) is the decoder as it was before the lean
 changes. For generated configurations built from few distinct values so rules collide (domains,

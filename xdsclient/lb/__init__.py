@@ -1,4 +1,4 @@
-"""Load-balancing building blocks for custom balancers over xDS endpoint data (issue 25).
+"""Load-balancing building blocks for custom balancers over xDS endpoint data.
 
 Transport-free and sans-I/O: each block takes the validated views, the connectivity the user's
 transport reports, a random source and ``now``, and returns picks. They agree with gRPC's xDS

@@ -14,7 +14,7 @@ policies need num_retries >= 1 and valid durations; durations are non-negative a
 per-route filter configs must be of a type gRPC can override (`_filters`); virtual hosts need
 at least one domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
 
-Decoding is lean (issue 14): a configuration of thousands of routes is decoded on every update,
+Decoding is lean: a configuration of thousands of routes is decoded on every update,
 so the common route costs a few upb calls and three slot-set values, and a field path is only
 formatted for an error or a part most routes lack (see the comment above `route_fields`). One
 verdict: tests/resources/reference_route.py keeps the decoder before it, and
@@ -126,11 +126,12 @@ class RouteConfigurationView(View):
         )
 
 
-# The decoder's hot path (issue 14): a route that is a prefix and a cluster builds no field path
-# (paths are formatted only for an error or a part most routes lack), calls nothing for an
-# empty map or list, and shares one read-only empty mapping for every empty
-# typed_per_filter_config. Verdicts and messages are those of the decoder before it, kept in
-# tests/resources/reference_route.py and compared by tests/resources/test_route_differential.py.
+# The decoder's hot path (thousands of routes an update): a route that is a prefix and a
+# cluster builds no field path (paths are formatted only for an error or a part most routes
+# lack), calls nothing for an empty map or list, and shares one read-only empty mapping for
+# every empty typed_per_filter_config. Verdicts and messages are those of the decoder before
+# it, kept in tests/resources/reference_route.py and compared by
+# tests/resources/test_route_differential.py.
 _NO_CONFIGS: Mapping[str, Any] = MappingProxyType({})
 _PREFIX = PathMatch.PREFIX
 _ROUTE = RouteActionType.ROUTE
