@@ -32,7 +32,15 @@ import random
 from collections.abc import Callable, Sequence
 
 from ..resources import Endpoint, LocalityEndpoints, OutlierDetection
-from ._base import ChildPolicy, ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
+from ._base import (
+    CallEnd,
+    ChildPolicy,
+    ConnectivityState,
+    EndpointKey,
+    PickRequest,
+    PickResult,
+    key_of,
+)
 
 __all__ = ["OutlierDetector"]
 
@@ -80,6 +88,9 @@ class OutlierDetector:
         self._started: Callable[[EndpointKey], None] | None = getattr(child, "call_started", None)
         self._finished: Callable[[EndpointKey, bool], None] | None = getattr(
             child, "call_finished", None
+        )
+        self._ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
+            child, "call_ended", None
         )
         self._trackers: dict[EndpointKey, _Tracker] = {}
         #: the transport's last state per endpoint (the child sees TRANSIENT_FAILURE instead
@@ -164,6 +175,11 @@ class OutlierDetector:
             tracker.successes += 1
         else:
             tracker.failures += 1
+
+    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+        """How a call to ``key`` ended (`CallEnd`): passed to the child if it reads it."""
+        if self._ended is not None:
+            self._ended(key, end)
 
     def next_deadline(self) -> float | None:
         """When the next sweep is due (None when nothing is counted)."""

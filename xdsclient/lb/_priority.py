@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
+    CallEnd,
     ChildPolicy,
     ConnectivityState,
     EndpointKey,
@@ -70,6 +71,7 @@ class _Child:
 
     __slots__ = (
         "deactivate_at",
+        "ended",
         "failover_at",
         "finished",
         "keys",
@@ -96,6 +98,9 @@ class _Child:
         self.started: Callable[[EndpointKey], None] | None = getattr(policy, "call_started", None)
         self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
             policy, "call_finished", None
+        )
+        self.ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
+            policy, "call_ended", None
         )
 
 
@@ -186,6 +191,18 @@ class PriorityPolicy:
         child = self._holder(key)
         if child is not None and child.finished is not None:
             child.finished(key, ok)
+
+    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+        """How a call on ``key`` ended (`CallEnd`: latency, ORCA load report): told to the
+        child holding ``key`` if the child has a ``call_ended(key, end)`` hook."""
+        child = self._holder(key)
+        if child is not None and child.ended is not None:
+            child.ended(key, end)
+
+    def wants_call_ends(self, key: EndpointKey) -> bool:
+        """Whether the child holding ``key`` has a ``call_ended`` hook."""
+        child = self._holder(key)
+        return child is not None and child.ended is not None
 
     def _holder(self, key: EndpointKey) -> _Child | None:
         current = self._current

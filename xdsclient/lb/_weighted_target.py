@@ -11,8 +11,9 @@ children, whose pick fails with its own error).
 
 Each locality gets its own `EndpointPicker` from the factory (round robin, least request, ...),
 kept across updates by locality name, as weighted_target keeps children by name. The call
-hooks (`call_started`, `call_finished`) go to the locality's picker when it has them, so least
-request counts the calls a composed picker starts and ends.
+hooks (`call_started`, `call_finished`, `call_ended`) go to the locality's picker when it has
+them, so least request counts the calls a composed picker starts and ends and weighted round
+robin reads their ORCA load reports.
 
 Cost: a connectivity change is one locality's; the READY choice is rebuilt only when a
 locality's aggregated state changed. An update whose locality is the same object as before (the
@@ -30,6 +31,7 @@ from collections.abc import Callable, Sequence
 from .. import Locality
 from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
+    CallEnd,
     ConnectivityState,
     EndpointKey,
     EndpointPicker,
@@ -52,7 +54,7 @@ class _Child:
     """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
     none (only least request counts calls)."""
 
-    __slots__ = ("finished", "keys", "locality", "picker", "results", "started")
+    __slots__ = ("ended", "finished", "keys", "locality", "picker", "results", "started")
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
@@ -65,6 +67,9 @@ class _Child:
         self.started: Callable[[EndpointKey], None] | None = getattr(picker, "call_started", None)
         self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
             picker, "call_finished", None
+        )
+        self.ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
+            picker, "call_ended", None
         )
 
 
@@ -180,6 +185,13 @@ class WeightedTarget:
         child = self._by_endpoint.get(key)
         if child is not None and child.finished is not None:
             child.finished(key, ok)
+
+    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+        """A call on ``key`` ended (`CallEnd`): told to its locality's picker if that picker
+        reads how calls end (weighted round robin's ORCA weights)."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.ended is not None:
+            child.ended(key, end)
 
     def state(self) -> ConnectivityState:
         """READY, CONNECTING, IDLE by the first any child is in; else TRANSIENT_FAILURE."""

@@ -23,6 +23,7 @@ from ._builtin import (
 from ._cluster import (
     ClusterType,
     ClusterView,
+    CustomLbPolicy,
     LbPolicy,
     LeastRequest,
     OutlierDetection,
@@ -40,6 +41,7 @@ from ._endpoint import (
     HealthStatus,
     LocalityEndpoints,
 )
+from ._lb_registry import register_lb_policy_type, unregister_lb_policy_type
 from ._listener import (
     KNOWN_HTTP_FILTERS,
     DownstreamTls,
@@ -83,6 +85,7 @@ __all__ = [
     "ClusterType",
     "ClusterView",
     "ClusterWeight",
+    "CustomLbPolicy",
     "DownstreamTls",
     "DropOverload",
     "Endpoint",
@@ -118,7 +121,9 @@ __all__ = [
     "WeightedRoundRobin",
     "WrrLocality",
     "match_route",
+    "register_lb_policy_type",
     "select_virtual_host",
+    "unregister_lb_policy_type",
 ]
 
 for _name in __all__:
