@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
+
 from ..resources import (
     CustomLbPolicy,
     Endpoint,
@@ -40,6 +42,7 @@ from ._base import (
     PickOutcome,
     PickRequest,
     PickResult,
+    key_of,
 )
 
 __all__ = ["GuardedPolicy", "LbPolicyFactory", "custom_child", "register_lb_policy"]
@@ -93,6 +96,8 @@ class GuardedPolicy:
         self.policy: ChildPolicy | None = None
         #: why the policy cannot pick now (it failed to build or update), None when it can
         self.error: str | None = None
+        #: the locality of each endpoint key, to name it in picks that do not (load reports)
+        self._localities: dict[EndpointKey, LocalityEndpoints] = {}
         if factory is None:
             self.error = f"{self._label}: no factory is registered"
             return
@@ -110,6 +115,9 @@ class GuardedPolicy:
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities, to the policy (a success clears an update's failure)."""
+        self._localities = {
+            key_of(endpoint): locality for locality in localities for endpoint in locality.endpoints
+        }
         if self.policy is None:
             return
         try:
@@ -153,9 +161,13 @@ class GuardedPolicy:
             return self._fail(self.error)
         assert self.policy is not None
         try:
-            return self.policy.pick(request, rand, now)
+            result = self.policy.pick(request, rand, now)
         except Exception as exc:
             return self._fail(self._failed("pick", exc))
+        endpoint = result.endpoint
+        if result.locality is None and endpoint is not None:
+            result = attrs.evolve(result, locality=self._localities.get(key_of(endpoint)))
+        return result
 
     def call_started(self, key: EndpointKey) -> None:
         """Passed to the policy's hook, if it has one."""
