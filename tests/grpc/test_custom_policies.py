@@ -6,16 +6,21 @@ policy that raises fails calls, not the channel."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import grpc
 import pytest
+from envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3 import (
+    client_side_weighted_round_robin_pb2 as wrr_pb2,
+)
 from envoy.extensions.load_balancing_policies.round_robin.v3 import round_robin_pb2
 from google.protobuf import empty_pb2, struct_pb2, wrappers_pb2
 from udpa.type.v1 import typed_struct_pb2 as udpa_typed_struct_pb2
 from xds.data.orca.v3 import orca_load_report_pb2
+from xds.service.orca.v3 import orca_pb2
 from xds.type.v3 import typed_struct_pb2
 
 from xdsclient import XdsClient
@@ -32,7 +37,7 @@ from xdsclient.lb import (
 from xdsclient.resources import Endpoint, LocalityEndpoints
 from xdsclient.testing import ControlPlane, builders
 
-from .echo import EchoBackend, EchoStub, Text
+from .echo import EchoBackend, EchoStub, Text, _ser
 
 OrcaLoadReport = orca_load_report_pb2.OrcaLoadReport
 _READY = ConnectivityState.READY
@@ -89,11 +94,42 @@ class BoomPolicy(ZonePolicy):
 
 
 class OrcaBackend(EchoBackend):
-    """An echo backend whose every Say call ends with ``report`` in its ORCA trailer."""
+    """An echo backend whose every Say call ends with ``report`` in its ORCA trailer, and
+    which serves ORCA's out-of-band ``StreamCoreMetrics``: ``report`` at the interval asked
+    (at least 10 ms), counting the streams opened."""
 
     def __init__(self, name: str, report: Any) -> None:
         super().__init__(name)
         self.report = report
+        self.streams = 0
+
+    async def start(self) -> None:
+        server = grpc.aio.server()
+        handlers = {
+            "Say": grpc.unary_unary_rpc_method_handler(self._say, Text.FromString, _ser),
+            "Count": grpc.unary_stream_rpc_method_handler(self._count, Text.FromString, _ser),
+        }
+        orca = {
+            "StreamCoreMetrics": grpc.unary_stream_rpc_method_handler(
+                self._stream_core_metrics, orca_pb2.OrcaLoadReportRequest.FromString, _ser
+            )
+        }
+        server.add_generic_rpc_handlers(
+            [
+                grpc.method_handlers_generic_handler("echo.Echo", handlers),
+                grpc.method_handlers_generic_handler("xds.service.orca.v3.OpenRcaService", orca),
+            ]
+        )
+        self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+        await server.start()
+        self._server = server
+
+    async def _stream_core_metrics(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        self.streams += 1
+        interval = max(request.report_interval.ToTimedelta().total_seconds(), 0.01)
+        while True:
+            yield self.report
+            await asyncio.sleep(interval)
 
     async def _say(self, request: Any, context: Any) -> Any:
         context.set_trailing_metadata(
@@ -361,3 +397,38 @@ async def test_a_policy_whose_factory_raises_fails_its_calls(
     assert failed.value.details() == (
         "LB policy test.NoZone of cluster c failed to build: KeyError: 'zone'"
     )
+
+
+async def test_out_of_band_orca_reports_move_weighted_round_robin_weights(
+    plane: ControlPlane, client: XdsClient, backends: list[OrcaBackend]
+) -> None:
+    """WRR with ``enable_oob_load_report`` (no blackout) over a (qps 100 at utilization 0.1:
+    weight 1000) and b (weight 100): each backend gets one ``StreamCoreMetrics`` stream, and
+    once its reports are in, a window of 100 calls gives a at least 5 times b's share (round
+    robin, without them, gives 50/50)."""
+    a, b = backends
+    wrr = wrr_pb2.ClientSideWeightedRoundRobin()
+    wrr.enable_oob_load_report.value = True
+    wrr.oob_reporting_period.FromMilliseconds(50)
+    wrr.blackout_period.FromMilliseconds(0)
+    wrr.weight_update_period.FromMilliseconds(100)
+    assignment = builders.cluster_load_assignment(
+        "c", [("127.0.0.1", a.port), ("127.0.0.1", b.port)]
+    )
+    plane.set_all(
+        [
+            builders.api_listener("svc"),
+            builders.route_configuration("svc-routes", "c"),
+            policy_cluster("c", wrr),
+            assignment,
+        ]
+    )
+    windows = []
+    async with XdsChannel("xds:///svc", client=client) as channel:
+        for _ in range(30):
+            window = await say(channel, 100)
+            windows.append(dict(window))
+            if window["a"] >= 5 * window.get("b", 0):
+                break
+    assert windows[-1]["a"] >= 5 * windows[-1].get("b", 0), windows
+    assert (a.streams, b.streams) == (1, 1)

@@ -43,9 +43,12 @@ from ..resources import (
     ROUTE_CONFIGURATION,
     ListenerView,
     RouteConfigurationView,
+    WeightedRoundRobin,
+    WrrLocality,
     select_virtual_host,
 )
 from ._connections import Connections
+from ._oob import OobStreams
 from ._status import resource_details
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
@@ -83,6 +86,9 @@ class ChannelCore:
         self.channel_id = rng.getrandbits(64)
         self.picker = ComposedPicker(channel_id=self.channel_id)
         self.connections = Connections(self._on_connectivity, options)
+        self.oob = OobStreams(self._on_load_report)
+        #: the endpoints whose clusters ask for out-of-band ORCA reports, and the period
+        self._oob_wanted: dict[EndpointKey, float] = {}
         self.faults = ActiveFaults()
         self.config: CallConfig | None = None
         self.snapshot: XdsConfig | None = None
@@ -139,6 +145,7 @@ class ChannelCore:
             await asyncio.gather(self._start, return_exceptions=True)
             if self._watch is not None:
                 self._watch.cancel()
+        await self.oob.close()
         await self.connections.close()
         if self._owns_client:
             await self.client.close()
@@ -290,6 +297,8 @@ class ChannelCore:
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.connections.hold_only(())
+            self._oob_wanted = {}
+            self.oob.sync(self._oob_wanted, self.connections)
         else:
             logger.info("%s: %s (the last configuration stays in use)", self.target, update)
             return
@@ -343,7 +352,9 @@ class ChannelCore:
             if entry.endpoints is not None
             for endpoint in entry.endpoints.healthy_endpoints()
         )
+        self._oob_wanted = _oob_wanted(snapshot)
         self._connect_wanted()
+        self.oob.sync(self._oob_wanted, self.connections)
 
     def _connect_wanted(self) -> None:
         for endpoint in self.picker.wanted_connections():
@@ -352,7 +363,34 @@ class ChannelCore:
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())
         self._connect_wanted()
+        if self._oob_wanted:
+            self.oob.sync(self._oob_wanted, self.connections)
         self._notify()
+
+    def _on_load_report(self, key: EndpointKey, report: Any) -> None:
+        self.picker.load_report(key, report, self.clock())
+
+
+def _oob_wanted(snapshot: XdsConfig) -> dict[EndpointKey, float]:
+    """The endpoints of clusters balanced by weighted round robin with out-of-band reports
+    (A58's ``enable_oob_load_report``), each with the shortest period asked for it."""
+    wanted: dict[EndpointKey, float] = {}
+    for entry in snapshot.clusters.values():
+        policy = entry.cluster.lb_policy if entry.cluster is not None else None
+        if isinstance(policy, WrrLocality):
+            policy = policy.child
+        if (
+            not isinstance(policy, WeightedRoundRobin)
+            or not policy.enable_oob_load_report
+            or entry.endpoints is None
+        ):
+            continue
+        for endpoint in entry.endpoints.healthy_endpoints():
+            key = key_of(endpoint)
+            wanted[key] = min(
+                wanted.get(key, policy.oob_reporting_period), policy.oob_reporting_period
+            )
+    return wanted
 
 
 def _empty_assignment(entry: ClusterConfig | None) -> str | None:

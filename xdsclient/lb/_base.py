@@ -176,9 +176,11 @@ class ChildPolicy(Protocol):
 
     A child may also have the optional call hooks ``call_started(key)``,
     ``call_finished(key, ok)`` and ``call_ended(key, end)`` (a `CallEnd`: outcome, latency
-    and the backend's ORCA load report): the composed picker calls them, when present, as a
-    call it picked starts and ends (`WeightedTarget` passes them to its locality pickers: least
-    request counts calls, weighted round robin takes its weights from the ORCA reports)."""
+    and the backend's per-call ORCA load report), and ``load_report(key, report, now)`` (an
+    out-of-band ORCA report): the composed picker calls them, when present, as a call it
+    picked starts and ends and as reports arrive (`WeightedTarget` passes them to its
+    locality pickers: least request counts calls, weighted round robin takes its weights
+    from the ORCA reports)."""
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities; state kept by locality and endpoint key."""

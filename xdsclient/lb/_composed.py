@@ -438,6 +438,14 @@ class ComposedPicker:
         if leaf is not None and result.endpoint is not None:
             leaf.call_finished(result.endpoint, ok, now, elapsed, load_report)
 
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report (``OrcaLoadReport``) from endpoint ``key``: told to the
+        policy of every cluster holding it that has a ``load_report`` hook (weighted round
+        robin, a custom policy)."""
+        for leaf in self._leaves.values():
+            if leaf.priority.wants(key):
+                leaf.priority.load_report(key, report, now)
+
     def poll(self, rand: random.Random, now: float) -> None:
         """Fire every timer that is due (picks do this for their own cluster)."""
         for leaf in self._leaves.values():

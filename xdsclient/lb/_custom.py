@@ -181,6 +181,10 @@ class GuardedPolicy:
         """Passed to the policy's hook, if it has one."""
         self._hook("call_ended", key, end)
 
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report, to the policy's hook, if it has one."""
+        self._hook("load_report", key, report, now)
+
     def _hook(self, name: str, *args: Any) -> None:
         hook = getattr(self.policy, name, None)
         if hook is None:

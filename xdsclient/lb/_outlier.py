@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..resources import Endpoint, LocalityEndpoints, OutlierDetection
 from ._base import (
@@ -91,6 +92,9 @@ class OutlierDetector:
         )
         self._ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
             child, "call_ended", None
+        )
+        self._reported: Callable[[EndpointKey, Any, float], None] | None = getattr(
+            child, "load_report", None
         )
         self._trackers: dict[EndpointKey, _Tracker] = {}
         #: the transport's last state per endpoint (the child sees TRANSIENT_FAILURE instead
@@ -180,6 +184,11 @@ class OutlierDetector:
         """How a call to ``key`` ended (`CallEnd`): passed to the child if it reads it."""
         if self._ended is not None:
             self._ended(key, end)
+
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report from ``key``: passed to the child if it reads them."""
+        if self._reported is not None:
+            self._reported(key, report, now)
 
     def next_deadline(self) -> float | None:
         """When the next sweep is due (None when nothing is counted)."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
@@ -78,6 +79,7 @@ class _Child:
         "name",
         "policy",
         "reported",
+        "reports",
         "seen_ready_or_idle",
         "started",
         "state",
@@ -101,6 +103,9 @@ class _Child:
         )
         self.ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
             policy, "call_ended", None
+        )
+        self.reports: Callable[[EndpointKey, Any, float], None] | None = getattr(
+            policy, "load_report", None
         )
 
 
@@ -198,6 +203,13 @@ class PriorityPolicy:
         child = self._holder(key)
         if child is not None and child.ended is not None:
             child.ended(key, end)
+
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report from ``key``: told to the child holding ``key`` if the
+        child has a ``load_report(key, report, now)`` hook."""
+        child = self._holder(key)
+        if child is not None and child.reports is not None:
+            child.reports(key, report, now)
 
     def wants_call_ends(self, key: EndpointKey) -> bool:
         """Whether the child holding ``key`` has a ``call_ended`` hook."""

@@ -27,6 +27,7 @@ import bisect
 import itertools
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import Locality
 from ..resources import Endpoint, LocalityEndpoints
@@ -54,7 +55,16 @@ class _Child:
     """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
     none (only least request counts calls)."""
 
-    __slots__ = ("ended", "finished", "keys", "locality", "picker", "results", "started")
+    __slots__ = (
+        "ended",
+        "finished",
+        "keys",
+        "locality",
+        "picker",
+        "reported",
+        "results",
+        "started",
+    )
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
@@ -70,6 +80,9 @@ class _Child:
         )
         self.ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
             picker, "call_ended", None
+        )
+        self.reported: Callable[[EndpointKey, Any, float], None] | None = getattr(
+            picker, "load_report", None
         )
 
 
@@ -192,6 +205,13 @@ class WeightedTarget:
         child = self._by_endpoint.get(key)
         if child is not None and child.ended is not None:
             child.ended(key, end)
+
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report from ``key``: told to its locality's picker if that
+        picker reads them (weighted round robin)."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.reported is not None:
+            child.reported(key, report, now)
 
     def state(self) -> ConnectivityState:
         """READY, CONNECTING, IDLE by the first any child is in; else TRANSIENT_FAILURE."""

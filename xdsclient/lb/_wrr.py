@@ -25,6 +25,7 @@ import math
 import random
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 from ..resources import Endpoint, WeightedRoundRobin
 from ._base import CallEnd, ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
@@ -137,15 +138,19 @@ class WeightedRoundRobinPicker:
 
     def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
         """A call on ``key`` ended: its per-call ORCA report (A51), when it has one, is a
-        load report (`report`) of ``rps_fractional``, ``eps`` and ``application_utilization``
+        `load_report`, unless the config asks for out-of-band reports (then only those
+        count, as in C-core)."""
+        if end.load_report is not None and not self._config.enable_oob_load_report:
+            self.load_report(key, end.load_report, end.now)
+
+    def load_report(self, key: EndpointKey, orca: Any, now: float) -> None:
+        """An ORCA report (``OrcaLoadReport``) from endpoint ``key``, per call or out of band:
+        a `report` of ``rps_fractional``, ``eps`` and ``application_utilization``
         (``cpu_utilization`` when that is not positive), as gRFC A58 reads it."""
-        orca = end.load_report
-        if orca is None:
-            return
         utilization = orca.application_utilization
         if utilization <= 0:
             utilization = orca.cpu_utilization
-        self.report(key, orca.rps_fractional, orca.eps, utilization, end.now)
+        self.report(key, orca.rps_fractional, orca.eps, utilization, now)
 
     def weight(self, key: EndpointKey, now: float) -> float:
         """The weight the scheduler would use for ``key`` now (0: none yet, or stale)."""

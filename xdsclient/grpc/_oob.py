@@ -1,0 +1,90 @@
+"""Out-of-band ORCA load reports (gRFCs A51, A58): one ``StreamCoreMetrics`` stream per READY
+endpoint of a weighted-round-robin cluster that asks for them (``enable_oob_load_report``).
+
+Why out of band: grpcio's C-core consumes the per-call ``endpoint-load-metrics-bin`` trailer and
+never publishes it to Python, so a grpc.aio channel cannot read per-call reports; the
+``xds.service.orca.v3.OpenRcaService`` stream is an ordinary RPC whose messages are the same
+``OrcaLoadReport``. Rules (C-core's ORCA producer): the stream asks for the endpoint's
+``oob_reporting_period`` (the shortest of the clusters holding it) and starts once the
+endpoint's connection is READY; each report goes to the picker (`ComposedPicker.load_report`);
+a stream that ends (UNIMPLEMENTED from a backend without the service, or the connection lost)
+is started again only after the connection leaves READY and comes back; a stream for an
+endpoint no cluster wants any more is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2
+from xds.data.orca.v3 import orca_load_report_pb2
+from xds.service.orca.v3 import orca_pb2
+
+from ..lb import ConnectivityState, EndpointKey
+from ._connections import Connections
+
+__all__ = ["STREAM_CORE_METRICS", "OobStreams"]
+
+logger = logging.getLogger("xdsclient.grpc")
+
+#: The ORCA service's streaming method.
+STREAM_CORE_METRICS = "/xds.service.orca.v3.OpenRcaService/StreamCoreMetrics"
+_READY = ConnectivityState.READY
+
+
+class OobStreams:
+    """The out-of-band ORCA streams of one channel; ``deliver(key, report)`` gets each
+    report."""
+
+    def __init__(self, deliver: Callable[[EndpointKey, Any], None]) -> None:
+        self._deliver = deliver
+        self._tasks: dict[EndpointKey, asyncio.Task[None]] = {}
+        #: endpoints whose stream ended while their connection stayed READY
+        self._ended: set[EndpointKey] = set()
+
+    def sync(self, wanted: Mapping[EndpointKey, float], connections: Connections) -> None:
+        """Start the streams ``wanted`` (endpoint -> reporting period) whose connection is
+        READY, cancel those no longer wanted."""
+        for key in [key for key in self._tasks if key not in wanted]:
+            self._tasks.pop(key).cancel()
+        for key, period in wanted.items():
+            ready = key in connections and connections.connect(key).state is _READY
+            if not ready:
+                self._ended.discard(key)
+            elif key not in self._tasks and key not in self._ended:
+                channel = connections.connect(key).channel
+                self._tasks[key] = asyncio.ensure_future(self._stream(key, channel, period))
+
+    async def _stream(self, key: EndpointKey, channel: grpc.aio.Channel, period: float) -> None:
+        interval = duration_pb2.Duration()
+        interval.FromNanoseconds(int(period * 1e9))
+        request = orca_pb2.OrcaLoadReportRequest(report_interval=interval)
+        stream = channel.unary_stream(
+            STREAM_CORE_METRICS,
+            request_serializer=orca_pb2.OrcaLoadReportRequest.SerializeToString,
+            response_deserializer=orca_load_report_pb2.OrcaLoadReport.FromString,
+        )
+        try:
+            async for report in stream(request):
+                self._deliver(key, report)
+        except grpc.aio.AioRpcError as error:
+            logger.debug("ORCA stream to %s:%s ended: %s", *key, error.code())
+        finally:
+            if self._tasks.get(key) is asyncio.current_task():
+                del self._tasks[key]
+                self._ended.add(key)
+
+    async def close(self) -> None:
+        """Cancel every stream and wait for them."""
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
