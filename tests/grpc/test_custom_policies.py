@@ -37,7 +37,7 @@ from xdsclient.lb import (
 from xdsclient.resources import Endpoint, LocalityEndpoints
 from xdsclient.testing import ControlPlane, builders
 
-from .echo import EchoBackend, EchoStub, Text, _ser
+from .echo import EchoBackend, EchoStub, Text, _ser, until
 
 OrcaLoadReport = orca_load_report_pb2.OrcaLoadReport
 _READY = ConnectivityState.READY
@@ -52,6 +52,7 @@ class ZonePolicy:
         self.localities: tuple[LocalityEndpoints, ...] = ()
         self.states: dict[EndpointKey, ConnectivityState] = {}
         self.ends: list[tuple[EndpointKey, CallEnd]] = []
+        self.reports: list[tuple[EndpointKey, Any]] = []
 
     def _endpoints(self) -> list[Endpoint]:
         return [e for locality in self.localities for e in locality.endpoints]
@@ -81,6 +82,9 @@ class ZonePolicy:
 
     def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
         self.ends.append((key, end))
+
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        self.reports.append((key, report))
 
 
 class BoomPolicy(ZonePolicy):
@@ -350,6 +354,7 @@ async def test_the_policy_hears_each_call_end_and_grpcio_keeps_the_orca_trailer(
     assert [end.ok for _, end in ends] == [True, True, True, False]
     assert all(end.elapsed > 0 for _, end in ends)
     assert [end.load_report for _, end in ends] == [None] * 4
+    assert (a.streams, b.streams) == (0, 0)  # registered without an ORCA interval
 
 
 async def test_a_raising_policy_fails_its_calls_with_a_clear_status_not_the_channel(
@@ -432,3 +437,30 @@ async def test_out_of_band_orca_reports_move_weighted_round_robin_weights(
                 break
     assert windows[-1]["a"] >= 5 * windows[-1].get("b", 0), windows
     assert (a.streams, b.streams) == (1, 1)
+
+
+async def test_a_policy_registered_with_an_orca_interval_gets_out_of_band_reports(
+    plane: ControlPlane, client: XdsClient, backends: list[OrcaBackend]
+) -> None:
+    """Registered with ``orca_interval``, the policy's every endpoint gets a
+    ``StreamCoreMetrics`` stream once connected, and the policy's ``load_report`` hook gets
+    each backend's reports (as sent); registered without one, no stream is opened (the
+    call-end test checks that)."""
+    a, b = backends
+    built: list[ZonePolicy] = []
+
+    def factory(config: Any) -> ZonePolicy:
+        built.append(ZonePolicy(config))
+        return built[-1]
+
+    register_lb_policy("test.OrcaZone", factory, orca_interval=0.05)
+    try:
+        cluster = policy_cluster("c", typed_struct("test.OrcaZone", zone="z-a"))
+        plane.set_all(resources(cluster, a, b))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            assert await say(channel, 2) == {"a": 2}
+            wanted = [(("127.0.0.1", a.port), a.report), (("127.0.0.1", b.port), b.report)]
+            await until(lambda: all(pair in built[0].reports for pair in wanted), 5)
+        assert (a.streams, b.streams) == (1, 1)
+    finally:
+        register_lb_policy("test.OrcaZone", None)

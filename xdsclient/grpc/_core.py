@@ -37,10 +37,12 @@ from ..lb import (
     PickResult,
     aggregate_state,
     key_of,
+    orca_interval_of,
 )
 from ..resources import (
     LISTENER,
     ROUTE_CONFIGURATION,
+    CustomLbPolicy,
     ListenerView,
     RouteConfigurationView,
     WeightedRoundRobin,
@@ -372,24 +374,24 @@ class ChannelCore:
 
 
 def _oob_wanted(snapshot: XdsConfig) -> dict[EndpointKey, float]:
-    """The endpoints of clusters balanced by weighted round robin with out-of-band reports
-    (A58's ``enable_oob_load_report``), each with the shortest period asked for it."""
+    """The endpoints of clusters whose policy asks for out-of-band reports (weighted round
+    robin with A58's ``enable_oob_load_report``, a custom policy registered with an
+    ``orca_interval``), each with the shortest period asked for it."""
     wanted: dict[EndpointKey, float] = {}
     for entry in snapshot.clusters.values():
         policy = entry.cluster.lb_policy if entry.cluster is not None else None
         if isinstance(policy, WrrLocality):
             policy = policy.child
-        if (
-            not isinstance(policy, WeightedRoundRobin)
-            or not policy.enable_oob_load_report
-            or entry.endpoints is None
-        ):
+        period: float | None = None
+        if isinstance(policy, WeightedRoundRobin) and policy.enable_oob_load_report:
+            period = policy.oob_reporting_period
+        elif isinstance(policy, CustomLbPolicy):
+            period = orca_interval_of(policy)
+        if period is None or entry.endpoints is None:
             continue
         for endpoint in entry.endpoints.healthy_endpoints():
             key = key_of(endpoint)
-            wanted[key] = min(
-                wanted.get(key, policy.oob_reporting_period), policy.oob_reporting_period
-            )
+            wanted[key] = min(wanted.get(key, period), period)
     return wanted
 
 

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # --- endpoint pickers and the per-priority child (lb-pickers) ---
-from ._custom import GuardedPolicy, LbPolicyFactory, register_lb_policy
+from ._custom import GuardedPolicy, LbPolicyFactory, orca_interval_of, register_lb_policy
 from ._least_request import LeastRequestPicker
 from ._pick_first import PickFirstPicker
 from ._policies import child_policy_for, endpoint_picker_factory
@@ -63,6 +63,7 @@ __all__ += [
     "child_policy_for",
     "endpoint_picker_factory",
     "hash_key_of",
+    "orca_interval_of",
     "register_lb_policy",
     "request_hash",
     "ring_weight",

@@ -45,7 +45,13 @@ from ._base import (
     key_of,
 )
 
-__all__ = ["GuardedPolicy", "LbPolicyFactory", "custom_child", "register_lb_policy"]
+__all__ = [
+    "GuardedPolicy",
+    "LbPolicyFactory",
+    "custom_child",
+    "orca_interval_of",
+    "register_lb_policy",
+]
 
 logger = logging.getLogger("xdsclient.lb")
 
@@ -54,6 +60,8 @@ logger = logging.getLogger("xdsclient.lb")
 LbPolicyFactory = Callable[[Any], ChildPolicy]
 
 _FACTORIES: dict[str, LbPolicyFactory] = {}
+#: the out-of-band ORCA reporting interval each registered type asks for, in seconds
+_ORCA_INTERVALS: dict[str, float] = {}
 _LOCK = threading.Lock()
 
 
@@ -61,7 +69,9 @@ def _type_name(type_url: str) -> str:
     return type_url.rsplit("/", 1)[-1]
 
 
-def register_lb_policy(type_url: str, factory: LbPolicyFactory | None) -> None:
+def register_lb_policy(
+    type_url: str, factory: LbPolicyFactory | None, *, orca_interval: float | None = None
+) -> None:
     """Register (or, with None, unregister) the policy of type ``type_url``
     (``type.googleapis.com/my.Policy`` or ``my.Policy``; in a cluster, the ``type_url`` of the
     ``TypedStruct`` that configures it, or its own message's type).
@@ -69,15 +79,28 @@ def register_lb_policy(type_url: str, factory: LbPolicyFactory | None) -> None:
     ``factory(config)`` builds a fresh `ChildPolicy` for one priority of a cluster the policy
     balances, ``config`` the policy's configuration (a dict from a ``TypedStruct``, else the
     typed message). Clusters decoded from now on accept the type; a built-in policy's type
-    cannot be replaced (`ValueError`)."""
+    cannot be replaced (`ValueError`). With ``orca_interval`` (seconds), a channel opens an
+    out-of-band ORCA stream (gRFC A51) to every READY endpoint of the clusters the policy
+    balances, asking for a report at that interval, and hands each report to the policy's
+    ``load_report(key, report, now)`` hook."""
     name = _type_name(type_url)
+    if orca_interval is not None and orca_interval <= 0:
+        raise ValueError(f"orca_interval must be positive, not {orca_interval}")
     with _LOCK:
+        _ORCA_INTERVALS.pop(name, None)
         if factory is None:
             _FACTORIES.pop(name, None)
             unregister_lb_policy_type(name)
-        else:
-            register_lb_policy_type(name)  # raises for a built-in type
-            _FACTORIES[name] = factory
+            return
+        register_lb_policy_type(name)  # raises for a built-in type
+        _FACTORIES[name] = factory
+        if orca_interval is not None:
+            _ORCA_INTERVALS[name] = orca_interval
+
+
+def orca_interval_of(policy: CustomLbPolicy) -> float | None:
+    """The out-of-band ORCA interval the registered ``policy`` asks for (None: none)."""
+    return _ORCA_INTERVALS.get(policy.type_name)
 
 
 def custom_child(policy: CustomLbPolicy, *, cluster: str = "") -> ChildPolicy:
