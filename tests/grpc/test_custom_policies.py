@@ -100,12 +100,14 @@ class BoomPolicy(ZonePolicy):
 class OrcaBackend(EchoBackend):
     """An echo backend whose every Say call ends with ``report`` in its ORCA trailer, and
     which serves ORCA's out-of-band ``StreamCoreMetrics``: ``report`` at the interval asked
-    (at least 10 ms), counting the streams opened."""
+    (at least 10 ms), counting the streams opened and open."""
 
     def __init__(self, name: str, report: Any) -> None:
         super().__init__(name)
         self.report = report
+        #: ORCA streams opened, and open now
         self.streams = 0
+        self.active = 0
 
     async def start(self) -> None:
         server = grpc.aio.server()
@@ -130,10 +132,14 @@ class OrcaBackend(EchoBackend):
 
     async def _stream_core_metrics(self, request: Any, context: Any) -> AsyncIterator[Any]:
         self.streams += 1
+        self.active += 1
         interval = max(request.report_interval.ToTimedelta().total_seconds(), 0.01)
-        while True:
-            yield self.report
-            await asyncio.sleep(interval)
+        try:
+            while True:
+                yield self.report
+                await asyncio.sleep(interval)
+        finally:
+            self.active -= 1
 
     async def _say(self, request: Any, context: Any) -> Any:
         context.set_trailing_metadata(
@@ -464,3 +470,26 @@ async def test_a_policy_registered_with_an_orca_interval_gets_out_of_band_report
         assert (a.streams, b.streams) == (1, 1)
     finally:
         register_lb_policy("test.OrcaZone", None)
+
+
+async def test_orca_streams_end_when_no_cluster_asks_and_with_the_channel(
+    plane: ControlPlane, client: XdsClient, backends: list[OrcaBackend]
+) -> None:
+    """A WRR cluster with out-of-band reports opens a stream to a; once the cluster turns to
+    round robin the stream is cancelled (a sees it end) and calls go on; turned back, one new
+    stream opens, and closing the channel ends it."""
+    a, _ = backends
+    wrr = wrr_pb2.ClientSideWeightedRoundRobin()
+    wrr.enable_oob_load_report.value = True
+    wrr.oob_reporting_period.FromMilliseconds(50)
+    plane.set_all(resources(policy_cluster("c", wrr), a))
+    async with XdsChannel("xds:///svc", client=client) as channel:
+        assert await say(channel, 1) == {"a": 1}
+        await until(lambda: a.active == 1, 5)
+        plane.set(policy_cluster("c", round_robin_pb2.RoundRobin()))
+        await until(lambda: a.active == 0, 5)
+        assert await say(channel, 1) == {"a": 1}
+        plane.set(policy_cluster("c", wrr))
+        await until(lambda: a.active == 1, 5)
+        assert a.streams == 2
+    await until(lambda: a.active == 0, 5)
