@@ -26,7 +26,6 @@ from xds.data.orca.v3 import orca_load_report_pb2
 from xds.service.orca.v3 import orca_pb2
 
 from ..lb import ConnectivityState, EndpointKey
-from ._connections import Connections
 
 __all__ = ["STREAM_CORE_METRICS", "OobStreams"]
 
@@ -43,22 +42,40 @@ class OobStreams:
 
     def __init__(self, deliver: Callable[[EndpointKey, Any], None]) -> None:
         self._deliver = deliver
+        #: endpoint -> reporting period, for the endpoints whose clusters ask for reports
+        self.wanted: Mapping[EndpointKey, float] = {}
         self._tasks: dict[EndpointKey, asyncio.Task[None]] = {}
         #: endpoints whose stream ended while their connection stayed READY
         self._ended: set[EndpointKey] = set()
 
-    def sync(self, wanted: Mapping[EndpointKey, float], connections: Connections) -> None:
-        """Start the streams ``wanted`` (endpoint -> reporting period) whose connection is
-        READY, cancel those no longer wanted."""
+    def want(self, wanted: Mapping[EndpointKey, float]) -> list[EndpointKey]:
+        """The endpoints that want reports now: the streams of the others are cancelled;
+        returns the wanted endpoints without a stream (to `connectivity` if connected)."""
+        self.wanted = wanted
         for key in [key for key in self._tasks if key not in wanted]:
             self._tasks.pop(key).cancel()
-        for key, period in wanted.items():
-            ready = key in connections and connections.connect(key).state is _READY
-            if not ready:
-                self._ended.discard(key)
-            elif key not in self._tasks and key not in self._ended:
-                channel = connections.connect(key).channel
-                self._tasks[key] = asyncio.ensure_future(self._stream(key, channel, period))
+        self._ended.intersection_update(wanted)
+        return [key for key in wanted if key not in self._tasks]
+
+    def connectivity(
+        self,
+        key: EndpointKey,
+        state: ConnectivityState,
+        channel_of: Callable[[], grpc.aio.Channel | None],
+    ) -> None:
+        """Endpoint ``key``'s connection is in ``state``: a stream starts when it is READY
+        and wanted (once per time it is READY), on the channel ``channel_of()`` gives."""
+        period = self.wanted.get(key)
+        if period is None:
+            return
+        if state is not _READY:
+            self._ended.discard(key)
+            return
+        if key in self._tasks or key in self._ended:
+            return
+        channel = channel_of()
+        if channel is not None:
+            self._tasks[key] = asyncio.ensure_future(self._stream(key, channel, period))
 
     async def _stream(self, key: EndpointKey, channel: grpc.aio.Channel, period: float) -> None:
         interval = duration_pb2.Duration()
@@ -83,6 +100,7 @@ class OobStreams:
         """Cancel every stream and wait for them."""
         tasks = list(self._tasks.values())
         self._tasks.clear()
+        self.wanted = {}
         for task in tasks:
             task.cancel()
         for task in tasks:
