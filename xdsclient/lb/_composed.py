@@ -37,7 +37,6 @@ from typing import Any
 from .. import ClusterConfig, XdsConfig
 from ..resources import ClusterType, ClusterView, Endpoint, RingHash, Route, match_route
 from ._base import (
-    CallEnd,
     ChildPolicy,
     ConnectivityState,
     EndpointKey,
@@ -176,12 +175,7 @@ class _Leaf:
         self, endpoint: Endpoint, ok: bool, now: float, elapsed: float, load_report: Any
     ) -> None:
         self.counter.call_finished()
-        key = key_of(endpoint)
-        priority = self.priority
-        priority.call_finished(key, ok)
-        if priority.wants_call_ends(key):
-            end = CallEnd(ok=ok, elapsed=elapsed, now=now, load_report=load_report)
-            priority.call_ended(key, end)
+        self.priority.call_finished(key_of(endpoint), ok, now, elapsed, load_report)
 
     def deadlines(self) -> list[float]:
         found = [self.priority.next_deadline()]

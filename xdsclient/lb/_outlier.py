@@ -96,6 +96,9 @@ class OutlierDetector:
         self._reported: Callable[[EndpointKey, Any, float], None] | None = getattr(
             child, "load_report", None
         )
+        #: the child's ``call_ended`` and ``load_report`` hooks passed on (None: it has none)
+        self.call_ended: Callable[[EndpointKey, CallEnd], None] | None = self._ended
+        self.load_report: Callable[[EndpointKey, Any, float], None] | None = self._reported
         self._trackers: dict[EndpointKey, _Tracker] = {}
         #: the transport's last state per endpoint (the child sees TRANSIENT_FAILURE instead
         #: while the endpoint is ejected)
@@ -179,16 +182,6 @@ class OutlierDetector:
             tracker.successes += 1
         else:
             tracker.failures += 1
-
-    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
-        """How a call to ``key`` ended (`CallEnd`): passed to the child if it reads it."""
-        if self._ended is not None:
-            self._ended(key, end)
-
-    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
-        """An out-of-band ORCA report from ``key``: passed to the child if it reads them."""
-        if self._reported is not None:
-            self._reported(key, report, now)
 
     def next_deadline(self) -> float | None:
         """When the next sweep is due (None when nothing is counted)."""

@@ -63,7 +63,12 @@ def child_policy_for(
         return RingHashPolicy(
             policy, cluster=cluster, ring_size_cap=ring_size_cap, use_hash_key=use_hash_key
         )
-    return WeightedTarget(endpoint_picker_factory(policy, rand=rand), cluster=cluster)
+    picking = policy.child if isinstance(policy, WrrLocality) else policy
+    return WeightedTarget(
+        endpoint_picker_factory(policy, rand=rand),
+        cluster=cluster,
+        reads_reports=isinstance(picking, WeightedRoundRobin),
+    )
 
 
 def endpoint_picker_factory(

@@ -190,12 +190,24 @@ class PriorityPolicy:
         if child is not None and child.started is not None:
             child.started(key)
 
-    def call_finished(self, key: EndpointKey, ok: bool) -> None:
+    def call_finished(
+        self,
+        key: EndpointKey,
+        ok: bool,
+        now: float = 0.0,
+        elapsed: float = 0.0,
+        load_report: Any = None,
+    ) -> None:
         """A call on ``key`` ended: told to the child holding ``key`` if the child has a
-        ``call_finished(key, ok)`` hook (outlier detection, least request)."""
+        ``call_finished(key, ok)`` hook (outlier detection, least request), and as a
+        `CallEnd` if it has a ``call_ended(key, end)`` hook (built only then)."""
         child = self._holder(key)
-        if child is not None and child.finished is not None:
+        if child is None:
+            return
+        if child.finished is not None:
             child.finished(key, ok)
+        if child.ended is not None:
+            child.ended(key, CallEnd(ok=ok, elapsed=elapsed, now=now, load_report=load_report))
 
     def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
         """How a call on ``key`` ended (`CallEnd`: latency, ORCA load report): told to the
@@ -210,11 +222,6 @@ class PriorityPolicy:
         child = self._holder(key)
         if child is not None and child.reports is not None:
             child.reports(key, report, now)
-
-    def wants_call_ends(self, key: EndpointKey) -> bool:
-        """Whether the child holding ``key`` has a ``call_ended`` hook."""
-        child = self._holder(key)
-        return child is not None and child.ended is not None
 
     def _holder(self, key: EndpointKey) -> _Child | None:
         current = self._current

@@ -90,7 +90,13 @@ class WeightedTarget:
     """A `ChildPolicy`: a random locality by weight among the READY ones, then that
     locality's `EndpointPicker`. ``cluster`` is copied into every pick result."""
 
-    def __init__(self, picker_factory: Callable[[], EndpointPicker], *, cluster: str = "") -> None:
+    def __init__(
+        self,
+        picker_factory: Callable[[], EndpointPicker],
+        *,
+        cluster: str = "",
+        reads_reports: bool = True,
+    ) -> None:
         self._factory = picker_factory
         self._cluster = cluster
         self._children: dict[Locality, _Child] = {}
@@ -102,6 +108,16 @@ class WeightedTarget:
         self._keys = 0
         #: (state, READY children, running sums of their weights); None after any change
         self._view: tuple[ConnectivityState, list[_Child], list[int]] | None = None
+        # ``reads_reports=False`` (pickers without the hooks, as `child_policy_for` knows)
+        # leaves these out, so a caller builds no `CallEnd` for it
+        #: ``call_ended(key, end)``: to the locality's picker (None: its pickers lack it)
+        self.call_ended: Callable[[EndpointKey, CallEnd], None] | None = (
+            self._call_ended if reads_reports else None
+        )
+        #: ``load_report(key, report, now)``: to the locality's picker (None: they lack it)
+        self.load_report: Callable[[EndpointKey, Any, float], None] | None = (
+            self._load_report if reads_reports else None
+        )
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities; children kept by locality name, zero weights left out."""
@@ -199,14 +215,14 @@ class WeightedTarget:
         if child is not None and child.finished is not None:
             child.finished(key, ok)
 
-    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+    def _call_ended(self, key: EndpointKey, end: CallEnd) -> None:
         """A call on ``key`` ended (`CallEnd`): told to its locality's picker if that picker
         reads how calls end (weighted round robin's ORCA weights)."""
         child = self._by_endpoint.get(key)
         if child is not None and child.ended is not None:
             child.ended(key, end)
 
-    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+    def _load_report(self, key: EndpointKey, report: Any, now: float) -> None:
         """An out-of-band ORCA report from ``key``: told to its locality's picker if that
         picker reads them (weighted round robin)."""
         child = self._by_endpoint.get(key)
