@@ -102,15 +102,19 @@ class OrcaBackend(EchoBackend):
     which serves ORCA's out-of-band ``StreamCoreMetrics``: ``report`` at the interval asked
     (at least 10 ms), counting the streams opened and open."""
 
-    def __init__(self, name: str, report: Any) -> None:
+    def __init__(self, name: str, report: Any, *, orca: bool = True) -> None:
         super().__init__(name)
         self.report = report
+        #: whether the ORCA service is served (without it, its calls fail UNIMPLEMENTED)
+        self.orca = orca
+        #: every call the server received, by method (those it does not serve included)
+        self.methods: collections.Counter[str] = collections.Counter()
         #: ORCA streams opened, and open now
         self.streams = 0
         self.active = 0
 
     async def start(self) -> None:
-        server = grpc.aio.server()
+        server = grpc.aio.server(interceptors=[_Counting(self.methods)])
         handlers = {
             "Say": grpc.unary_unary_rpc_method_handler(self._say, Text.FromString, _ser),
             "Count": grpc.unary_stream_rpc_method_handler(self._count, Text.FromString, _ser),
@@ -120,12 +124,12 @@ class OrcaBackend(EchoBackend):
                 self._stream_core_metrics, orca_pb2.OrcaLoadReportRequest.FromString, _ser
             )
         }
-        server.add_generic_rpc_handlers(
-            [
-                grpc.method_handlers_generic_handler("echo.Echo", handlers),
-                grpc.method_handlers_generic_handler("xds.service.orca.v3.OpenRcaService", orca),
-            ]
-        )
+        generic = [grpc.method_handlers_generic_handler("echo.Echo", handlers)]
+        if self.orca:
+            generic.append(
+                grpc.method_handlers_generic_handler("xds.service.orca.v3.OpenRcaService", orca)
+            )
+        server.add_generic_rpc_handlers(generic)
         self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
         await server.start()
         self._server = server
@@ -146,6 +150,17 @@ class OrcaBackend(EchoBackend):
             (("endpoint-load-metrics-bin", self.report.SerializeToString()),)
         )
         return await super()._say(request, context)
+
+
+class _Counting(grpc.aio.ServerInterceptor):
+    """Counts every call a server receives, by method."""
+
+    def __init__(self, methods: collections.Counter[str]) -> None:
+        self.methods = methods
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        self.methods[details.method] += 1
+        return await continuation(details)
 
 
 @pytest.fixture
@@ -493,3 +508,47 @@ async def test_orca_streams_end_when_no_cluster_asks_and_with_the_channel(
         await until(lambda: a.active == 1, 5)
         assert a.streams == 2
     await until(lambda: a.active == 0, 5)
+
+
+async def test_an_orca_stream_the_backend_does_not_serve_is_not_retried_while_connected(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """Backends without the ORCA service: each gets one ``StreamCoreMetrics`` call (failing
+    UNIMPLEMENTED), calls reach both, and a new snapshot (a route moved to
+    another cluster, seen by where calls land) opens no new stream while they stay connected."""
+    stream = "/xds.service.orca.v3.OpenRcaService/StreamCoreMetrics"
+    a, b, c = (OrcaBackend(name, OrcaLoadReport(), orca=False) for name in "abc")
+    wrr = wrr_pb2.ClientSideWeightedRoundRobin()
+    wrr.enable_oob_load_report.value = True
+    wrr.oob_reporting_period.FromMilliseconds(50)
+    try:
+        for backend in (a, b, c):
+            await backend.start()
+        assignment = builders.cluster_load_assignment(
+            "c", [("127.0.0.1", a.port), ("127.0.0.1", b.port)]
+        )
+        routes = builders.route_configuration("svc-routes", "c")
+        plane.set_all([builders.api_listener("svc"), routes, policy_cluster("c", wrr), assignment])
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            assert set(await say(channel, 10)) == {"a", "b"}
+            await until(lambda: a.methods[stream] == 1 and b.methods[stream] == 1, 5)
+            moved = builders.route_configuration(
+                "svc-routes", {"/echo.Echo/Say": "other", "/echo.Echo/Count": "c"}
+            )
+            plane.set_all(
+                [
+                    builders.api_listener("svc"),
+                    moved,
+                    policy_cluster("c", wrr),
+                    assignment,
+                    policy_cluster("other", round_robin_pb2.RoundRobin()),
+                    builders.cluster_load_assignment("other", [("127.0.0.1", c.port)]),
+                ]
+            )
+            reply = await EchoStub(channel).Say(Text(value="hi"), timeout=5, wait_for_ready=True)
+            while reply.value != "c:hi":
+                reply = await EchoStub(channel).Say(Text(value="hi"), timeout=5)
+        assert (a.methods[stream], b.methods[stream], c.methods[stream]) == (1, 1, 0)
+    finally:
+        for backend in (a, b, c):
+            await backend.stop()
