@@ -69,6 +69,7 @@ from ._route_values import (
 )
 from ._routing import match_route, select_virtual_host
 from ._type import ResourceType
+from ._virtual_host import VirtualHostView, split_vhds_name, vhds_name
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -118,12 +119,15 @@ __all__ = [
     "RouteMatch",
     "UpstreamTls",
     "VirtualHost",
+    "VirtualHostView",
     "WeightedRoundRobin",
     "WrrLocality",
     "match_route",
     "register_lb_policy_type",
     "select_virtual_host",
+    "split_vhds_name",
     "unregister_lb_policy_type",
+    "vhds_name",
 ]
 
 for _name in __all__:
