@@ -23,6 +23,7 @@ from ._builtin import (
 from ._cluster import (
     ClusterType,
     ClusterView,
+    CustomLbPolicy,
     LbPolicy,
     LeastRequest,
     OutlierDetection,
@@ -40,6 +41,7 @@ from ._endpoint import (
     HealthStatus,
     LocalityEndpoints,
 )
+from ._lb_registry import register_lb_policy_type, unregister_lb_policy_type
 from ._listener import (
     KNOWN_HTTP_FILTERS,
     DownstreamTls,
@@ -84,6 +86,7 @@ __all__ = [
     "ClusterType",
     "ClusterView",
     "ClusterWeight",
+    "CustomLbPolicy",
     "DownstreamTls",
     "DropOverload",
     "Endpoint",
@@ -120,8 +123,10 @@ __all__ = [
     "WeightedRoundRobin",
     "WrrLocality",
     "match_route",
+    "register_lb_policy_type",
     "select_virtual_host",
     "split_vhds_name",
+    "unregister_lb_policy_type",
     "vhds_name",
 ]
 
