@@ -617,8 +617,17 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         "http_hash_policies": (HashPolicy(kind=HashPolicyKind.SOURCE_IP),),
     }
     built_match = _route._new_route_match(*match.values())
-    grpc_part, http_part = list(action.items())[:6], dict(list(action.items())[6:])
-    built_action = _route._new_route_action(*dict(grpc_part).values(), http_part)
+    grpc_part = list(action.values())[:6]
+    http_part = dict(list(action.items())[6:])
+    built_action = _route._new_route_action(
+        grpc_part[0],
+        grpc_part[1],
+        grpc_part[2],
+        grpc_part[3],
+        grpc_part[4],
+        grpc_part[5],
+        http_part,
+    )
     routed: dict[str, Any] = {
         "match": built_match,
         "action_type": RouteActionType.ROUTE,

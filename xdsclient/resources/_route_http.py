@@ -20,7 +20,6 @@ from ._route_values import (
     HashPolicy,
     HashPolicyKind,
     HeaderAppendAction,
-    HeaderMatcher,
     HeaderMatchKind,
     HeaderToAdd,
     QueryParameterMatcher,
@@ -65,7 +64,8 @@ _STRING_PATTERNS = {
     "contains": HeaderMatchKind.CONTAINS,
 }
 
-HeaderMatcherDecoder = Callable[[str, str, Any], HeaderMatcher]
+#: Decodes one HeaderMatcher (the caller's own, so the reference decoder can pass its own).
+HeaderMatcherDecoder = Callable[[str, str, Any], Any]
 
 
 def _compile(name: str, path: str, pattern: str) -> Regex:
