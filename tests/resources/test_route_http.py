@@ -161,7 +161,7 @@ def test_redirect_response_codes_map_to_http_statuses(code: int, status: int) ->
     """Each RedirectResponseCode is the status Envoy answers with."""
     message = rc.Route()
     message.match.prefix = "/"
-    message.redirect.response_code = code  # type: ignore[assignment]
+    message.redirect.response_code = code
     message.redirect.scheme_redirect = "HTTP"
     (parsed,) = view(config(message)).virtual_hosts[0].routes
     assert parsed.redirect == RedirectAction(scheme="http", response_code=status)
@@ -171,7 +171,7 @@ def test_an_unknown_redirect_code_or_an_invalid_rewrite_regex_names_the_field() 
     """A response code outside the enum and a regex_rewrite RE2 rejects are errors."""
     unknown = rc.Route()
     unknown.match.prefix = "/"
-    unknown.redirect.response_code = 9  # type: ignore[assignment]
+    unknown.redirect.response_code = 9
     assert reason(config(unknown)) == f"{R0}.redirect.response_code: unknown response code 9"
     bad = rc.Route()
     bad.match.prefix = "/"
