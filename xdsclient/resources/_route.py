@@ -147,6 +147,12 @@ _UNSUPPORTED = RouteActionType.UNSUPPORTED
 _PREFIX_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["prefix"]
 _PATH_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["path"]
 _CLUSTER_FIELD = route_components_pb2.RouteAction.DESCRIPTOR.fields_by_name["cluster"]
+_ROUTE_FIELDS = route_components_pb2.Route.DESCRIPTOR.fields_by_name
+_R_MATCH_FIELD, _R_ROUTE_FIELD, _R_NAME_FIELD = (
+    _ROUTE_FIELDS["match"],
+    _ROUTE_FIELDS["route"],
+    _ROUTE_FIELDS["name"],
+)
 
 # Three values per route: attrs' __init__ costs more than reading the route, so these builders
 # set the slots (`.._slots`); tests/resources/test_route.py holds them to the classes.
@@ -222,11 +228,18 @@ def _new_route_action(
     _a_duration(action, max_stream_duration)
     _a_retry(action, retry_policy)
     _a_hashes(action, hash_policies)
-    _a_prefix_rewrite(action, http["prefix_rewrite"])
-    _a_regex_rewrite(action, http["regex_rewrite"])
-    _a_host_rewrite(action, http["host_rewrite_literal"])
-    _a_timeout(action, http["timeout"])
-    _a_http_hashes(action, http["http_hash_policies"])
+    if http is _NO_HTTP_ACTION:  # the common action: no dictionary lookups
+        _a_prefix_rewrite(action, "")
+        _a_regex_rewrite(action, None)
+        _a_host_rewrite(action, "")
+        _a_timeout(action, None)
+        _a_http_hashes(action, ())
+    else:
+        _a_prefix_rewrite(action, http["prefix_rewrite"])
+        _a_regex_rewrite(action, http["regex_rewrite"])
+        _a_host_rewrite(action, http["host_rewrite_literal"])
+        _a_timeout(action, http["timeout"])
+        _a_http_hashes(action, http["http_hash_policies"])
     return action
 
 
@@ -321,6 +334,54 @@ def _at(vhost_path: str, j: int) -> str:
 
 def _route(
     name: str, vhost_path: str, j: int, route: Any, plugins: Plugins, with_query: bool = False
+) -> Route | None:
+    """The route, or None when gRPC ignores it. One ListFields() call finds the common shape:
+    a match and a forwarding action, perhaps a name, and nothing else."""
+    present = route.ListFields()
+    if 2 <= len(present) <= 3:
+        match = action = None
+        route_name = ""
+        for field, value in present:
+            if field is _R_MATCH_FIELD:
+                match = value
+            elif field is _R_ROUTE_FIELD:
+                action = value
+            elif field is _R_NAME_FIELD:
+                route_name = value
+            else:
+                break
+        else:
+            if match is not None and action is not None:
+                return _forwarding_route(
+                    name, vhost_path, j, match, action, route_name, plugins, with_query
+                )
+    return _any_route(name, vhost_path, j, route, plugins, with_query)
+
+
+def _forwarding_route(
+    name: str,
+    vhost_path: str,
+    j: int,
+    match: Any,
+    action: Any,
+    route_name: str,
+    plugins: Plugins,
+    with_query: bool,
+) -> Route | None:
+    """A route of the common shape (`_route`), validated in `_any_route`'s order."""
+    parsed_match = _route_match(name, vhost_path, j, match, with_query)
+    if parsed_match is None:
+        return None
+    parsed_action = _route_action(name, vhost_path, j, action, plugins)
+    if parsed_action is None:
+        return None
+    return _new_route(
+        parsed_match, _ROUTE, parsed_action, _NO_CONFIGS, route_name, None, None, (), ()
+    )
+
+
+def _any_route(
+    name: str, vhost_path: str, j: int, route: Any, plugins: Plugins, with_query: bool
 ) -> Route | None:
     parsed_match = _route_match(name, vhost_path, j, route.match, with_query)
     if parsed_match is None:
