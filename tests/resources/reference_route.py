@@ -278,6 +278,9 @@ class RouteConfigurationView(View):
         factory=dict, hash=False
     )
     raw: bytes = attrs.field(repr=False)
+    ignore_port_in_host_matching: bool = False
+    request_headers_to_add: tuple[HeaderToAdd, ...] = ()
+    request_headers_to_remove: tuple[str, ...] = ()
 
     @property
     def clusters(self) -> frozenset[str]:
@@ -314,7 +317,13 @@ def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
         for i, vhost in enumerate(message.virtual_hosts)
     )
     known = {key: value for key, value in plugins.items() if value is not None}
-    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": known}
+    return {
+        "virtual_hosts": vhosts,
+        "cluster_specifier_plugins": known,
+        "ignore_port_in_host_matching": message.ignore_port_in_host_matching,
+        "request_headers_to_add": headers_to_add(message.request_headers_to_add),
+        "request_headers_to_remove": tuple(h.lower() for h in message.request_headers_to_remove),
+    }
 
 
 def _virtual_host(

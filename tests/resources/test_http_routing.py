@@ -23,7 +23,7 @@ from xdsclient.resources import (
     select_virtual_host,
 )
 from xdsclient.resources._http_routing import query_parameters, strip_port
-from xdsclient.resources._route import decode_route_configuration
+from xdsclient.resources._route import RouteConfigurationView, decode_route_configuration
 
 
 def decoded(message: Any) -> tuple[VirtualHost, ...]:
@@ -79,6 +79,27 @@ def test_the_port_is_part_of_the_match_unless_ignored() -> None:
     assert chosen(table, "www.host.com:443") is None
     assert chosen(table, "www.host.com:443", ignore_port=True) == "www.host.com"
     assert chosen(table, "www.host.com:8443") == "www.host.com:8443"
+
+
+def test_the_route_configuration_says_whether_ports_are_ignored() -> None:
+    """ignore_port_in_host_matching is read, with the configuration's own headers to add and
+    remove, and `http_virtual_host_for` follows it; gRPC's `virtual_host_for` is unchanged."""
+    message = route_pb2.RouteConfiguration(name="rc", ignore_port_in_host_matching=True)
+    message.virtual_hosts.add(name="vh", domains=["www.host.com"])
+    message.request_headers_to_add.add().header.key = "X-Mesh"
+    message.request_headers_to_remove.append("X-Secret")
+    config_view = RouteConfigurationView.from_proto(message)
+    assert config_view.ignore_port_in_host_matching
+    assert [h.name for h in config_view.request_headers_to_add] == ["x-mesh"]
+    assert config_view.request_headers_to_remove == ("x-secret",)
+    found = config_view.http_virtual_host_for("www.host.com:443")
+    assert found is not None
+    assert found.name == "vh"
+    assert config_view.virtual_host_for("www.host.com:443") is None
+    message.ignore_port_in_host_matching = False
+    assert (
+        RouteConfigurationView.from_proto(message).http_virtual_host_for("www.host.com:1") is None
+    )
 
 
 @pytest.mark.parametrize(

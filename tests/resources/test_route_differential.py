@@ -372,6 +372,8 @@ def route_configurations(draw: st.DrawFn) -> Any:
     """A RouteConfiguration made of few distinct values, so rules collide often."""
     pick = _Pick(draw)
     message = route_pb2.RouteConfiguration(name=pick(["rc", ""]))
+    message.ignore_port_in_host_matching = pick.flag()
+    _headers_to_add(pick, message)
     _plugins(pick, message)
     for _ in range(pick.count(2)):
         vhost = message.virtual_hosts.add(name=pick(["vh", ""]))

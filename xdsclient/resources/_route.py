@@ -38,6 +38,7 @@ from envoy.config.route.v3 import route_components_pb2, route_pb2
 from .._errors import ResourceDecodeError
 from .._slots import slot_setters
 from ._filters import check_duration, validate_override
+from ._http_routing import select_http_virtual_host
 from ._plugins import Plugins, cluster_specifier_plugins
 from ._regex import Regex, RegexError, compile_regex
 from ._route_http import (
@@ -106,6 +107,12 @@ class RouteConfigurationView(View):
         factory=dict, hash=False
     )
     raw: bytes = attrs.field(repr=False)
+    #: Envoy's: match virtual hosts on the authority without its port.
+    ignore_port_in_host_matching: bool = False
+    #: Envoy's: request headers every route of this configuration adds and removes (after the
+    #: route's and the virtual host's).
+    request_headers_to_add: tuple[HeaderToAdd, ...] = ()
+    request_headers_to_remove: tuple[str, ...] = ()
 
     @property
     def clusters(self) -> frozenset[str]:
@@ -121,6 +128,13 @@ class RouteConfigurationView(View):
     def virtual_host_for(self, authority: str) -> VirtualHost | None:
         """`select_virtual_host` over this configuration's virtual hosts."""
         return select_virtual_host(self.virtual_hosts, authority)
+
+    def http_virtual_host_for(self, authority: str) -> VirtualHost | None:
+        """`select_http_virtual_host` (Envoy's rules) over this configuration's virtual hosts,
+        ignoring the port when the configuration says so."""
+        return select_http_virtual_host(
+            self.virtual_hosts, authority, ignore_port=self.ignore_port_in_host_matching
+        )
 
     @classmethod
     def from_proto(cls, message: Any, raw: bytes | None = None) -> RouteConfigurationView:
@@ -275,7 +289,13 @@ def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
         for i, vhost in enumerate(message.virtual_hosts)
     )
     known = {key: value for key, value in plugins.items() if value is not None}
-    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": known}
+    return {
+        "virtual_hosts": vhosts,
+        "cluster_specifier_plugins": known,
+        "ignore_port_in_host_matching": message.ignore_port_in_host_matching,
+        "request_headers_to_add": headers_to_add(message.request_headers_to_add),
+        "request_headers_to_remove": tuple(h.lower() for h in message.request_headers_to_remove),
+    }
 
 
 def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> VirtualHost:
