@@ -315,6 +315,22 @@ def test_a_retry_policy_keeps_envoys_http_conditions_beside_grpcs_codes() -> Non
     assert retry.host_selection_retry_max_attempts == 3
 
 
+def test_a_retriable_header_without_a_specifier_tests_presence() -> None:
+    """Envoy reads a HeaderMatcher with a name alone as "present"; it is not an error here,
+    though a route's header matcher needs a specifier (gRPC's rule)."""
+    message = route()
+    message.route.retry_policy.retriable_headers.add(name="X-Retry-Me")
+    (parsed,) = view(config(message)).virtual_hosts[0].routes
+    assert parsed.action is not None
+    assert parsed.action.retry_policy is not None
+    (header,) = parsed.action.retry_policy.retriable_headers
+    assert (header.name, header.kind, header.present) == (
+        "x-retry-me",
+        HeaderMatchKind.PRESENT,
+        True,
+    )
+
+
 def test_invalid_http_retry_parts_name_the_field() -> None:
     """A retriable header's regex RE2 rejects and a negative per-try timeout are errors."""
     bad_header = route()

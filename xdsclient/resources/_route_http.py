@@ -20,6 +20,7 @@ from ._route_values import (
     HashPolicy,
     HashPolicyKind,
     HeaderAppendAction,
+    HeaderMatcher,
     HeaderMatchKind,
     HeaderToAdd,
     QueryParameterMatcher,
@@ -245,6 +246,18 @@ def _http_hash_policies(name: str, path: str, policies: Any) -> tuple[HashPolicy
     return tuple(hashes)
 
 
+def _retriable_header(
+    name: str, path: str, header: Any, header_matcher: HeaderMatcherDecoder
+) -> Any:
+    """A retriable header condition: one with no match specifier tests presence, as Envoy reads
+    it (gRPC's route matchers require one, and ``header_matcher`` says so)."""
+    if header.WhichOneof("header_match_specifier") is None:
+        return HeaderMatcher(
+            name=header.name.lower(), kind=HeaderMatchKind.PRESENT, invert=header.invert_match
+        )
+    return header_matcher(name, path, header)
+
+
 def retry_http_fields(
     name: str, path: str, policy: Any, header_matcher: HeaderMatcherDecoder
 ) -> dict[str, Any]:
@@ -259,7 +272,7 @@ def retry_http_fields(
         else None
     )
     headers = tuple(
-        header_matcher(name, f"{path}.retriable_headers[{i}]", header)
+        _retriable_header(name, f"{path}.retriable_headers[{i}]", header, header_matcher)
         for i, header in enumerate(policy.retriable_headers)
     )
     predicates = tuple(
