@@ -64,6 +64,8 @@ class EchoBackend:
         #: the metadata of every Say call, every (key, value) in order
         self.raw_metadata: list[list[tuple[str, str | bytes]]] = []
         self.held = asyncio.Event()
+        #: TLS (or mTLS) credentials to serve with; None: plaintext
+        self.credentials: grpc.ServerCredentials | None = None
         self._release = asyncio.Event()
         self._server: grpc.aio.Server | None = None
 
@@ -80,7 +82,11 @@ class EchoBackend:
             "Chat": grpc.stream_stream_rpc_method_handler(self._chat, Text.FromString, _ser),
         }
         server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(SERVICE, handlers)])
-        self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+        address = f"127.0.0.1:{self.port}"
+        if self.credentials is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.port = server.add_secure_port(address, self.credentials)
         await server.start()
         self._server = server
 

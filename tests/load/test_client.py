@@ -26,7 +26,7 @@ from xdsclient.load._client import SimClient
 from xdsclient.load._fleet import Fleet
 from xdsclient.load._lean import SharedDecoder
 from xdsclient.load._results import RunResult
-from xdsclient.resources import CLUSTER, ENDPOINT
+from xdsclient.resources import CLUSTER, ENDPOINT, ROUTE_CONFIGURATION
 from xdsclient.testing import ControlPlane, FakeClock
 from xdsclient.testing.builders import cluster, cluster_load_assignment, route_configuration
 
@@ -204,3 +204,26 @@ async def test_a_stream_ended_as_its_ack_goes_out_counts_the_status_the_server_s
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+def test_a_reference_spelled_another_way_is_looked_up_under_its_canonical_name():
+    """The load tester's walk follows a route's xdstp cluster names in the canonical form the
+    session keys responses by (empty authority as A47 writes it, parameters reordered, needless
+    escapes), as the client's walk does; a malformed reference stays as written."""
+    spelled = {
+        "xdstp:///envoy.config.cluster.v3.Cluster/c?b=2&a=1": (
+            "xdstp:/envoy.config.cluster.v3.Cluster/c?a=1&b=2"
+        ),
+        "xdstp://auth/envoy.config.cluster.v3.Cluster/%64": (
+            "xdstp://auth/envoy.config.cluster.v3.Cluster/d"
+        ),
+        "xdstp://auth/envoy.config.listener.v3.Listener/wrong-type": (
+            "xdstp://auth/envoy.config.listener.v3.Listener/wrong-type"
+        ),
+        "plain": "plain",
+    }
+    config = route_configuration("r", {f"/{i}": name for i, name in enumerate(spelled)})
+    decode = SharedDecoder().decoder(ROUTE_CONFIGURATION.type_url)
+    name, lean = decode(config.SerializeToString())
+    assert name == "r"
+    assert dict(lean.refs) == {CLUSTER.type_url: tuple(spelled.values())}

@@ -37,6 +37,7 @@ from .._call import (
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._status import outcome_of, rpc_error
+from ._tls import TlsError
 
 __all__ = ["XdsCall"]
 
@@ -278,7 +279,12 @@ class XdsCall(
     async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
         core = self._core
         assert picked.endpoint is not None
-        connection = core.connections.connect((picked.endpoint.address, picked.endpoint.port))
+        try:
+            connection = core.connect(
+                (picked.endpoint.address, picked.endpoint.port), picked.cluster
+            )
+        except TlsError as error:
+            return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         core.connections.call_started(connection)
         load = core.load_of(picked.cluster)
         locality = picked.locality

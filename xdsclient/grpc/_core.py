@@ -26,6 +26,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import grpc
+
 from .. import ClusterConfig, ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
 from .._settings._targets import listener_for
@@ -45,8 +47,9 @@ from ..resources import (
     RouteConfigurationView,
     select_virtual_host,
 )
-from ._connections import Connections
+from ._connections import Connection, Connections
 from ._status import resource_details
+from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
 
@@ -72,6 +75,7 @@ class ChannelCore:
         options: tuple[tuple[str, Any], ...],
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
+        fallback: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
@@ -82,7 +86,14 @@ class ChannelCore:
         #: gRFC A42's ``channel_id``: one random 64-bit value per channel
         self.channel_id = rng.getrandbits(64)
         self.picker = ComposedPicker(channel_id=self.channel_id)
-        self.connections = Connections(self._on_connectivity, options)
+        #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
+        self.security = ClusterSecurity(client.config.certificate_providers)
+        self.connections = Connections(
+            self._on_connectivity,
+            options,
+            secure=lambda policy: self.security.store.security(policy, self.clock()),
+            fallback=fallback,
+        )
         self.faults = ActiveFaults()
         self.config: CallConfig | None = None
         self.snapshot: XdsConfig | None = None
@@ -204,13 +215,20 @@ class ChannelCore:
                 return CLOSED
             event = self._changed
             now = self.clock()
+            refused = self.security.invalid(cluster)
+            if refused is not None:
+                return Status(
+                    code=Code.UNAVAILABLE,
+                    details=f"CDS resource {cluster}: invalid resource: {refused} "
+                    f"(node ID:{self._node_id})",
+                )
             timer = picker.next_deadline()
             if timer is not None and timer <= now:
                 picker.poll(self.rng, now)
                 timer = picker.next_deadline()
             result = picker.pick_in(cluster, headers, self.rng, now, request_hash=request_hash)
             for endpoint in result.connect:
-                self.connections.connect(key_of(endpoint))
+                self._connect(key_of(endpoint))
             outcome = result.outcome
             if outcome is _COMPLETE:
                 return result
@@ -337,17 +355,26 @@ class ChannelCore:
         self.error = None
         self.picker.update(snapshot, now)
         self._loads = {}  # the client gives the same load again per (cluster, service)
-        self.connections.hold_only(
-            key_of(endpoint)
-            for entry in snapshot.clusters.values()
-            if entry.endpoints is not None
-            for endpoint in entry.endpoints.healthy_endpoints()
-        )
+        self.connections.hold_only(self.security.update(snapshot.clusters))
         self._connect_wanted()
 
     def _connect_wanted(self) -> None:
         for endpoint in self.picker.wanted_connections():
-            self.connections.connect(key_of(endpoint))
+            self._connect(key_of(endpoint))
+
+    def connect(self, key: EndpointKey, cluster: str) -> Connection:
+        """The connection a call picked in leaf ``cluster`` runs on, under that cluster's TLS
+        policy; `TlsError` when its certificates cannot be had."""
+        return self.connections.connect(key, self.security.policy_of_cluster(cluster))
+
+    def _connect(self, key: EndpointKey) -> None:
+        """Connect ahead of a call, under the policy of the first cluster listing ``key``; an
+        endpoint whose certificates cannot be had is in TRANSIENT_FAILURE."""
+        try:
+            self.connections.connect(key, self.security.policy_of_endpoint(key))
+        except TlsError as error:
+            logger.warning("%s: %s:%s: %s", self.target, key[0], key[1], error)
+            self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
 
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())

@@ -83,6 +83,7 @@ from ._route_values import (
 )
 from ._routing import match_route, select_virtual_host
 from ._type import ResourceType
+from ._virtual_host import VirtualHostView, split_vhds_name, vhds_name
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -138,6 +139,7 @@ __all__ = [
     "RouteMatch",
     "UpstreamTls",
     "VirtualHost",
+    "VirtualHostView",
     "WeightedRoundRobin",
     "WrrLocality",
     "http_route_matches",
@@ -148,6 +150,8 @@ __all__ = [
     "rewrite_path",
     "select_http_virtual_host",
     "select_virtual_host",
+    "split_vhds_name",
+    "vhds_name",
 ]
 
 for _name in __all__:

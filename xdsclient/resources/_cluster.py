@@ -436,6 +436,12 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
     else:
         raise invalid(name, where, "needs a validation context (a CA certificate provider)")
     provider = validation.ca_certificate_provider_instance
+    if not validation.HasField("ca_certificate_provider_instance") and common.HasField(
+        "combined_validation_context"
+    ):  # the deprecated field gRPC still reads
+        provider = (
+            common.combined_validation_context.validation_context_certificate_provider_instance
+        )
     system = validation.HasField("system_root_certs")
     if not provider.instance_name and not system:
         raise invalid(
@@ -444,6 +450,8 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
             "needs ca_certificate_provider_instance or system_root_certs",
         )
     identity = common.tls_certificate_provider_instance
+    if not common.HasField("tls_certificate_provider_instance"):  # the deprecated field
+        identity = common.tls_certificate_certificate_provider_instance
     return UpstreamTls(
         sni=context.sni,
         ca_provider_instance=provider.instance_name,

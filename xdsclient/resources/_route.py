@@ -70,7 +70,12 @@ from ._route_values import (
 from ._routing import select_virtual_host
 from ._view import View, invalid, parse, unpack
 
-__all__ = ["RouteConfigurationView", "decode_route_configuration", "route_fields"]
+__all__ = [
+    "RouteConfigurationView",
+    "decode_route_configuration",
+    "route_fields",
+    "virtual_host_of",
+]
 
 _UINT32_MAX = 2**32 - 1
 _RETRY_CODES = frozenset(
@@ -135,6 +140,13 @@ class RouteConfigurationView(View):
         return select_http_virtual_host(
             self.virtual_hosts, authority, ignore_port=self.ignore_port_in_host_matching
         )
+
+    @property
+    def vhds(self) -> bool:
+        """Whether virtual hosts also come from VHDS (``vhds`` is set): those for hosts none
+        of ``virtual_hosts`` matches are asked for on demand as ``<name>/<host>``. Read from
+        ``raw`` at each access (only the walk's "no virtual host matched" path asks)."""
+        return bool(self.proto.HasField("vhds"))
 
     @classmethod
     def from_proto(cls, message: Any, raw: bytes | None = None) -> RouteConfigurationView:
@@ -339,6 +351,12 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
         request_headers_to_add=headers_to_add(vhost.request_headers_to_add),
         request_headers_to_remove=tuple(h.lower() for h in vhost.request_headers_to_remove),
     )
+
+
+def virtual_host_of(name: str, vhost: Any) -> VirtualHost:
+    """One VirtualHost message validated alone (VHDS's resource), with no cluster specifier
+    plugins defined; errors name ``name``."""
+    return _virtual_host(name, "virtual_host", vhost, {})
 
 
 def _valid_domain(domain: str) -> bool:
