@@ -288,7 +288,8 @@ class XdsCall(
             connection = core.connect(
                 (picked.endpoint.address, picked.endpoint.port), picked.cluster
             )
-        except TlsError as error:
+        except TlsError as error:  # the pick counted a call (circuit breaking): end it
+            core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         core.connections.call_started(connection)
         load = core.load_of(picked.cluster)
