@@ -35,8 +35,9 @@ PROPERTIES := tests/reliability/test_fuzz.py tests/resources tests/protocol/test
 test-long: $(STAMP)
 	XDSCLIENT_FUZZ=long $(BIN)/pytest -q $(PROPERTIES)
 
-# The optional compiled EDS wire reader (issue 14): mypyc builds it beside its source, where it is
-# imported instead of the .py. Needs a C compiler; without it the upb path does the same work.
+# The optional compiled EDS wire reader (faster decoding of large assignments): mypyc builds it
+# beside its source, where it is imported instead of the .py. Needs a C compiler; without it the
+# upb path does the same work.
 WIRE := xdsclient/resources/_endpoint_wire
 # It is built in a copy of the package: setuptools, which mypyc drives, must not read our
 # pyproject.toml (hatchling's).
@@ -56,7 +57,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
-# The documentation site (issue 27): MkDocs with the tools of the `docs` extra, into build/site.
+# The documentation site: MkDocs with the tools of the `docs` extra, into build/site.
 DOCS_STAMP := $(VENV)/.installed-docs
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 HOOKS := docs/_hooks
@@ -77,7 +78,8 @@ docs-serve: $(DOCS_STAMP)
 
 # The built site in headless Chromium (Debian's chromium and chromium-driver, installed here when
 # missing and we are root); with XDSCLIENT_REQUIRE_BROWSER=1 a missing browser fails, not skips.
-# The load tester's HTML report (issue 26) is checked in the same browser, under the same rules.
+# The load tester's HTML report (`xdsclient load --html`) is checked in the same browser, under
+# the same rules.
 docs-check: docs
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \

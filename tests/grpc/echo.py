@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 from google.protobuf import wrappers_pb2
 
+from tests.helpers import described, eventually
 from xdsclient.testing import builders
 
 SERVICE = "echo.Echo"
@@ -172,10 +173,5 @@ def simple(listener: str, clusters: Iterable[tuple[str, Sequence[EchoBackend]]])
 
 
 async def until(predicate: Any, timeout: float = 5.0) -> None:
-    """Wait (polling the event loop) until ``predicate()`` holds."""
-
-    async def poll() -> None:
-        while not predicate():
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
+    """Wait until ``predicate()`` holds (`tests.helpers.eventually`, named for the predicate)."""
+    await eventually(predicate, timeout, what=described(predicate))

@@ -1,4 +1,4 @@
-"""The Cluster decoder as it was before the lean changes of issue 14, kept as the reference
+"""The Cluster decoder as it was before it was made lean, kept as the reference
 tests/resources/test_cluster_differential.py compares `xdsclient.resources._cluster` against.
 Only ``ClusterView.from_proto`` is used; the value classes are its own copies, compared field
 by field. Do not "improve" it: it is the specification by example.

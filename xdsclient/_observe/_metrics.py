@@ -219,6 +219,7 @@ def enable_metrics(
             lambda: [
                 (count, {"grpc.target": target, "xdsclient.resolve.outcome": outcome})
                 for outcome, count in counts().items()
+                if count  # an outcome appears once it happened, as the other counters do
             ],
         )
     remove = add_observer(recorder)

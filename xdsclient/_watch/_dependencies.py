@@ -17,7 +17,7 @@ Rules:
 - A snapshot is published only when everything is resolved, so it is never torn; an error in
   one cluster is reported for that cluster without withholding the others.
 
-Cost (issue 14): a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
+Cost: a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
 whose cluster and endpoint views are the very objects it holds (the cache keeps the object of a
 resource whose bytes did not change), so comparing snapshots is a pointer compare per cluster.
 When only endpoint assignments changed, `rewalk_endpoints` replaces just the clusters that use

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
@@ -39,15 +40,20 @@ from ..lb import (
     PickResult,
     aggregate_state,
     key_of,
+    orca_interval_of,
 )
 from ..resources import (
     LISTENER,
     ROUTE_CONFIGURATION,
+    CustomLbPolicy,
     ListenerView,
     RouteConfigurationView,
+    WeightedRoundRobin,
+    WrrLocality,
     select_virtual_host,
 )
 from ._connections import Connection, Connections
+from ._oob import OobStreams
 from ._status import resource_details
 from ._tls import ClusterSecurity, TlsError
 
@@ -102,6 +108,8 @@ class ChannelCore:
             secure=lambda policy: self.security.store.security(policy, self.clock()),
             fallback=fallback,
         )
+        #: out-of-band ORCA streams, for the clusters whose policy asks for them
+        self.oob = OobStreams(self._on_load_report)
         self.faults = ActiveFaults()
         self.config: CallConfig | None = None
         self.snapshot: XdsConfig | None = None
@@ -159,6 +167,7 @@ class ChannelCore:
             await asyncio.gather(self._start, return_exceptions=True)
             if self._watch is not None:
                 self._watch.cancel()
+        await self.oob.close()
         await self.connections.close()
         if self._owns_client:
             await self.client.close()
@@ -364,6 +373,7 @@ class ChannelCore:
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.connections.hold_only(())
+            self.oob.want({})
         else:
             logger.info("%s: %s (the last configuration stays in use)", self.target, update)
             return
@@ -413,6 +423,12 @@ class ChannelCore:
         self._loads = {}  # the client gives the same load again per (cluster, service)
         self.connections.hold_only(self.security.update(snapshot.clusters))
         self._connect_wanted()
+        for key in self.oob.want(_oob_wanted(snapshot)):
+            connection = self._oob_connection(key) if key in self.connections else None
+            if connection is not None:
+                self.oob.connectivity(
+                    key, connection.state, functools.partial(_channel_of, connection)
+                )
 
     def _connect_wanted(self) -> None:
         for endpoint in self.picker.wanted_connections():
@@ -435,7 +451,50 @@ class ChannelCore:
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())
         self._connect_wanted()
+        if key in self.oob.wanted:
+            self.oob.connectivity(key, state, lambda: self._oob_channel(key))
         self._notify()
+
+    def _oob_connection(self, key: EndpointKey) -> Connection | None:
+        """The connection to ``key`` an ORCA stream runs on: under the TLS policy of the
+        first cluster listing it (None when its certificates cannot be had)."""
+        try:
+            return self.connections.connect(key, self.security.policy_of_endpoint(key))
+        except TlsError:
+            return None
+
+    def _oob_channel(self, key: EndpointKey) -> grpc.aio.Channel | None:
+        connection = self._oob_connection(key)
+        return None if connection is None else connection.channel
+
+    def _on_load_report(self, key: EndpointKey, report: Any) -> None:
+        self.picker.load_report(key, report, self.clock())
+
+
+def _channel_of(connection: Connection) -> grpc.aio.Channel:
+    return connection.channel
+
+
+def _oob_wanted(snapshot: XdsConfig) -> dict[EndpointKey, float]:
+    """The endpoints of clusters whose policy asks for out-of-band reports (weighted round
+    robin with A58's ``enable_oob_load_report``, a custom policy registered with an
+    ``orca_interval``), each with the shortest period asked for it."""
+    wanted: dict[EndpointKey, float] = {}
+    for entry in snapshot.clusters.values():
+        policy = entry.cluster.lb_policy if entry.cluster is not None else None
+        if isinstance(policy, WrrLocality):
+            policy = policy.child
+        period: float | None = None
+        if isinstance(policy, WeightedRoundRobin) and policy.enable_oob_load_report:
+            period = policy.oob_reporting_period
+        elif isinstance(policy, CustomLbPolicy):
+            period = orca_interval_of(policy)
+        if period is None or entry.endpoints is None:
+            continue
+        for endpoint in entry.endpoints.healthy_endpoints():
+            key = key_of(endpoint)
+            wanted[key] = min(wanted.get(key, period), period)
+    return wanted
 
 
 def _empty_assignment(entry: ClusterConfig | None) -> str | None:
