@@ -7,10 +7,15 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
+
 from xdsclient._cli import COMMANDS
 
 from ..test_docstrings import PACKAGES
 from .conftest import ROOT
+
+#: the first test builds the site (the `site` fixture): about 50 s on a busy 2-core machine
+pytestmark = pytest.mark.timeout(300)
 
 #: the API reference page that renders each module of the docstring check
 PAGES = {

@@ -144,7 +144,7 @@ async def test_2000_clients_over_two_processes_report_every_client_and_the_push(
     marks = tmp_path / "pushes"
     out_file = tmp_path / "run.json"
     process = await start("--server", cp.address, "--listener", "l", "--clients", str(clients),
-                          "--duration", "15", "--processes", "2",
+                          "--duration", "25", "--processes", "2",
                           "--push", f"echo pushed >> {marks}", "--push-at", "1",
                           "--json", str(out_file))  # fmt: skip
 
