@@ -321,7 +321,8 @@ class XdsClient:
         return self._registry.start_task(coro, name=name)
 
     def load_reporter(self, cluster: ClusterView) -> ClusterLoad:
-        """The load of ``cluster`` (per cluster and EDS service name) that this client reports
+        """The load of ``cluster`` (per cluster and EDS service name, empty when the cluster
+        names none, as C-core reports it) that this client reports
         to the server the cluster came from (``lrs_server: self``, gRFC A27), on one LRS stream
         per server sharing its connection. Report each call to it: ``call_started(locality)``,
         ``call_finished(locality, ok, metrics)``, ``call_dropped(category)`` (None for a
@@ -333,7 +334,7 @@ class XdsClient:
             raise ValueError(f"cluster {cluster.name} does not report load (no lrs_server: self)")
         self._registry.check_open()
         assert self._pool is not None
-        return self._pool.load_reporter(cluster.name, cluster.eds_service_name)
+        return self._pool.load_reporter(cluster.name, cluster.lrs_service_name)
 
     # ------------------------------------------------------------------ introspection
 

@@ -66,7 +66,7 @@ async def test_calls_are_reported_per_locality_and_drops_by_category(
 
             await eventually(
                 lambda: (
-                    _totals(plane.load_reports).get(("c", "c", "z-c")) == [7, 5, 2]
+                    _totals(plane.load_reports).get(("c", "", "z-c")) == [7, 5, 2]
                     and _drops(plane) == {"throttle": 3}
                 ),
                 8,

@@ -133,6 +133,7 @@ class ClusterView(View):
     type: ClusterType
     #: EDS: the ClusterLoadAssignment to watch (the cluster's name when the resource gives none)
     eds_service_name: str = ""
+    lrs_service_name: str = ""
     #: LOGICAL_DNS: the host and port to resolve
     dns_host: str = ""
     dns_port: int = 0
@@ -166,7 +167,9 @@ class ClusterView(View):
                 raise invalid(
                     name, "eds_cluster_config.service_name", "required for xdstp:// cluster names"
                 )
-            fields.update(type=ClusterType.EDS, eds_service_name=service or name)
+            fields.update(
+                type=ClusterType.EDS, eds_service_name=service or name, lrs_service_name=service
+            )
         elif message.type == cluster_pb2.Cluster.LOGICAL_DNS:
             fields.update(_logical_dns(name, message.load_assignment))
         else:

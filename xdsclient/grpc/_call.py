@@ -27,6 +27,7 @@ import grpc
 from .._call import (
     Attempt,
     AttemptOutcome,
+    CallConfig,
     CallPlan,
     CallRequest,
     CallState,
@@ -87,7 +88,10 @@ class XdsCall(
         self._plan: CallPlan | None = None
         self._current: Any = None
         self._started = asyncio.Event()
-        self._responses: asyncio.Queue[Any] = asyncio.Queue()
+        # only a response stream reads messages one by one
+        self._responses: asyncio.Queue[Any] | None = (
+            asyncio.Queue() if self._response_streaming else None
+        )
         self._response: Any = None
         self._error: grpc.aio.AioRpcError | None = None
         #: the ORCA load report of the last attempt's trailers (None: none came)
@@ -114,10 +118,12 @@ class XdsCall(
 
     async def read(self) -> Any:
         """The next response message, or ``grpc.aio.EOF`` after the last."""
-        message = await self._responses.get()
-        self._responses.task_done()
+        responses = self._responses
+        assert responses is not None, "read() of a call without a response stream"
+        message = await responses.get()
+        responses.task_done()
         if message is _END:
-            self._responses.put_nowait(_END)
+            responses.put_nowait(_END)
             await self._task  # raises the call's error
             return grpc.aio.EOF
         return message
@@ -212,14 +218,17 @@ class XdsCall(
             raise
         finally:
             self._started.set()
-            self._responses.put_nowait(_END)
+            if self._responses is not None:
+                self._responses.put_nowait(_END)
 
     async def _drive(self) -> Any:
         core = self._core
         if core.closed:
             raise grpc.aio.UsageError("Channel is closed.")
-        await core.start()
-        config = await core.call_config(self._deadline, self._wait_for_ready)
+        config: CallConfig | Status | None = core.config
+        if config is None:  # the usual call has its configuration at once
+            await core.start()
+            config = await core.call_config(self._deadline, self._wait_for_ready)
         if isinstance(config, Status):
             raise self._failed(config)
         request = CallRequest(
@@ -246,7 +255,8 @@ class XdsCall(
                 step = plan.backoff_elapsed(core.clock())
             else:
                 assert isinstance(step, Finish)
-                await self._sleep_until(step.at)
+                if step.at > core.clock():
+                    await self._sleep_until(step.at)
                 if step.status.code is Code.OK:
                     return self._response
                 raise self._failed(step.status)
@@ -260,9 +270,12 @@ class XdsCall(
 
     async def _attempt(self, step: Attempt, request: CallRequest) -> AttemptOutcome:
         core = self._core
-        picked = await core.pick(
-            step.cluster, request.headers, step.request_hash, step.deadline, self._wait_for_ready
-        )
+        headers = request.headers
+        picked = core.pick_now(step.cluster, headers, step.request_hash)
+        if picked is None:  # it queues (or fails a wait-for-ready call): wait for a change
+            picked = await core.pick(
+                step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
+            )
         if isinstance(picked, Status):
             if picked is CLOSED:
                 raise self._failed(CLOSED)
@@ -316,11 +329,11 @@ class XdsCall(
         if step.previous_attempts:
             metadata = (*metadata, (_PREVIOUS, str(step.previous_attempts)))
         timeout = None if step.deadline is None else max(0.0, step.deadline - self._core.clock())
-        factory = _FACTORIES[(self._request_streaming, self._response_streaming)]
-        multicallable = factory(channel)(
-            self._method,
-            request_serializer=self._serializer,
-            response_deserializer=self._deserializer,
+        multicallable = self._core.multicallable(
+            channel,
+            (self._method, self._request_streaming, self._response_streaming),
+            self._serializer,
+            self._deserializer,
         )
         call = multicallable(
             self._request,
@@ -334,11 +347,12 @@ class XdsCall(
         self._started.set()
         committed = self._request_streaming
         try:
-            if self._response_streaming:
+            responses = self._responses
+            if responses is not None:
                 async for message in call:
                     committed = True
-                    self._responses.put_nowait(message)
-                    await self._responses.join()
+                    responses.put_nowait(message)
+                    await responses.join()
             else:
                 self._response = await call
         except grpc.aio.AioRpcError as error:
@@ -373,27 +387,3 @@ class XdsCall(
     def _on_done(self, task: asyncio.Task[Any]) -> None:
         if not task.cancelled():
             task.exception()  # retrieved: the caller may never await a streaming call
-
-
-def _uu(channel: grpc.aio.Channel) -> Any:
-    return channel.unary_unary
-
-
-def _us(channel: grpc.aio.Channel) -> Any:
-    return channel.unary_stream
-
-
-def _su(channel: grpc.aio.Channel) -> Any:
-    return channel.stream_unary
-
-
-def _ss(channel: grpc.aio.Channel) -> Any:
-    return channel.stream_stream
-
-
-_FACTORIES: dict[tuple[bool, bool], Callable[[grpc.aio.Channel], Any]] = {
-    (False, False): _uu,
-    (False, True): _us,
-    (True, False): _su,
-    (True, True): _ss,
-}

@@ -64,6 +64,14 @@ logger = logging.getLogger("xdsclient.grpc")
 #: The status of a call the channel's `close` ended (C-core's details).
 CLOSED = Status(code=Code.CANCELLED, details="Channel closed!")
 _DEADLINE = Status(code=Code.DEADLINE_EXCEEDED, details="Deadline Exceeded")
+#: the multi-callables a channel keeps (`ChannelCore.multicallable`)
+_MULTICALLABLES = 256
+_FACTORIES = {
+    (False, False): "unary_unary",
+    (False, True): "unary_stream",
+    (True, False): "stream_unary",
+    (True, True): "stream_stream",
+}
 _COMPLETE = PickOutcome.COMPLETE
 _QUEUE = PickOutcome.QUEUE
 _FAIL = PickOutcome.FAIL
@@ -113,6 +121,7 @@ class ChannelCore:
         self._watch: Any = None
         self._start: asyncio.Task[None] | None = None
         self._loads: dict[str, ClusterLoad] = {}
+        self._multicallables: dict[tuple[Any, ...], Any] = {}
         self._node_id = client.config.node.id
 
     # --- lifecycle ---
@@ -250,6 +259,53 @@ class ChannelCore:
             self._connect_wanted()
             until = deadline if timer is None else min(timer, deadline or timer)
             await self.wait_change(event, until)
+
+    def pick_now(
+        self, cluster: str, headers: Mapping[str, str], request_hash: int
+    ) -> PickResult | Status | None:
+        """`pick` without waiting: its answer when it has one at once (COMPLETE, DROP, FAIL),
+        None when the pick would queue, fails, or a timer is due, or the cluster's TLS is refused
+        (`pick` waits, fires the timer or fails the call)."""
+        picker = self.picker
+        timer = picker.next_deadline()
+        if (
+            self.closed
+            or (timer is not None and timer <= self.clock())
+            or self.security.invalid(cluster) is not None
+        ):
+            return None
+        result = picker.pick_in(cluster, headers, self.rng, self.clock(), request_hash=request_hash)
+        for endpoint in result.connect:
+            self._connect(key_of(endpoint))
+        outcome = result.outcome
+        if outcome is _COMPLETE:
+            return result
+        if outcome is _QUEUE or outcome is _FAIL:
+            return None  # `pick` waits or fails it, with the call's deadline and wait_for_ready
+        return result
+
+    def multicallable(
+        self,
+        channel: Any,
+        key: tuple[str, bool, bool],
+        serializer: Callable[[Any], bytes] | None,
+        deserializer: Callable[[bytes], Any] | None,
+    ) -> Any:
+        """grpc.aio's multi-callable for ``key`` (method, request streaming, response
+        streaming) on an endpoint's ``channel``, made once (grpc.aio builds one per call
+        otherwise). Kept for at most `_MULTICALLABLES` keys, then started over, so the channels
+        of closed connections are not held for long."""
+        full = (channel, *key, serializer, deserializer)
+        found = self._multicallables.get(full)
+        if found is None:
+            if len(self._multicallables) >= _MULTICALLABLES:
+                self._multicallables.clear()
+            method, request_streaming, response_streaming = key
+            factory = _FACTORIES[request_streaming, response_streaming]
+            found = self._multicallables[full] = getattr(channel, factory)(
+                method, request_serializer=serializer, response_deserializer=deserializer
+            )
+        return found
 
     def failure(self, cluster: str, result: PickResult) -> Status:
         """The status of a failed pick: C-core's for a cluster or assignment the snapshot could

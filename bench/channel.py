@@ -1,0 +1,338 @@
+"""Benchmark: `XdsChannel` against grpcio's own ``xds:///`` channel and a plain grpc.aio channel.
+
+One backend (a grpc.aio server in a child process, so its CPU is not this process's) serves
+``Say`` (unary) and ``Count`` (server streaming, ``--stream`` messages) on 127.0.0.1. The test
+control plane (in this process, idle while calls run) routes ``xds:///bench`` to it through
+one round-robin EDS cluster. Three channels call the same backend:
+
+- ``plain``: ``grpc.aio.insecure_channel("127.0.0.1:<port>")``;
+- ``grpcio xds``: ``grpc.aio.insecure_channel("xds:///bench")`` (C-core's xDS client, its
+  bootstrap from ``GRPC_XDS_BOOTSTRAP``, set by this script);
+- ``XdsChannel``: ``xdsclient.grpc.XdsChannel("xds:///bench")`` with its own `XdsClient`.
+
+For each channel and call kind: p50/p99 latency at concurrency 1 (``--latency-calls``
+sequential calls), and calls per second at concurrency 64 (``--throughput-calls`` calls by 64
+tasks). The machine may be shared and loaded, so the channels run interleaved, round by round
+(``--rounds``, each starting with the next channel); latencies pool every round, throughput is
+the median of the rounds, and each ratio against grpcio's ``xds:///`` is the median of the
+rounds' ratios (the two measured seconds apart).
+
+CPU per call: the process's CPU time (``time.process_time``: every thread of this process,
+C-core's included; the backend is another process) over the concurrency-64 run, divided by the
+calls; the best round counts (other load on the machine only adds to it). Our CPU per call is
+measured apart, in ``--pairs`` pairs of back-to-back concurrency-64 runs of the plain channel
+and XdsChannel (which goes first alternates); each pair gives XdsChannel's CPU per call minus
+the plain channel's, and the median of the pairs counts (pairing cancels the machine's load,
+which drifts over seconds). XdsChannel sends each attempt on a plain grpc.aio channel to the
+endpoint, so what it adds (the call's plan, the pick, the call object and its task, load and
+outcome bookkeeping) is the difference. ``--profile`` also runs XdsChannel's unary calls under
+cProfile and prints the functions of ``xdsclient`` by their own time (cProfile slows Python
+code about twofold: use it for where, the subtraction for how much).
+
+    python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
+                            [--stream 10] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import json
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import attrs
+import grpc
+from google.protobuf import wrappers_pb2
+
+from xdsclient import XdsClient
+from xdsclient.grpc import XdsChannel
+from xdsclient.testing import ControlPlane, bootstrap, builders
+
+SERVICE = "bench.Echo"
+SAY = f"/{SERVICE}/Say"
+COUNT = f"/{SERVICE}/Count"
+LISTENER = "bench"
+CONCURRENCY = 64
+Text = wrappers_pb2.StringValue
+KINDS = ("unary", "stream")
+
+_SERVER = r"""
+import asyncio, sys, grpc
+from google.protobuf import wrappers_pb2
+Text = wrappers_pb2.StringValue
+async def say(request, context):
+    return Text(value=request.value)
+async def count(request, context):
+    for i in range(int(request.value)):
+        yield Text(value=str(i))
+async def main():
+    server = grpc.aio.server()
+    handlers = {
+        "Say": grpc.unary_unary_rpc_method_handler(
+            say, Text.FromString, Text.SerializeToString),
+        "Count": grpc.unary_stream_rpc_method_handler(
+            count, Text.FromString, Text.SerializeToString),
+    }
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(sys.argv[1], handlers)])
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(port, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await server.stop(None)
+asyncio.run(main())
+"""
+
+
+@contextlib.asynccontextmanager
+async def backend() -> AsyncIterator[int]:
+    """The backend's port, served by a child process until the context ends."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _SERVER, SERVICE,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        yield int(await asyncio.wait_for(process.stdout.readline(), 30))
+    finally:
+        process.stdin.close()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(process.wait(), 5)
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+
+
+class Stub:
+    """The two calls of one channel, as a generated stub makes them."""
+
+    def __init__(self, channel: Any, stream: int) -> None:
+        ser, de = Text.SerializeToString, Text.FromString
+        self._say = channel.unary_unary(SAY, request_serializer=ser, response_deserializer=de)
+        self._count = channel.unary_stream(COUNT, request_serializer=ser, response_deserializer=de)
+        self._hello = Text(value="hello")
+        self._n = Text(value=str(stream))
+
+    async def unary(self) -> None:
+        await self._say(self._hello, timeout=10)
+
+    async def stream(self) -> None:
+        async for _ in self._count(self._n, timeout=10):
+            pass
+
+
+async def latencies(call: Callable[[], Awaitable[None]], calls: int) -> list[float]:
+    """Seconds each of ``calls`` sequential calls took."""
+    out = []
+    clock = time.perf_counter
+    for _ in range(calls):
+        start = clock()
+        await call()
+        out.append(clock() - start)
+    return out
+
+
+async def throughput(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float, float]:
+    """(calls per second, CPU seconds per call) of ``calls`` calls by `CONCURRENCY` tasks."""
+    left = calls
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await call()
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return calls / wall, cpu / calls
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def resources(port: int) -> list[Any]:
+    return [
+        builders.api_listener(LISTENER),
+        builders.route_configuration(f"{LISTENER}-routes", "bench-cluster"),
+        builders.cluster("bench-cluster"),
+        builders.cluster_load_assignment("bench-cluster", [("127.0.0.1", port)]),
+    ]
+
+
+async def run(args: argparse.Namespace) -> None:
+    async with backend() as port, ControlPlane() as plane:
+        plane.set_all(resources(port))
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "bootstrap.json")
+            with open(path, "w") as file:
+                json.dump(bootstrap([plane], node_id="bench", server_features=["xds_v3"]), file)
+            os.environ["GRPC_XDS_BOOTSTRAP"] = path
+            async with XdsClient(bootstrap=path) as client:
+                channels: dict[str, Any] = {
+                    "plain": grpc.aio.insecure_channel(f"127.0.0.1:{port}"),
+                    "grpcio xds": grpc.aio.insecure_channel(f"xds:///{LISTENER}"),
+                    "XdsChannel": XdsChannel(f"xds:///{LISTENER}", client=client),
+                }
+                try:
+                    await measure(channels, args)
+                finally:
+                    for channel in channels.values():
+                        await channel.close()
+
+
+async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
+    stubs = {name: Stub(channel, args.stream) for name, channel in channels.items()}
+    for stub in stubs.values():  # connect, warm up
+        for _ in range(200):
+            await stub.unary()
+            await stub.stream()
+    rounds: list[dict[tuple[str, str], Sample]] = []
+    names = list(stubs)
+    for number in range(args.rounds):
+        samples: dict[tuple[str, str], Sample] = {}
+        order = names[number % len(names) :] + names[: number % len(names)]
+        for kind in KINDS:
+            for name in order:  # each round starts with the next channel
+                call = getattr(stubs[name], kind)
+                took = await latencies(call, args.latency_calls)
+                per_second, per_call = await throughput(call, args.throughput_calls)
+                samples[name, kind] = Sample(took, per_second, per_call)
+        rounds.append(samples)
+    report(names, rounds, args)
+    print()
+    for kind in KINDS:
+        plain, ours = getattr(stubs["plain"], kind), getattr(stubs["XdsChannel"], kind)
+        extra = await paired_cpu(plain, ours, args.pairs, args.throughput_calls // 3)
+        print(
+            f"our CPU per {kind} call (XdsChannel minus plain, median of {args.pairs} pairs): "
+            f"{statistics.median(extra) * 1e6:.1f} us "
+            f"(quartiles {percentile(extra, 0.25) * 1e6:.1f} "
+            f"to {percentile(extra, 0.75) * 1e6:.1f})"
+        )
+    if args.profile:
+        await profile(stubs, args.throughput_calls)
+
+
+@attrs.frozen
+class Sample:
+    """One channel's measurements in one round."""
+
+    latencies: list[float]
+    per_second: float
+    cpu_per_call: float
+
+
+def report(
+    names: list[str], rounds: list[dict[tuple[str, str], Sample]], args: argparse.Namespace
+) -> None:
+    """The table: latencies pooled over the rounds; calls per second, the median of the
+    rounds; CPU per call, the best round (load from elsewhere only adds to it); ratios against
+    grpcio's ``xds:///``, the median of each round's ratio (measured minutes apart at most)."""
+    print(
+        f"{args.rounds} rounds; concurrency 1: {args.latency_calls} calls a round; "
+        f"concurrency {CONCURRENCY}: {args.throughput_calls} calls a round; "
+        f"stream: {args.stream} messages\n"
+    )
+    print(
+        "| call | channel | p50 us (c=1) | p99 us (c=1) | calls/s (c=64) | CPU us/call "
+        "| p50 / grpcio xds | calls/s / grpcio xds |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for kind in KINDS:
+        for name in names:
+            took = [t for r in rounds for t in r[name, kind].latencies]
+            per_second = statistics.median(r[name, kind].per_second for r in rounds)
+            per_call = min(r[name, kind].cpu_per_call for r in rounds)
+            p50_ratio = statistics.median(
+                statistics.median(r[name, kind].latencies)
+                / statistics.median(r["grpcio xds", kind].latencies)
+                for r in rounds
+            )
+            rate_ratio = statistics.median(
+                r[name, kind].per_second / r["grpcio xds", kind].per_second for r in rounds
+            )
+            print(
+                f"| {kind} | {name} | {statistics.median(took) * 1e6:.0f} "
+                f"| {percentile(took, 0.99) * 1e6:.0f} | {per_second:.0f} | {per_call * 1e6:.1f} "
+                f"| {p50_ratio:.2f}x | {rate_ratio:.2f}x |"
+            )
+
+
+async def paired_cpu(
+    plain: Callable[[], Awaitable[None]],
+    ours: Callable[[], Awaitable[None]],
+    pairs: int,
+    calls: int,
+) -> list[float]:
+    """CPU seconds per call that ``ours`` takes beyond ``plain``: ``pairs`` times, ``calls``
+    calls of each back to back (which goes first alternates), the difference of the two."""
+    extra = []
+    for pair in range(pairs):
+        first, second = (plain, ours) if pair % 2 else (ours, plain)
+        a = (await throughput(first, calls))[1]
+        b = (await throughput(second, calls))[1]
+        extra.append(b - a if first is plain else a - b)
+    return extra
+
+
+async def profile(stubs: dict[str, Stub], calls: int) -> None:
+    """Unary calls under cProfile: Python function calls per call of each channel (a count the
+    machine's load does not change), and xdsclient's functions by their own time."""
+    counts = {}
+    for name, stub in stubs.items():
+        table = await _profiled(stub, calls)
+        counts[name] = sum(value[1] for value in table.values()) / calls
+    print(
+        "\nPython function calls per unary call: "
+        + ", ".join(f"{name} {count:.0f}" for name, count in counts.items())
+        + f"; XdsChannel adds {counts['XdsChannel'] - counts['plain']:.0f}"
+    )
+    ours = {
+        k: v
+        for k, v in (await _profiled(stubs["XdsChannel"], calls)).items()
+        if "xdsclient" in k[0]
+    }
+    total = sum(value[2] for value in ours.values())
+    print(f"cProfile: xdsclient's own time {total / calls * 1e6:.1f} us per unary call")
+    top = sorted(ours.items(), key=lambda item: item[1][2], reverse=True)[:15]
+    for (file, line, function), value in top:
+        short = file[file.index("xdsclient") :]
+        print(f"  {value[2] / calls * 1e6:6.2f} us  {short}:{line} {function}")
+
+
+async def _profiled(stub: Stub, calls: int) -> dict[tuple[str, int, str], tuple[Any, ...]]:
+    """cProfile's table of ``calls`` unary calls one after the other (the count of function
+    calls then depends on nothing else: concurrent calls share event-loop turns)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    await latencies(stub.unary, calls)
+    profiler.disable()
+    table: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--latency-calls", type=int, default=300)
+    parser.add_argument("--throughput-calls", type=int, default=1500)
+    parser.add_argument("--stream", type=int, default=10)
+    parser.add_argument("--pairs", type=int, default=20, help="paired runs for our CPU per call")
+    parser.add_argument("--profile", action="store_true")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The same calls on grpcio's own ``xds:///`` channel and on `XdsChannel`: what the differential
+tests of tests/grpc share.
+
+Why a child process for grpcio: C-core reads its bootstrap once per process. The child opens
+``xds:///<listener>`` for each listener named, makes the calls it is given in order (the echo
+service's ``Say``, with metadata, a timeout and ``wait_for_ready``), and prints, per call, the
+status code, details, the reply and the seconds it took. `ours` makes the same calls in the same
+order on one `XdsChannel` per listener over an `XdsClient` of the same control plane. Both read
+complete resources (nothing missing), so neither waits for a does-not-exist timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+
+import attrs
+import grpc
+
+from tests.lb.differential_pickers import _bootstrap_file
+from xdsclient import XdsClient
+from xdsclient.grpc import XdsChannel
+from xdsclient.testing import ControlPlane
+
+from .echo import SAY, Text
+
+_CHILD = r"""
+import json, sys, time, grpc
+from google.protobuf import wrappers_pb2
+Text = wrappers_pb2.StringValue
+channels = {}
+out = []
+for listener, value, metadata, timeout, ready in json.loads(sys.stdin.read()):
+    if listener not in channels:
+        channels[listener] = grpc.insecure_channel("xds:///" + listener).unary_unary(
+            sys.argv[1], request_serializer=Text.SerializeToString,
+            response_deserializer=Text.FromString)
+    start = time.monotonic()
+    try:
+        reply = channels[listener](
+            Text(value=value), timeout=timeout,
+            metadata=[(k, v.encode() if k.endswith("-bin") else v) for k, v in metadata],
+            wait_for_ready=ready)
+        out.append(["OK", "", reply.value, time.monotonic() - start])
+    except grpc.RpcError as error:
+        out.append([error.code().name, error.details(), "", time.monotonic() - start])
+print(json.dumps(out), flush=True)
+"""
+
+
+@attrs.frozen(kw_only=True)
+class Call:
+    """One ``Say`` call: on which listener, its request value, metadata (a ``-bin`` key's value
+    sent as its UTF-8 bytes), timeout, and whether it waits for ready."""
+
+    listener: str
+    value: str = "hi"
+    metadata: tuple[tuple[str, str], ...] = ()
+    timeout: float = 5.0
+    wait_for_ready: bool = False
+
+
+@attrs.frozen
+class Result:
+    """How one call ended: the status code's name, details, the reply (`EchoBackend` answers
+    ``<backend>:<request>``), and the seconds it took."""
+
+    code: str
+    details: str
+    reply: str
+    seconds: float = attrs.field(eq=False)
+
+    @property
+    def backend(self) -> str:
+        """The backend that answered ('' for a failed call)."""
+        return self.reply.partition(":")[0]
+
+
+async def theirs(plane: ControlPlane, calls: Sequence[Call], *, node_id: str) -> list[Result]:
+    """``calls`` made in order on grpcio's ``xds:///`` channel (node ``node_id``)."""
+    with _bootstrap_file(plane, node_id) as path:
+        env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _CHILD, SAY,
+            env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        payload = [
+            [c.listener, c.value, [list(m) for m in c.metadata], c.timeout, c.wait_for_ready]
+            for c in calls
+        ]
+        try:
+            out, _ = await asyncio.wait_for(process.communicate(json.dumps(payload).encode()), 40)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    return [Result(*row) for row in json.loads(out)]
+
+
+async def ours(
+    plane: ControlPlane, calls: Sequence[Call], *, node_id: str, seed: int = 32
+) -> list[Result]:
+    """``calls`` made in order on an `XdsChannel` per listener (node ``node_id``)."""
+    results = []
+    async with XdsClient(plane.address, node_id=node_id) as client:
+        channels: dict[str, XdsChannel] = {}
+        try:
+            for call in calls:
+                channel = channels.get(call.listener)
+                if channel is None:
+                    channel = channels[call.listener] = XdsChannel(
+                        f"xds:///{call.listener}", client=client, rng=random.Random(seed)
+                    )
+                results.append(await _one(channel, call))
+        finally:
+            for channel in channels.values():
+                await channel.close()
+    return results
+
+
+async def _one(channel: XdsChannel, call: Call) -> Result:
+    say = channel.unary_unary(
+        SAY, request_serializer=Text.SerializeToString, response_deserializer=Text.FromString
+    )
+    start = time.monotonic()
+    try:
+        reply = await say(
+            Text(value=call.value),
+            metadata=[(k, v.encode() if k.endswith("-bin") else v) for k, v in call.metadata],
+            timeout=call.timeout,
+            wait_for_ready=call.wait_for_ready,
+        )
+    except grpc.aio.AioRpcError as error:
+        return Result(error.code().name, error.details() or "", "", time.monotonic() - start)
+    return Result("OK", "", reply.value, time.monotonic() - start)
+
+
+async def both(
+    plane: ControlPlane, calls: Sequence[Call], *, node: str = "diff"
+) -> tuple[list[Result], list[Result]]:
+    """(grpcio's results, ours) of the same ``calls``, grpcio's first (nodes ``<node>-grpc``
+    and ``<node>-ours``)."""
+    grpc_results = await theirs(plane, calls, node_id=f"{node}-grpc")
+    our_results = await ours(plane, calls, node_id=f"{node}-ours")
+    return grpc_results, our_results
