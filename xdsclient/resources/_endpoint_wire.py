@@ -1,9 +1,9 @@
 """A ClusterLoadAssignment read straight from its wire bytes: the optional compiled fast path.
 
 Why: after the lean rewrite, most of an EDS update is spent in upb's accessors (a Python call
-per field read). This module reads the bytes itself; compiled with mypyc (``make compiled``)
-it builds a view's fields in about half the time. Interpreted it is slower than upb, so the
-decoder uses it only when it is compiled (`COMPILED`), and a plain ``pip install`` needs no C
+per field read). This module reads the bytes itself; compiled with mypyc (the wheels,
+``make compiled``) it builds a view's fields in about half the time. Interpreted it is slower
+than upb, so the decoder uses it only when it is compiled (`COMPILED`); the sdist needs no C
 compiler.
 
 It reads only the shape control planes send: names, localities with weights and priorities,
