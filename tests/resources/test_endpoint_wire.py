@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from envoy.config.endpoint.v3 import endpoint_pb2
 from google.protobuf.message import DecodeError
@@ -23,6 +24,7 @@ from tests.resources.test_endpoint_differential import _WEIGHTS, _rich, assignme
 from tests.resources.test_mutations import _mutate
 from xdsclient.resources import ClusterLoadAssignmentView, _endpoint, _endpoint_wire
 from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
+from xdsclient.resources._view import is_ip_address
 
 
 def upb_fields(data: bytes) -> Any:
@@ -208,3 +210,33 @@ def test_the_decoder_reads_with_the_wire_reader_exactly_when_it_runs_compiled() 
     faster than it then)."""
     expected = _endpoint_wire.read_fields if _endpoint_wire.COMPILED else None
     assert _endpoint._read_wire is expected
+
+
+def test_a_view_built_through_its_slots_is_the_one_its_init_builds() -> None:
+    """``_of`` sets the view's slots directly: every field as ``__init__`` sets it."""
+    data = _common(3).SerializeToString()
+    name, fields = upb_fields(data)
+    fast = ClusterLoadAssignmentView._of(name, fields, data)
+    slow = ClusterLoadAssignmentView(
+        name=name,
+        priorities=fields[0],
+        drop_overloads=fields[1],
+        overprovisioning_factor=fields[2],
+        raw=data,
+    )
+    for field in attrs.fields(ClusterLoadAssignmentView):
+        assert getattr(fast, field.name) == getattr(slow, field.name), field.name
+    assert fast == slow
+    assert repr(fast) == repr(slow)
+
+
+@given(st.ip_addresses(v=4).map(str) | st.text("0123456789.", max_size=16))
+def test_a_plain_ipv4_host_is_told_apart_as_is_ip_address_tells_it(host: str) -> None:
+    """The wire reader's dotted-quad check accepts only hosts `is_ip_address` accepts, and
+    every IPv4 address in its plain form."""
+    if _endpoint_wire._dotted_quad(host):
+        assert is_ip_address(host)
+    canonical = host.count(".") == 3 and all(
+        part.isdigit() and str(int(part)) == part and int(part) <= 255 for part in host.split(".")
+    )
+    assert _endpoint_wire._dotted_quad(host) == canonical

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
 
+from .._slots import slot_setters
 from ._endpoint_records import (
     _HEALTH,
     _NO_METADATA,
@@ -99,15 +100,15 @@ class ClusterLoadAssignmentView(View):
 
     @classmethod
     def _of(cls, name: str, fields: _LeanFields, raw: bytes) -> ClusterLoadAssignmentView:
-        """The view of fields a lean reader (upb's or the wire's) accepted."""
-        priorities, drops, factor = fields
-        return cls(
-            name=name,
-            priorities=priorities,
-            drop_overloads=drops,
-            overprovisioning_factor=factor,
-            raw=raw,
-        )
+        """The view of fields a lean reader (upb's or the wire's) accepted, built through its
+        slots (`.._slots`: once per assignment of an update, a third of ``__init__``'s cost)."""
+        view: ClusterLoadAssignmentView = _object_new(cls)
+        _set_name(view, name)
+        _set_priorities(view, fields[0])
+        _set_drops(view, fields[1])
+        _set_factor(view, fields[2])
+        _set_raw(view, raw)
+        return view
 
     @classmethod
     def _checked(cls, message: Any, raw: bytes | None) -> ClusterLoadAssignmentView:
@@ -188,6 +189,10 @@ class ClusterLoadAssignmentView(View):
 
 #: ``tuple.__new__``: builds a named tuple record without its Python-level ``__new__``.
 _new = tuple.__new__
+_object_new = object.__new__
+_set_name, _set_priorities, _set_drops, _set_factor, _set_raw = slot_setters(
+    ClusterLoadAssignmentView
+)
 
 
 def _lean(message: Any) -> _LeanFields | None:

@@ -331,9 +331,38 @@ def _check(address: tuple[str, int] | None, seen: set[tuple[str, int]]) -> tuple
     """``_lean_address``'s rules on a read address."""
     if address is None:
         return None
-    if address[1] > 65535 or not is_ip_address(address[0]):
+    host = address[0]
+    if address[1] > 65535 or not (_dotted_quad(host) or is_ip_address(host)):
         return None
     if address in seen:
         return None
     seen.add(address)
     return address
+
+
+def _dotted_quad(host: str) -> bool:
+    """Whether ``host`` is an IPv4 address in its plain form (four decimal parts of at most
+    255, no leading zeros): the common case, told apart here without a call into Python.
+    Every such host is one ``is_ip_address`` accepts; anything else is left to it."""
+    size = len(host)
+    if size < 7 or size > 15:
+        return False
+    parts = 0
+    value = 0
+    digits = 0
+    for i in range(size):
+        c = ord(host[i])
+        if 48 <= c <= 57:
+            if digits > 0 and value == 0:
+                return False  # a leading zero
+            value = value * 10 + (c - 48)
+            digits += 1
+            if value > 255:
+                return False
+        elif c == 46 and digits > 0 and parts < 3:
+            parts += 1
+            value = 0
+            digits = 0
+        else:
+            return False
+    return parts == 3 and digits > 0
