@@ -234,9 +234,11 @@ def test_a_view_built_through_its_slots_is_the_one_its_init_builds() -> None:
 def test_a_plain_ipv4_host_is_told_apart_as_is_ip_address_tells_it(host: str) -> None:
     """The wire reader's dotted-quad check accepts only hosts `is_ip_address` accepts, and
     every IPv4 address in its plain form."""
-    if _endpoint_wire._dotted_quad(host):
+    data = b"\x00" + host.encode() + b"\x00"  # read in place, between other bytes
+    plain_ipv4 = _endpoint_wire._dotted_quad(data, 1, len(data) - 1)
+    if plain_ipv4:
         assert is_ip_address(host)
     canonical = host.count(".") == 3 and all(
         part.isdigit() and str(int(part)) == part and int(part) <= 255 for part in host.split(".")
     )
-    assert _endpoint_wire._dotted_quad(host) == canonical
+    assert plain_ipv4 == canonical

@@ -311,6 +311,8 @@ def _address(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
 
 
 def _socket_address(data: bytes, pos: int, end: int) -> tuple[str, int]:
+    """(host, port) of a SocketAddress whose host is an IP address (else `_Unusual`: upb
+    decides, as for every host ``_lean_address`` rejects)."""
     host = ""
     port = -1
     named = False
@@ -319,20 +321,23 @@ def _socket_address(data: bytes, pos: int, end: int) -> tuple[str, int]:
         if field == 2 and wire == 2 and not named:
             start, pos = _span(data, pos, end)
             host = _text(data, start, pos)
+            if not (_dotted_quad(data, start, pos) or is_ip_address(host)):
+                raise _Unusual
             named = True
         elif field == 3 and wire == 0 and port < 0:
             port, pos = _uint32(data, pos, end)
         else:
             raise _Unusual  # protocol, named port, resolver...: upb decides
+    if not named:
+        raise _Unusual  # no host: not an IP address
     return host, max(port, 0)
 
 
 def _check(address: tuple[str, int] | None, seen: set[tuple[str, int]]) -> tuple[str, int] | None:
-    """``_lean_address``'s rules on a read address."""
+    """``_lean_address``'s other rules on a read address (`_socket_address` checked its host)."""
     if address is None:
         return None
-    host = address[0]
-    if address[1] > 65535 or not (_dotted_quad(host) or is_ip_address(host)):
+    if address[1] > 65535:
         return None
     if address in seen:
         return None
@@ -340,18 +345,18 @@ def _check(address: tuple[str, int] | None, seen: set[tuple[str, int]]) -> tuple
     return address
 
 
-def _dotted_quad(host: str) -> bool:
-    """Whether ``host`` is an IPv4 address in its plain form (four decimal parts of at most
-    255, no leading zeros): the common case, told apart here without a call into Python.
-    Every such host is one ``is_ip_address`` accepts; anything else is left to it."""
-    size = len(host)
-    if size < 7 or size > 15:
+def _dotted_quad(data: bytes, pos: int, end: int) -> bool:
+    """Whether ``data[pos:end]`` is an IPv4 address in its plain form (four decimal parts of at
+    most 255, no leading zeros): the common case, told apart on the bytes without a call into
+    Python. Every such host is one ``is_ip_address`` accepts; anything else is left to it."""
+    if end - pos < 7 or end - pos > 15:
         return False
     parts = 0
     value = 0
     digits = 0
-    for i in range(size):
-        c = ord(host[i])
+    while pos < end:
+        c = data[pos]
+        pos += 1
         if 48 <= c <= 57:
             if digits > 0 and value == 0:
                 return False  # a leading zero
