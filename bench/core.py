@@ -10,8 +10,10 @@ assignments (bench/xds_config.py's, 3 endpoints each) receives a SotW response o
 every one changed, with one changed, and with none changed, to its ACK; their floor parses the
 response and every ClusterLoadAssignment.
 
-Each case runs twice: as installed (compiled where the build is: the wheels, `make compiled`)
-and as pure Python (``XDSCLIENT_PURE=1``, in a second process), side by side.
+Times are this process's CPU time (best of ``--repeat``), which other processes on a shared
+machine disturb far less than wall time. Each case runs twice: as installed (compiled where
+the build is: the wheels, `make compiled`) and as pure Python (``XDSCLIENT_PURE=1``, in a
+second process), side by side.
 
     python bench/core.py [--sizes 10000 100000] [--repeat 3]
 """
@@ -206,9 +208,9 @@ def timeit(fn: Callable[[], None], repeat: int) -> float:
         if setup is not None:
             setup()
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
