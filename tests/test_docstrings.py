@@ -31,6 +31,7 @@ PACKAGES = (
     "xdsclient.lb",
     "xdsclient.lb.aio",
     "xdsclient.load",
+    "xdsclient.grpc",
 )
 
 

@@ -55,6 +55,14 @@ async def test_grpc_aio_balancer_fails_over_and_back_with_real_backends() -> Non
     assert results["a back"] == {"a": 20}
 
 
+async def test_xds_channel_splits_and_pins_calls_of_a_stub() -> None:
+    results = await load("xds_channel").main(calls=200)
+    split = results["split"]
+    assert split["stable"] + split["canary"] == 200
+    assert 5 <= split["canary"] <= 40  # 10% of 200, a seeded draw
+    assert results["x-canary: yes"] == {"canary": 10}
+
+
 def test_control_plane_test_passes_under_pytest() -> None:
     import subprocess
 

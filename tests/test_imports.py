@@ -20,7 +20,7 @@ from xdsclient import _version
 PACKAGE = Path(xdsclient.__file__).parent
 #: packages beside the client: never imported by it, so they may import its facade (``_call``:
 #: the data plane's call path, which the front ends share and which hashes with ``lb``)
-BESIDE = ("lb", "load", "testing", "conformance", "_call")
+BESIDE = ("lb", "load", "testing", "conformance", "_call", "grpc")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
@@ -218,6 +218,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
     "lb": frozenset({"__init__", "resources"}),
     "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
+    # proxyless gRPC over the call path and lb; `_settings` for a target's listener name (A47),
+    # computed as the client's watch_config computes it
+    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),

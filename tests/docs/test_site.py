@@ -23,6 +23,7 @@ PAGES = {
     "xdsclient.lb": "api/lb/index.html",
     "xdsclient.lb.aio": "api/lb/index.html",
     "xdsclient.load": "api/load/index.html",
+    "xdsclient.grpc": "api/grpc/index.html",
 }
 
 

@@ -105,7 +105,7 @@ async def test_each_client_has_its_own_connection_unless_shared(cp, share, expec
         if progress.complete == 20 and not progress.done:
             seen.append(_server_connections(cp.port))
 
-    scenario = Scenario(server=cp.address, listener="l", clients=20, duration=1.2,
+    scenario = Scenario(server=cp.address, listener="l", clients=20, duration=3.0,
                         share_connections=share)  # fmt: skip
     result = await run(scenario, on_progress=look)
     assert result.complete == 20

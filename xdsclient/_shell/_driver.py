@@ -10,7 +10,7 @@ writes what the protocol returned. Whatever else must happen on a stream's life 
 between servers, reports to observers) is told to one `StreamEvents` object, which the pool
 composes; the loop itself knows nothing of discovery.
 
-Rules (gRFC A57):
+Rules (gRFC A57; the stream-life ones are `StreamLife`'s, shared with the load tester):
 - A stream opens once there is interest. The protocol counts as connected from the open
   attempt, but requests (and with them does-not-exist timers) go out only once the transport
   says the stream is established.
@@ -39,6 +39,7 @@ from .._runtime._clock import Clock
 from .._runtime._gc import gc_paused
 from .._settings._config import Backoff
 from .._transports import Stream, StreamSpec, Transport
+from ._stream_life import End, StreamLife
 
 __all__ = ["StreamDriver", "StreamEvents", "StreamProtocol"]
 
@@ -154,9 +155,8 @@ class StreamDriver(Generic[P]):
         self._server = server
         self._clock = clock
         self._events = events
-        self._backoff = backoff
         self._uniform = uniform
-        self._polling = polling
+        self._life = StreamLife(backoff, polling=polling)
         self._label = label
         self._wake = asyncio.Event()
         self._last_error = ""
@@ -178,26 +178,20 @@ class StreamDriver(Generic[P]):
     # ------------------------------------------------------------------ the loop
 
     async def run(self) -> None:
-        """Until cancelled: open streams, serve them, back off between failures."""
-        attempt = 0
-        protocol, events = self._protocol, self._events
+        """Until cancelled: open streams, serve them, back off between failures (the rules are
+        `StreamLife`'s)."""
+        protocol, events, life = self._protocol, self._events, self._life
         while True:
             await self._idle(until=None)
             error = await self._attempt()
-            had_response = protocol.response_received
-            failed = error is not None and (self._polling or not had_response)
-            if failed and error is not None:
+            first = life.failures == 0
+            verdict = life.ended(End.FAILED, self._uniform)
+            if verdict.report:
                 events.on_failure(error, self._clock.time())
-            events.publish(protocol.disconnect(self._clock.time(), error, report=failed))
-            if error is not None:
-                self._log(error, first=attempt == 0, failed=failed)
-            if had_response:
-                attempt = 0
-                if not failed:
-                    continue
-            delay = self._backoff.delay(attempt, self._uniform())
-            attempt += 1
-            await self._idle(until=self._clock.time() + delay)
+            events.publish(protocol.disconnect(self._clock.time(), error, report=verdict.report))
+            self._log(error, first=first, failed=verdict.report)
+            if verdict.delay:
+                await self._idle(until=self._clock.time() + verdict.delay)
 
     def _log(self, error: TransportError, *, first: bool, failed: bool) -> None:
         """Every stream failure at DEBUG (the WARNING for a lost server is one per change of
@@ -228,15 +222,17 @@ class StreamDriver(Generic[P]):
                 return
             await self._wait((), _earliest(until, protocol.next_deadline()))
 
-    async def _attempt(self) -> TransportError | None:
+    async def _attempt(self) -> TransportError:
         """One stream, from the open attempt to its failure; returns the error."""
         now = self._clock.time()
         self._events.on_open(now)
+        self._life.opening()
         self._protocol.connect(now)
         try:
             stream = await self._open()
         except TransportError as exc:
             return exc
+        self._life.established()
         try:
             await self._serve(stream)
         except TransportError as exc:
@@ -280,6 +276,7 @@ class StreamDriver(Generic[P]):
                     delivery = None
                 if read is not None and read.done():
                     response, read = read.result(), None
+                    self._life.received()
                     listener.on_response(response, now)
                     with gc_paused():
                         events.extend(protocol.receive(response, now))
@@ -297,6 +294,7 @@ class StreamDriver(Generic[P]):
                 _discard(read)
 
     async def _flush(self, stream: Stream) -> None:
+        assert self._life.may_write
         on_request = self._events.on_request
         for request in self._protocol.requests_to_send(self._clock.time()):
             await stream.write(request)

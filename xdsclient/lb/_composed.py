@@ -350,6 +350,33 @@ class ComposedPicker:
             return self._pick_aggregate(cluster, route, headers, rand, now, request_hash)
         return self._pick_leaf(leaf, route, headers, rand, now, request_hash)
 
+    def pick_in(
+        self,
+        cluster: str,
+        headers: Mapping[str, str],
+        rand: random.Random,
+        now: float,
+        *,
+        request_hash: int | None = None,
+    ) -> PickResult:
+        """A pick within ``cluster``, for a caller that has routed the call itself (the call
+        path: each attempt of a call picks again in the cluster its route chose). An aggregate
+        cluster picks in its first usable leaf; a cluster the snapshot lacks or cannot use
+        fails. For ring hash, ``request_hash`` is the call's (computed from ``headers`` and
+        the route's policies only by `pick`)."""
+        if self._config is None:
+            return PickResult(outcome=PickOutcome.QUEUE)
+        leaf = self._leaves.get(cluster)
+        if leaf is None:
+            entry = self._config.clusters.get(cluster)
+            if entry is None or entry.error is not None:
+                error = entry.error if entry is not None else "not in the configuration"
+                return _fail(f"cluster {cluster} is unusable: {error}", cluster)
+            leaf = self._leaf_for(cluster)
+            if leaf is None:
+                return _fail(f"cluster {cluster} has no endpoints to balance", cluster)
+        return leaf.pick(PickRequest(headers=headers, request_hash=request_hash), rand, now)
+
     def _pick_aggregate(
         self,
         cluster: str,

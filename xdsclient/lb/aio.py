@@ -1,5 +1,10 @@
 """An example-grade grpc.aio client-side balancer built on the `xdsclient.lb` blocks.
 
+Superseded by `xdsclient.grpc.XdsChannel`, a grpc.aio channel for generated stubs with the call
+path's routing, faults, deadlines, retries and load reporting, which keeps calls in flight when
+their endpoint leaves and bounds the wait for a pick by the call's deadline. This module stays
+as the shortest reading of how the blocks are driven.
+
 Why it is here: the blocks are sans-I/O, so something must own the connections, report their
 connectivity, wait when a pick says QUEUE and report each call's outcome. This module shows the
 least that takes with grpc.aio, and is what the suite runs end to end against real backends:

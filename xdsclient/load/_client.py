@@ -11,14 +11,22 @@ instead of a client's dispatcher, watchers and views. Resources are decoded by t
 
 A client's life: dial (its own channel and TCP connection, unless the run shares one), open
 its stream (ADS) or one per type, answer every response (ACK/NACK, then subscribe what the
-walk now needs, in the same request), reconnect with backoff after a failure (counted by
-gRPC status), and stop when the run ends or churn makes it leave. Faults change what it
-answers and when it drops its streams (`Faults`).
+walk now needs, in the same request), reconnect after a stream ends (failures counted by the
+gRPC status the server sent), and stop when the run ends or churn makes it leave. Faults change
+what it answers and when it drops its streams (`Faults`).
+
+Why its own loop and not `StreamDriver`: the driver waits on several futures a turn (a wake
+event, the read, the next deadline); at 5,000 streams it holds 5 KB a stream more than a bare
+loop and takes 1.4 to 1.9 times its CPU a response (`bench/stream_loops.py`), against a budget
+of 64 KB a client of which 57 are used (`bench/load.py`). The rules of a stream's life (when
+requests and their timers start, when to back off, which status counts) are the driver's all
+the same: both ask `StreamLife`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 from collections.abc import Callable, Sequence
@@ -31,6 +39,7 @@ from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
 from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
+from .._shell._stream_life import LOCAL_WRITE_FAILURE, End, StreamLife, stream_status
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean
 from ._results import ClientResult
@@ -91,15 +100,19 @@ class _Faults:
 
 
 class _Stream:
-    """One stream of a client: its session, its call, and a lock so writes never interleave."""
+    """One stream of a client: its session, its call, the rules of its life (shared with
+    `XdsClient`'s driver), and a lock so writes never interleave."""
 
-    def __init__(self, session: Session, method: str) -> None:
+    def __init__(self, session: Session, method: str, life: StreamLife) -> None:
         self.session = session
         self.method = method
+        self.life = life
         self.call: Any = None
         self.lock = asyncio.Lock()
         self.opened = 0
         self.resetting = False
+        #: a write failed: the call ended (its read tells how); write nothing more on it
+        self.write_failed = False
         self.timer: asyncio.TimerHandle | None = None
 
 
@@ -186,12 +199,15 @@ class SimClient:
     def _new_streams(self) -> list[_Stream]:
         scenario = self._scenario
         types = self._types()
+        backoff = Backoff(initial=scenario.backoff_initial, maximum=scenario.backoff_max)
         if scenario.ads:
             session = Session(node=self._node, resource_types=types, delta=scenario.delta)
-            return [_Stream(session, method_path(ADS_SERVICE, delta=scenario.delta))]
+            return [_Stream(session, method_path(ADS_SERVICE, delta=scenario.delta),
+                            StreamLife(backoff))]  # fmt: skip
         return [
             _Stream(Session(node=self._node, resource_types=[rtype], delta=scenario.delta),
-                    method_path(PER_TYPE_SERVICES[rtype.type_url], delta=scenario.delta))
+                    method_path(PER_TYPE_SERVICES[rtype.type_url], delta=scenario.delta),
+                    StreamLife(backoff))
             for rtype in types
         ]  # fmt: skip
 
@@ -200,12 +216,22 @@ class SimClient:
             return self._streams[0]
         return self._streams[_WALK_TYPES.index(type_url)]
 
+    @property
+    def streams_opened(self) -> int:
+        """Streams this client has opened (every attempt counts)."""
+        return sum(stream.opened for stream in self._streams)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of its sessions (does-not-exist and TTL timers), or None."""
+        deadlines = [d for s in self._streams if (d := s.session.next_deadline()) is not None]
+        return min(deadlines, default=None)
+
     # ------------------------------------------------------------------ life
 
     async def run(self, lifetime: float | None = None) -> None:
         """Dial, then keep the streams going until cancelled (or ``lifetime`` seconds, churn)."""
         fleet = self._fleet
-        self._start = fleet.now()
+        self._start = fleet.time()
         self._walk()
         churn = self._faults.churn_every
         if churn is not None and lifetime is None:
@@ -248,12 +274,12 @@ class SimClient:
             return
         if self._channel is not None:
             await self._channel.close()
-        started = self._fleet.now()
+        started = self._fleet.time()
         self._channel = grpc.aio.insecure_channel(
             self._target, options=channel_options(self._scenario.share_connections)
         )
         await self._channel.channel_ready()
-        seconds = self._fleet.now() - started
+        seconds = self._fleet.time() - started
         self._fleet.connected(seconds)
         if first:
             self.result.connect = seconds
@@ -287,39 +313,49 @@ class SimClient:
     # ------------------------------------------------------------------ one stream
 
     async def _stream_loop(self, stream: _Stream) -> None:
-        attempt = 0
-        backoff = Backoff(initial=self._scenario.backoff_initial,
-                          maximum=self._scenario.backoff_max)  # fmt: skip
+        """Streams one after another, as `StreamLife` rules: at once after a stream that
+        answered (or that we reset), after the backoff otherwise, OK and no response included."""
+        clock = self._fleet.clock
         while True:
-            received, status = await self._stream_once(stream)
-            if received:
-                attempt = 0
-            if status is None:  # a reset we made, or the server ended it cleanly
-                continue
-            self._fleet.error(status)
-            self.result.errors += 1
-            if status == "UNIMPLEMENTED":
-                self._fleet.not_served(f"{self._target} does not serve {stream.method} "
-                                       "(UNIMPLEMENTED): nothing to load")  # fmt: skip
-            await asyncio.sleep(backoff.delay(attempt, self._rng().random()))
-            attempt += 1
+            status, how = await self._stream_once(stream)
+            verdict = stream.life.ended(how, self._uniform)
+            if status is not None and status != "OK":
+                self._fleet.error(status)
+                self.result.errors += 1
+                if status == "UNIMPLEMENTED":
+                    self._fleet.not_served(f"{self._target} does not serve {stream.method} "
+                                           "(UNIMPLEMENTED): nothing to load")  # fmt: skip
+            if verdict.delay:
+                await clock.sleep_until(clock.time() + verdict.delay)
 
-    async def _stream_once(self, stream: _Stream) -> tuple[bool, str | None]:
-        """Open the stream, serve it until it ends: (a response was received, the gRPC status
-        name it failed with or None)."""
+    def _uniform(self) -> float:
+        return self._rng().random()
+
+    async def _stream_once(self, stream: _Stream) -> tuple[str | None, End]:
+        """Open the stream, serve it until it ends: (the gRPC status name it ended with, None
+        when it ended without one, and how it ended).
+
+        Every status the call reports is kept (``_Statuses``): when the server ends the stream
+        just as an ACK goes out, gRPC fails the write and reports its own INTERNAL ("Internal
+        error from Core") over the server's status, which is the one counted (`stream_status`).
+        """
         assert self._channel is not None
         fleet = self._fleet
         if self._faults.forgetful and stream.opened:
             self._forget(stream)
         call: Any = self._channel.stream_stream(stream.method)()
+        statuses = _Statuses(call)
         stream.call = call
         stream.opened += 1
-        stream.session.connect(fleet.now())
+        stream.life.opening()
+        stream.session.connect(fleet.time())
         self._stream_opened()
         reset = self._schedule_reset(stream)
         response_class = DeltaDiscoveryResponse if self._scenario.delta else DiscoveryResponse
         status: str | None = None
         try:
+            await call.wait_for_connection()  # requests, and their timers, from now (A57)
+            stream.life.established()
             await self._flush(stream)
             if stream.opened > 1:  # counted once the server has its first request
                 self.result.reconnects += 1
@@ -327,24 +363,30 @@ class SimClient:
             while True:
                 raw = await call.read()
                 if raw is grpc.aio.EOF:
+                    status = "OK"
                     break
+                stream.life.received()
                 await self._on_response(stream, raw, response_class)
         except grpc.aio.AioRpcError as exc:
-            status = None if stream.resetting else exc.code().name
+            status = await statuses.server_status(fallback=exc.code().name)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not stream.resetting or (current is not None and current.cancelling()):
+                stream.life.ended(End.OURS, self._uniform)  # a redial or the run's end
                 raise
         finally:
             if reset is not None:
                 reset.cancel()
-            received = stream.session.response_received
-            stream.session.disconnect(fleet.now())
+            ours = stream.resetting
+            stream.session.disconnect(fleet.time())
             stream.call = None
             stream.resetting = False
+            stream.write_failed = False
             self._stream_closed()
             call.cancel()
-        return received, status
+        if ours:
+            return None, End.OURS
+        return status, End.FAILED
 
     def _schedule_reset(self, stream: _Stream) -> asyncio.TimerHandle | None:
         every = self._faults.reset_every
@@ -386,7 +428,7 @@ class SimClient:
 
     async def _on_response(self, stream: _Stream, raw: bytes, response_class: Any) -> None:
         fleet = self._fleet
-        read_at = fleet.now()
+        read_at = fleet.time()
         response = response_class.FromString(raw)
         type_url = response.type_url
         counts = fleet.counts(type_url)
@@ -400,7 +442,7 @@ class SimClient:
         first_answer = type_url in self._values and type_url not in self._answered
         if first_answer:
             self._answered.add(_CANONICAL[type_url])  # not the response's copy of the URL
-        self._apply(events, fleet.now(), walk=first_answer)
+        self._apply(events, fleet.time(), walk=first_answer)
         if self._faults.slow_ack:
             await asyncio.sleep(self._faults.slow_ack)
         await self._flush(stream, answering=(type_url, read_at))
@@ -438,9 +480,9 @@ class SimClient:
         fleet = self._fleet
         async with stream.lock:
             call = stream.call
-            if call is None:
+            if call is None or not stream.life.may_write or stream.write_failed:
                 return
-            for request in stream.session.requests_to_send(fleet.now()):
+            for request in stream.session.requests_to_send(fleet.time()):
                 data = request.SerializeToString()
                 counts = fleet.counts(request.type_url)
                 counts.sent += 1
@@ -450,14 +492,18 @@ class SimClient:
                     self.result.nacks += 1
                     fleet.result.nacks += 1
                 if answering is not None and request.type_url == answering[0]:
-                    fleet.acked(fleet.now() - answering[1])
+                    fleet.acked(fleet.time() - answering[1])
                     answering = None
-                await call.write(data)
+                try:
+                    await call.write(data)
+                except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                    stream.write_failed = True  # the call ended under us: its read says how
+                    return
         self._arm(stream)
 
     async def _flush_others(self, stream: _Stream) -> None:
         for other in self._streams:
-            if other is not stream and other.call is not None:
+            if other is not stream and other.life.may_write:
                 await self._flush(other)
 
     def _arm(self, stream: _Stream) -> None:
@@ -467,14 +513,14 @@ class SimClient:
         deadline = stream.session.next_deadline()
         if deadline is None:
             return
-        delay = max(0.0, deadline - self._fleet.now())
+        delay = max(0.0, deadline - self._fleet.time())
         stream.timer = asyncio.get_running_loop().call_later(delay, self._expire, stream)
 
     def _expire(self, stream: _Stream) -> None:
         stream.timer = None
         if stream.call is None:
             return
-        self._apply(stream.session.expire(self._fleet.now()), self._fleet.now())
+        self._apply(stream.session.expire(self._fleet.time()), self._fleet.time())
         task = asyncio.create_task(self._flush_all())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -553,8 +599,52 @@ class SimClient:
         fleet = self._fleet
         fleet.complete_now += 1 if complete else -1
         if complete and self.result.first_config is None:
-            seconds = fleet.now() - self._start
+            seconds = fleet.time() - self._start
             self.result.first_config = seconds
             self.result.incomplete = False
             fleet.result.complete += 1
             fleet.first_config(seconds)
+
+
+class _Statuses:
+    """Every status a call reports, in turn (gRPC reports one more, its own, when a write
+    fails on a call that just ended; a done callback sees each as it is set)."""
+
+    __slots__ = ("_changed", "reported")
+
+    def __init__(self, call: Any) -> None:
+        self._changed: asyncio.Event | None = None
+        self.reported: list[tuple[str, str]] = []
+        call.add_done_callback(self._on_done)
+
+    def _on_done(self, call: Any) -> None:
+        code, details = _ready(call.code()), _ready(call.details())
+        if code is not None:
+            self.reported.append((code.name, details or ""))
+        if self._changed is not None:
+            self._changed.set()
+
+    async def server_status(self, fallback: str, wait: float = 1.0) -> str:
+        """`stream_status` of what was reported (``fallback`` if nothing was); while that is
+        only gRPC's own for a failed write, wait (``wait`` seconds at most) for the server's,
+        which gRPC reports right after it."""
+        if self.reported and all(status == LOCAL_WRITE_FAILURE for status in self.reported):
+            self._changed = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    while all(status == LOCAL_WRITE_FAILURE for status in self.reported):
+                        self._changed.clear()
+                        await self._changed.wait()
+        status = stream_status(self.reported)
+        return status if status is not None else fallback
+
+
+def _ready(coroutine: Any) -> Any:
+    """The value of a coroutine that finishes without waiting (a call's ``code()`` once its
+    status is set, as in its done callback); None, and the coroutine closed, if it would wait."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    return None

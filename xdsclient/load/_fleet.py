@@ -8,15 +8,17 @@ tasks; nothing here awaits.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
+from .._runtime._clock import Clock
 from ..resources import ResourceType
 from ._lean import KINDS, Lean, SharedDecoder
 from ._results import MessageCounts, RunResult
 
-__all__ = ["Fleet", "short_name"]
+__all__ = ["Fleet", "MonotonicClock", "short_name"]
 
 _SHORT = {type_url: type_url.rsplit(".", 1)[-1] for type_url in KINDS.values()}
 
@@ -27,12 +29,27 @@ def short_name(type_url: str) -> str:
     return name if name is not None else type_url.rsplit(".", 1)[-1]
 
 
+class MonotonicClock:
+    """`time.monotonic` as a `Clock`: the clock the test control plane stamps its journal with."""
+
+    def time(self) -> float:
+        return time.monotonic()
+
+    async def sleep_until(self, when: float) -> None:
+        await asyncio.sleep(max(0.0, when - time.monotonic()))
+
+
 class Fleet:
     """A run's shared state and the recording methods clients call."""
 
-    def __init__(self, result: RunResult, decoder: SharedDecoder) -> None:
+    def __init__(
+        self, result: RunResult, decoder: SharedDecoder, *, clock: Clock | None = None
+    ) -> None:
+        """``clock``: what the clients read and sleep on (by default the monotonic clock of
+        `now`; a test passes a `FakeClock` to move their timers and backoff itself)."""
         self.result = result
         self.decoder = decoder
+        self.clock: Clock = clock if clock is not None else MonotonicClock()
         #: (type URL, serial of a version) -> when the first client applied it as an update
         self._first_seen: dict[tuple[str, int], float] = {}
         #: when the latest push started (time.monotonic()), None before the first
@@ -57,6 +74,10 @@ class Fleet:
     def now() -> float:
         """The run's clock: the same monotonic clock the test control plane stamps."""
         return time.monotonic()
+
+    def time(self) -> float:
+        """What the clients' clock says now (`now`, unless a test gave another clock)."""
+        return self.clock.time()
 
     def intern(self, names: set[str] | frozenset[str]) -> frozenset[str]:
         """One frozenset for every client that wants the same names (most of a run's

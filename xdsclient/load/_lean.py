@@ -30,6 +30,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 
 from .. import resources
 from .._errors import ResourceDecodeError
+from .._xdstp import InvalidNameError, canonical_name
 
 __all__ = ["CLUSTER", "ENDPOINT", "KINDS", "LISTENER", "ROUTE", "Lean", "SharedDecoder"]
 
@@ -54,6 +55,15 @@ class Lean:
     refs: tuple[tuple[str, tuple[str, ...]], ...]
     #: unique per distinct body in a run: the same version held by different clients
     serial: int
+
+
+def _canonical(name: str, type_url: str) -> str:
+    """A reference as the session keys what it names (xdstp names in canonical form, as the
+    client's walk looks them up); a malformed one as written, so it never resolves."""
+    try:
+        return canonical_name(name, type_url)
+    except InvalidNameError:
+        return name
 
 
 def _hcm_refs(manager: Any, out: dict[str, list[str]]) -> None:
@@ -164,7 +174,10 @@ class SharedDecoder:
                 check(data)
             name, refs = reader(data)
             self._serial += 1
-            frozen = tuple((kind, tuple(dict.fromkeys(names))) for kind, names in refs.items())
+            frozen = tuple(
+                (kind, tuple(dict.fromkeys(_canonical(name, kind) for name in names)))
+                for kind, names in refs.items()
+            )
             result = (name, Lean(refs=frozen, serial=self._serial))
         except ResourceDecodeError as exc:
             result = exc

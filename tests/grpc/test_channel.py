@@ -1,0 +1,115 @@
+"""`XdsChannel` as grpc.aio's channel: generated-stub style calls of the four kinds over the
+test control plane and real backends, with metadata, and the channel's lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+
+import grpc
+import pytest
+
+from xdsclient import XdsClient
+from xdsclient.grpc import XdsChannel
+from xdsclient.testing import ControlPlane, bootstrap
+
+from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple
+
+
+async def test_generated_stub_calls_of_every_kind_reach_the_backend(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """Unary, server-streaming, client-streaming and bidi calls of a generated-style stub go
+    to the cluster's backend, which sees the caller's metadata."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            assert isinstance(channel, grpc.aio.Channel)
+            stub = EchoStub(channel)
+            reply = await stub.Say(Text(value="hi"), timeout=5, metadata=[("x-user", "42")])
+            assert reply.value == "a:hi"
+            assert a.metadata[-1]["x-user"] == "42"
+            streamed = [m.value async for m in stub.Count(Text(value="3"), timeout=5)]
+            assert streamed == ["a:0", "a:1", "a:2"]
+            collected = await stub.Collect(iter([Text(value="x"), Text(value="y")]), timeout=5)
+            assert collected.value == "a:x,y"
+            chat = stub.Chat(iter([Text(value="p"), Text(value="q")]), timeout=5)
+            assert [m.value async for m in chat] == ["a:p", "a:q"]
+            assert dict(a.calls) == {SAY: 1, COUNT: 1, COLLECT: 1, CHAT: 1}
+            assert await chat.code() is grpc.StatusCode.OK
+
+
+async def test_the_channel_reports_ready_and_shutdown(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """IDLE before it starts, READY once a backend is connected (`channel_ready`), SHUTDOWN
+    after `close`, and a call after close is refused as grpc.aio refuses it."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        channel = XdsChannel("xds:///svc", client=client)
+        assert channel.get_state() is grpc.ChannelConnectivity.IDLE
+        await asyncio.wait_for(channel.channel_ready(), 10)
+        assert channel.get_state() is grpc.ChannelConnectivity.READY
+        await channel.close()
+        assert channel.get_state() is grpc.ChannelConnectivity.SHUTDOWN
+        with pytest.raises(grpc.aio.UsageError):
+            await EchoStub(channel).Say(Text(value="late"), timeout=5)
+        assert not client.closed  # a shared client stays open
+
+
+async def test_without_a_client_the_channel_reads_the_bootstrap_and_closes_its_client(
+    plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No client: the channel makes one from ``GRPC_XDS_BOOTSTRAP`` as grpcio does, and
+    closing the channel closes it."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "bootstrap.json")
+            with open(path, "w") as file:
+                json.dump(bootstrap([plane], node_id="from-env"), file)
+            monkeypatch.setenv("GRPC_XDS_BOOTSTRAP", path)
+            async with XdsChannel("xds:///svc") as channel:
+                reply = await EchoStub(channel).Say(Text(value="env"), timeout=5)
+                assert reply.value == "a:env"
+                assert channel.client.config.node.id == "from-env"
+            assert channel.client.closed
+
+
+async def test_cancelling_a_call_cancels_it_at_the_caller(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """``call.cancel()`` ends a call in flight: the caller sees CancelledError, as grpc.aio's
+    callers do, and its code is CANCELLED."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            call = EchoStub(channel).Say(Text(value="hold"), timeout=10)
+            await asyncio.wait_for(a.held.wait(), 5)
+            assert call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert await call.code() is grpc.StatusCode.CANCELLED
+
+
+async def test_a_streaming_call_made_without_an_iterator_takes_writes(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """``write`` and ``done_writing`` on a client-streaming call made without a request
+    iterator send the messages, as on a grpc.aio channel; the call's metadata and code read
+    as grpc.aio's."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            call = EchoStub(channel).Collect(timeout=5)
+            await call.write(Text(value="m"))
+            await call.write(Text(value="n"))
+            await call.done_writing()
+            assert (await call).value == "a:m,n"
+            assert await call.code() is grpc.StatusCode.OK
+            assert await call.details() == ""
+            assert isinstance(await call.trailing_metadata(), grpc.aio.Metadata)
+            assert call.done()
+            assert not call.cancelled()

@@ -1,0 +1,159 @@
+"""What the call path decides, done over real calls: routes by path and header, a weighted
+split, retries (counted at the backends, with ``grpc-previous-rpc-attempts``), a fault abort,
+and the request the backends receive."""
+
+from __future__ import annotations
+
+import collections
+import random
+import time
+from typing import Any
+
+import grpc
+import pytest
+
+from tests.call.builders import add_route, fault, listener, override, route_config
+from xdsclient import XdsClient
+from xdsclient.grpc import XdsChannel
+from xdsclient.lb import ConnectivityState
+from xdsclient.testing import ControlPlane
+
+from .echo import SAY, EchoBackend, EchoStub, Text, cluster_of, echo_backends, until
+
+
+def _served(routes: Any, clusters: dict[str, list[EchoBackend]], **kwargs: Any) -> list[Any]:
+    resources = [listener(name="svc", rds=routes.name, **kwargs), routes]
+    for name, backends in clusters.items():
+        resources += cluster_of(name, backends)
+    return resources
+
+
+async def test_calls_are_routed_by_path_and_header(plane: ControlPlane, client: XdsClient) -> None:
+    """The first matching route decides: a header match sends to one cluster, the path
+    prefix to another, the rest to a third."""
+    async with echo_backends("h", "p", "d") as (h, p, d):
+        routes = route_config("svc-routes")
+        vhost = routes.virtual_hosts[0]
+        by_header = add_route(vhost, "/echo.", "ch")
+        by_header.match.headers.add(name="x-env").string_match.exact = "canary"
+        add_route(vhost, "/echo.Echo/Say", "cp")
+        add_route(vhost, "", "cd")
+        plane.set_all(_served(routes, {"ch": [h], "cp": [p], "cd": [d]}))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            canary = await stub.Say(Text(value="1"), metadata=[("x-env", "canary")], timeout=5)
+            plain = await stub.Say(Text(value="2"), metadata=[("x-env", "prod")], timeout=5)
+            other = [m.value async for m in stub.Count(Text(value="1"), timeout=5)]
+        assert (canary.value, plain.value, other) == ("h:1", "p:2", ["d:0"])
+
+
+async def test_a_weighted_split_sends_each_cluster_its_share(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """400 calls over a 75/25 split: the 25 side gets 100 +- 5 standard deviations."""
+    async with echo_backends("big", "small") as (big, small):
+        routes = route_config("svc-routes")
+        route = add_route(routes.virtual_hosts[0], "", cluster=None)
+        route.route.weighted_clusters.clusters.add(name="cbig").weight.value = 75
+        route.route.weighted_clusters.clusters.add(name="csmall").weight.value = 25
+        plane.set_all(_served(routes, {"cbig": [big], "csmall": [small]}))
+        async with XdsChannel("xds:///svc", client=client, rng=random.Random(32)) as channel:
+            stub = EchoStub(channel)
+            replies = [(await stub.Say(Text(value=""), timeout=5)).value for _ in range(400)]
+        shares = collections.Counter(reply.split(":")[0] for reply in replies)
+        assert abs(shares["small"] - 100) < 5 * (400 * 0.25 * 0.75) ** 0.5
+        assert shares["big"] + shares["small"] == 400
+
+
+async def test_retries_reach_the_backends_each_with_a_new_pick(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A route retrying UNAVAILABLE 3 times: a call that keeps failing is sent 4 times, each
+    a new pick (round robin alternates the two backends); it ends with the last attempt's
+    status. A code the policy does not name is sent once. (grpcio's client drops
+    ``grpc-previous-rpc-attempts`` from application metadata, so the backends never see it.)"""
+    async with echo_backends("a", "b") as (a, b):
+        routes = route_config("svc-routes")
+        route = add_route(routes.virtual_hosts[0], "", "c")
+        route.route.retry_policy.retry_on = "unavailable"
+        route.route.retry_policy.num_retries.value = 3
+        route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
+        plane.set_all(_served(routes, {"c": [a, b]}))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            await stub.Say(Text(value="warm"), timeout=5)  # round robin's first pick done
+            states = channel._core.connections.states
+            await until(lambda: states() == [ConnectivityState.READY] * 2)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.Say(Text(value="fail:UNAVAILABLE"), timeout=5)
+            assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert failed.value.details() in {"a failed", "b failed"}
+            assert a.calls[SAY] + b.calls[SAY] == 5
+            assert a.calls[SAY] == b.calls[SAY] + 1 or b.calls[SAY] == a.calls[SAY] + 1
+            with pytest.raises(grpc.aio.AioRpcError) as other:
+                await stub.Say(Text(value="fail:INTERNAL"), timeout=5)
+            assert other.value.code() is grpc.StatusCode.INTERNAL
+            assert a.calls[SAY] + b.calls[SAY] == 6
+
+
+async def test_a_fault_abort_fails_the_call_before_any_backend(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A route's fault override aborting 100% with RESOURCE_EXHAUSTED fails its calls with
+    that code, and no backend sees them; other routes go through."""
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        aborted = add_route(routes.virtual_hosts[0], "/echo.Echo/Say", "c")
+        aborted.typed_per_filter_config["fault0"].Pack(
+            override(fault(abort_grpc=8, abort_percent=(100, 0)))
+        )
+        add_route(routes.virtual_hosts[0], "", "c")
+        plane.set_all(_served(routes, {"c": [a]}, faults=(fault(),)))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.Say(Text(value="x"), timeout=5)
+            assert failed.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert [m.value async for m in stub.Count(Text(value="1"), timeout=5)] == ["a:0"]
+        assert a.calls[SAY] == 0
+
+
+async def test_a_fault_delay_holds_the_call_before_it_is_sent(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A 100% fixed delay of 0.3 s: the call reaches the backend and returns after at least
+    0.3 s; a call whose deadline falls inside the delay fails DEADLINE_EXCEEDED unsent."""
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        add_route(routes.virtual_hosts[0], "", "c")
+        delay = fault(delay_s=0.3, delay_percent=(100, 0))
+        plane.set_all(_served(routes, {"c": [a]}, faults=(delay,)))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            await channel.channel_ready()
+            started = time.monotonic()
+            assert (await stub.Say(Text(value="late"), timeout=5)).value == "a:late"
+            assert time.monotonic() - started >= 0.3
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.Say(Text(value="never"), timeout=0.1)
+            assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert a.calls[SAY] == 1
+
+
+async def test_max_stream_duration_is_the_calls_deadline(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """The listener's ``max_stream_duration`` of 0.5 s ends a call the backend holds with
+    DEADLINE_EXCEEDED after about 0.5 s, though the caller gave 10 s."""
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        add_route(routes.virtual_hosts[0], "", "c")
+        plane.set_all(_served(routes, {"c": [a]}, max_stream_duration_s=0.5))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            await channel.channel_ready()
+            started = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await EchoStub(channel).Say(Text(value="hold"), timeout=10)
+            took = time.monotonic() - started
+        assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert 0.45 <= took < 2.0

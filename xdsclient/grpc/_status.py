@@ -1,0 +1,78 @@
+"""The call path's statuses as grpc.aio raises them, and grpc.aio's failures as attempt outcomes.
+
+Why one place: a call that fails before any attempt (no route, a fault abort, a failed pick, the
+deadline) must look to the caller exactly like one a server failed: a `grpc.aio.AioRpcError`
+with gRPC's code and details. And an attempt's failure must reach the retry rules as data
+(`AttemptOutcome`): its code, its details and the server's ``grpc-retry-pushback-ms``.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from .. import ResourceDoesNotExistError, ResourceError, ResourceValidationError, XdsError
+from .._call import AttemptOutcome, Code, Status
+
+__all__ = ["PUSHBACK", "outcome_of", "resource_details", "rpc_error", "status_code"]
+
+_KINDS = {
+    "envoy.config.listener.v3.Listener": "LDS",
+    "envoy.config.route.v3.RouteConfiguration": "RDS",
+    "envoy.config.cluster.v3.Cluster": "CDS",
+    "envoy.config.endpoint.v3.ClusterLoadAssignment": "EDS",
+}
+
+#: The trailer a server asks for a retry delay with (gRFC A6).
+PUSHBACK = "grpc-retry-pushback-ms"
+_BY_VALUE = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def status_code(code: Code) -> grpc.StatusCode:
+    """grpc's enum member for a call-path code."""
+    return _BY_VALUE[int(code)]
+
+
+def rpc_error(
+    status: Status,
+    *,
+    initial: grpc.aio.Metadata | None = None,
+    trailing: grpc.aio.Metadata | None = None,
+) -> grpc.aio.AioRpcError:
+    """The error grpc.aio raises for a call that ended with ``status``."""
+    return grpc.aio.AioRpcError(
+        code=status_code(status.code),
+        initial_metadata=initial if initial is not None else grpc.aio.Metadata(),
+        trailing_metadata=trailing if trailing is not None else grpc.aio.Metadata(),
+        details=status.details,
+        debug_error_string=None,
+    )
+
+
+def outcome_of(error: grpc.aio.AioRpcError, *, committed: bool) -> AttemptOutcome:
+    """An attempt's outcome from the error grpc.aio raised for it."""
+    pushback = None
+    trailing = error.trailing_metadata()
+    if trailing is not None:
+        value = trailing.get(PUSHBACK)
+        if value is not None:
+            pushback = value if isinstance(value, str) else value.decode("latin-1")
+    code = Code(error.code().value[0])
+    return AttemptOutcome(
+        code=code, details=error.details() or "", committed=committed, pushback=pushback
+    )
+
+
+def resource_details(error: XdsError, node_id: str) -> str:
+    """C-core's words for a resource the configuration lacks: ``<LDS|RDS|CDS|EDS> resource
+    <name>: <reason> (node ID:<id>)``, the reason ``does not exist`` for a missing or deleted
+    one, ``invalid resource: <why>`` for a NACKed one (C-core words the why its own way)."""
+    if not isinstance(error, ResourceError):
+        return f"{error} (node ID:{node_id})"
+    kind = _KINDS.get(error.type_url.rsplit("/", 1)[-1], error.type_url)
+    if isinstance(error, ResourceDoesNotExistError):
+        reason = "does not exist"
+    elif isinstance(error, ResourceValidationError):
+        reason = f"invalid resource: {error.message}"
+    else:
+        reason = error.message
+    return f"{kind} resource {error.name}: {reason} (node ID:{node_id})"
