@@ -37,6 +37,11 @@ COMPILED: Final = not __file__.endswith(".py")
 
 _new: Final = tuple.__new__
 _UNKNOWN: Final = HealthStatus.UNKNOWN
+# Final aliases: compiled, they are C statics, not a module dict lookup per record built.
+_ENDPOINT: Final = Endpoint
+_LOCALITY_ENDPOINTS: Final = LocalityEndpoints
+_STATUSES: Final = _HEALTH
+_NO_METADATA_MAP: Final = _NO_METADATA
 
 
 class _Unusual(Exception):
@@ -191,7 +196,8 @@ def _group(
         if endpoint is None:
             return False
         endpoints.append(endpoint)
-    record = _new(LocalityEndpoints, (_locality(where), weight, priority, tuple(endpoints)))
+    locality = _locality(where)
+    record = _new(_LOCALITY_ENDPOINTS, (locality, weight, priority, tuple(endpoints)))
     group_list = by_priority.get(priority)
     if group_list is None:
         by_priority[priority] = [record]
@@ -280,8 +286,8 @@ def _endpoint(
                 return None
             keys.append(checked)
         additional = tuple(keys)
-    status = _HEALTH.get(health, _UNKNOWN)
-    return _new(Endpoint, (key[0], key[1], additional, hostname, status, weight, _NO_METADATA))
+    status = _STATUSES.get(health, _UNKNOWN)
+    return _new(_ENDPOINT, (key[0], key[1], additional, hostname, status, weight, _NO_METADATA_MAP))
 
 
 def _additional(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
@@ -339,10 +345,9 @@ def _check(address: tuple[str, int] | None, seen: set[tuple[str, int]]) -> tuple
         return None
     if address[1] > 65535:
         return None
-    if address in seen:
-        return None
-    seen.add(address)
-    return address
+    count = len(seen)
+    seen.add(address)  # one hash, one boxing of the native tuple: no separate ``in`` test
+    return None if len(seen) == count else address
 
 
 def _dotted_quad(data: bytes, pos: int, end: int) -> bool:
