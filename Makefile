@@ -74,7 +74,7 @@ test-compiled: compiled
 demo: $(STAMP)
 	$(BIN)/python -m xdsclient demo $(ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) compiled
 	$(BIN)/python bench/core.py
 
 # The documentation site (issue 27): MkDocs with the tools of the `docs` extra, into build/site.
