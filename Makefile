@@ -44,7 +44,8 @@ test-long: $(STAMP)
 # of the package: setuptools, which mypyc drives, must not read our pyproject.toml (hatchling's).
 # Needs a C compiler and Python's headers; it runs again only when one of them changed.
 MYPYC_HOOK := ['tool']['hatch']['build']['targets']['wheel']['hooks']['mypyc']['include']
-COMPILED_SOURCES := $(shell $(PYTHON) -c "import tomllib; 	print(' '.join(p.lstrip('/') for p in tomllib.load(open('pyproject.toml', 'rb'))$(MYPYC_HOOK)))")
+COMPILED_SOURCES := $(shell $(PYTHON) -c "import tomllib; \
+	print(' '.join(p.lstrip('/') for p in tomllib.load(open('pyproject.toml', 'rb'))$(MYPYC_HOOK)))")
 COMPILED_STAMP := $(VENV)/.compiled
 MYPYC_BUILD := build/mypyc
 
@@ -77,7 +78,7 @@ demo: $(STAMP)
 bench: $(STAMP) compiled
 	$(BIN)/python bench/core.py
 
-# The documentation site (issue 27): MkDocs with the tools of the `docs` extra, into build/site.
+# The documentation site: MkDocs with the tools of the `docs` extra, into build/site.
 DOCS_STAMP := $(VENV)/.installed-docs
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 HOOKS := docs/_hooks
@@ -98,7 +99,8 @@ docs-serve: $(DOCS_STAMP)
 
 # The built site in headless Chromium (Debian's chromium and chromium-driver, installed here when
 # missing and we are root); with XDSCLIENT_REQUIRE_BROWSER=1 a missing browser fails, not skips.
-# The load tester's HTML report (issue 26) is checked in the same browser, under the same rules.
+# The load tester's HTML report (`xdsclient load --html`) is checked in the same browser, under
+# the same rules.
 docs-check: docs
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \

@@ -1,4 +1,4 @@
-"""Benchmark: the load tester against the issue's targets (issue 26, "Performance").
+"""Benchmark: the load tester against its performance targets (docs/load-testing.md, "Performance").
 
 The test control plane (`xdsclient.testing.ControlPlane`) runs in its own process, so what is
 measured here is the generator alone: its CPU time and memory are this process's. Each client

@@ -40,7 +40,8 @@ def listener() -> Any:
     return message
 
 
-#: Endpoints per assignment, as in the issue's measurements (one locality each).
+#: Endpoints per assignment (one locality each), as in the measurements that set the load
+#: tester's targets.
 ENDPOINTS_PER_ASSIGNMENT = 3
 
 

@@ -27,7 +27,9 @@ FULL = {
         "metadata": {"INSTANCE_IP": "10.0.0.1"},
         "locality": {"zone": "us-central1-a"},
     },
-    "certificate_providers": {"ignored": {}},
+    "certificate_providers": {
+        "p": {"plugin_name": "file_watcher", "config": {"ca_certificate_file": "/ca.pem"}}
+    },
     "unknown_field": 1,
 }
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,10 +22,9 @@ from xdsclient.testing import ControlPlane
 
 
 @pytest.fixture
-async def cp() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as control_plane:
-        control_plane.set_all([listener("l"), routes("c"), cluster("c"), endpoints("c")])
-        yield control_plane
+def cp_resources() -> list[Any]:
+    """What ``cp`` serves: a listener ``l`` whose routes send everything to cluster ``c``."""
+    return [listener("l"), routes("c"), cluster("c"), endpoints("c")]
 
 
 async def test_watch_streams_changes_from_a_server_as_lines_or_json(cp: ControlPlane) -> None:

@@ -259,7 +259,7 @@ def test_a_route_with_a_non_forwarding_action_reaches_no_cluster() -> None:
     assert list(config.clusters) == ["a"]
 
 
-# ------------------------------------------------------------------ incremental walks (issue 14)
+# ----------------------------------------------------------------------------- incremental walks
 
 
 def _complete(cache: Cache, previous: XdsConfig | None = None) -> XdsConfig:

@@ -1,4 +1,4 @@
-"""Every public name has a docstring: the API reference (issue 27) shows nothing for one without.
+"""Every public name has a docstring: the API reference shows nothing for one without.
 
 Public means: each name in the ``__all__`` of `PACKAGES`, and the public methods and properties
 of each public class (its own, and those it inherits from our private bases, which the reference

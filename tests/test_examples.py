@@ -63,6 +63,15 @@ async def test_xds_channel_splits_and_pins_calls_of_a_stub() -> None:
     assert results["x-canary: yes"] == {"canary": 10}
 
 
+async def test_custom_policy_sends_nearly_every_call_to_the_quicker_backend() -> None:
+    """The example's least-latency policy, registered and named by the cluster, balances a
+    real stub's calls: the backend 20 ms slower gets only the first try and a few
+    explorations (5%, a seeded draw)."""
+    answered = await load("custom_policy").main(calls=60)
+    assert answered["fast"] + answered["slow"] == 60
+    assert answered["fast"] >= 50
+
+
 def test_control_plane_test_passes_under_pytest() -> None:
     import subprocess
 

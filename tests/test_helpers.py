@@ -1,4 +1,5 @@
-"""The suite's shared `eventually`: what it returns, what it awaits, and how it fails."""
+"""The suite's shared waits: `eventually` (what it returns, what it awaits, how it fails) and
+`idle` (it runs the loop as long as anything is ready, and no longer)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import eventually
+from tests.helpers import eventually, idle
 
 
 async def test_eventually_returns_the_first_truthy_value_of_the_condition() -> None:
@@ -59,3 +60,50 @@ async def test_a_timeout_raised_by_the_condition_itself_is_not_reported_as_ours(
 
     with pytest.raises(TimeoutError, match="own deadline"):
         await eventually(times_out)
+
+
+async def test_idle_runs_a_chain_of_tasks_longer_than_any_fixed_count_of_turns() -> None:
+    """A hand-off through 500 tasks (each waking the next) is complete when idle returns: it
+    waits for the loop to have nothing ready, not for a number of turns."""
+    hops = 500
+    events = [asyncio.Event() for _ in range(hops + 1)]
+    done: list[int] = []
+
+    async def hop(i: int) -> None:
+        await events[i].wait()
+        done.append(i)
+        events[i + 1].set()
+
+    tasks = [asyncio.create_task(hop(i)) for i in range(hops)]
+    events[0].set()
+    await idle()
+    assert done == list(range(hops))
+    assert all(task.done() for task in tasks)
+
+
+async def test_idle_returns_while_a_task_waits_on_what_only_the_test_can_do() -> None:
+    """A task blocked on a future nobody completes does not keep the loop busy."""
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiter = asyncio.create_task(asyncio.wait_for(never, None))
+    await idle()
+    assert not waiter.done()
+    never.set_result(None)
+    await idle()
+    assert waiter.done()
+
+
+async def test_idle_fails_naming_a_task_that_never_waits() -> None:
+    """A task spinning on ``sleep(0)`` keeps the loop busy: idle fails and names it."""
+
+    async def spin() -> None:
+        while True:
+            await asyncio.sleep(0)
+
+    spinner = asyncio.create_task(spin(), name="spinner")
+    try:
+        with pytest.raises(pytest.fail.Exception) as failed:
+            await idle(turns=50)
+    finally:
+        spinner.cancel()
+    assert str(failed.value).startswith("the loop was still busy after 50 turns; ready to run: ")
+    assert "spinner" in str(failed.value)

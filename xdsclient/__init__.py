@@ -61,6 +61,7 @@ from ._settings._config import (
     AuthorityConfig,
     Backoff,
     BootstrapError,
+    CertificateProviderConfig,
     ChannelCredentials,
     ClientConfig,
     Locality,
@@ -73,6 +74,7 @@ from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._version import __version__ as __version__
 from ._watch._config_watch import ConfigUpdate, ConfigWatch
 from ._watch._dependencies import ClusterConfig, XdsConfig
+from ._watch._resolve import Available, Missing, Outcome, TimedOut
 from ._watch._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from ._xdstp import InvalidNameError, XdstpName
 from .resources import ResourceType
@@ -80,9 +82,11 @@ from .resources import ResourceType
 __all__ = [
     "AmbientError",
     "AuthorityConfig",
+    "Available",
     "Backoff",
     "BootstrapError",
     "CallbackWatcher",
+    "CertificateProviderConfig",
     "ChannelClosed",
     "ChannelCredentials",
     "ClientClosedError",
@@ -105,9 +109,11 @@ __all__ = [
     "Locality",
     "LocalityLoadReport",
     "MetricLoad",
+    "Missing",
     "MissingExtraError",
     "NodeConfig",
     "Observer",
+    "Outcome",
     "ProtocolError",
     "ProtocolEvent",
     "ProtocolOptions",
@@ -132,6 +138,7 @@ __all__ = [
     "Session",
     "Stream",
     "StreamSpec",
+    "TimedOut",
     "Transport",
     "TransportError",
     "TransportFactory",

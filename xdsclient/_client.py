@@ -41,9 +41,12 @@ from ._transports import TransportFactory
 from ._watch._config_watch import ConfigUpdate, ConfigWatch
 from ._watch._dependencies import XdsConfig
 from ._watch._registry import Registry, check_name
+from ._watch._resolve import Outcome
+from ._watch._resolver import Resolver
 from ._watch._wait import wait_for, wait_for_config
 from ._watch._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
-from .resources import BUILTIN_TYPES, ClusterView, ResourceType
+from .resources import BUILTIN_TYPES, VIRTUAL_HOST, ClusterView, ResourceType
+from .resources._virtual_host import vhds_name
 
 __all__ = ["XdsClient"]
 
@@ -97,6 +100,12 @@ class XdsClient:
             tasks=self._tasks,
         )
         self._observers = Observers()
+        self._resolver = Resolver(
+            self._registry,
+            self._clock,
+            grace=self._options.on_demand_grace,
+            add_observer=self._observers.add,
+        )
         self._stats = StatsRecorder()
         self._observers.add(self._stats, verdicts=False)
         self._observers.add(ProtocolLogger(), verdicts=False)
@@ -170,6 +179,7 @@ class XdsClient:
         returned handle to stop; the last watcher of a name to leave unsubscribes it.
         """
         check_watcher(watcher)
+        self._check_vhds(resource_type)
         return self._registry.add_watcher(resource_type, name, watcher)
 
     def watch(self, resource_type: ResourceType[Any] | str, name: str) -> Watch:
@@ -181,10 +191,56 @@ class XdsClient:
         client. Leaving ``async with`` (or `Watch.cancel`) unsubscribes when no one else watches;
         a watch dropped without that still unsubscribes, with a `ResourceWarning`.
         """
+        self._check_vhds(resource_type)
         watch = Watch()
         feeder = watch._watcher()
         watch._attach(self._registry.add_watcher(resource_type, name, feeder, feeder.closed))
         return watch
+
+    async def resolve(
+        self, resource_type: ResourceType[Any] | str, name: str, *, timeout: float = 5.0
+    ) -> Outcome:
+        """Resolve ``name`` on demand, as Envoy's on-demand CDS does: `Available` (its value),
+        `Missing` (the server said it does not exist) or `TimedOut` (nothing decisive within
+        ``timeout`` seconds of the client's clock). Never raises for those outcomes.
+
+        Concurrent resolves of a name share one subscription; names asked while the first
+        on-demand request of their type is unanswered go out together in the next one. The
+        name stays subscribed while anything watches it, and ``options.on_demand_grace``
+        seconds after its last resolve (a resolve then is answered at once). Works for any
+        type on any transport that subscribes by name (docs/on-demand.md).
+        """
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        self._check_vhds(resource_type)
+        type_url = self._registry.type_url(resource_type)
+        key = self._registry.name(type_url, name)
+        self._registry.check_open()
+        assert self._pool is not None
+        self._pool.check_type(type_url)
+        return await self._resolver.resolve(type_url, key, float(timeout))
+
+    def watch_virtual_host(self, route_config_name: str, authority: str) -> Watch:
+        """Watch the virtual host of ``authority`` in ``route_config_name`` over VHDS (Delta
+        only): the `VIRTUAL_HOST` resource ``<route configuration name>/<authority>``, whose
+        events carry `VirtualHostView` values, or a `DataError` of
+        `ResourceDoesNotExistError` when the server knows no such host. Keep the route
+        configuration watched too (`watch_config` does): the server serves a route
+        configuration's virtual hosts to a client that has it."""
+        check_name(route_config_name)
+        check_name(authority)
+        return self.watch(VIRTUAL_HOST, vhds_name(route_config_name, authority))
+
+    def _check_vhds(self, resource_type: ResourceType[Any] | str) -> None:
+        """VHDS is Delta only (the xDS protocol has no SotW variant of it): a clear error."""
+        type_url = (
+            resource_type.type_url if isinstance(resource_type, ResourceType) else resource_type
+        )
+        if type_url == VIRTUAL_HOST.type_url and not self._options.delta and self._options.ads:
+            raise ValueError(
+                "VHDS (VirtualHost) exists only in Delta (incremental) xDS; "
+                "create the client with delta=True"
+            )
 
     async def wait_for(
         self,
@@ -305,7 +361,7 @@ class XdsClient:
         ``update_failure``, ``update_empty``, ``version``, and each server's
         ``connected_state``, ``lrs_state`` and ``lrs_stream_failures``
         (docs/observability.md says how each is counted)."""
-        return self._stats.snapshot()
+        return attrs.evolve(self._stats.snapshot(), resolves=dict(self._resolver.book.counts))
 
     def enable_metrics(
         self, meter_provider: Any = None, *, target: str = "#xdsclient"
@@ -315,9 +371,10 @@ class XdsClient:
         ``.resource_updates_valid``, ``.resource_updates_invalid`` and ``.resources``, labelled
         with ``grpc.target`` (``target``: the channel target or service this client serves),
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
-        ``grpc.xds.cache_state``; and our ``xdsclient.lrs.reporting`` gauge and
-        ``xdsclient.lrs.stream_failure`` counter for load reporting streams. Needs the
-        ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
+        ``grpc.xds.cache_state``; our ``xdsclient.lrs.reporting`` gauge and
+        ``xdsclient.lrs.stream_failure`` counter for load reporting streams; and the
+        ``xdsclient.resolves`` counter of `resolve` calls by ``xdsclient.resolve.outcome``.
+        Needs the ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
         reporting."""
         self._registry.check_open()
         connected = {name: server.connected_state for name, server in self.stats().servers.items()}
@@ -327,6 +384,7 @@ class XdsClient:
             meter_provider=meter_provider,
             target=target,
             connected=connected,
+            resolves=lambda: self._resolver.book.counts,
         )
 
     def resource_states(self) -> list[ResourceState]:

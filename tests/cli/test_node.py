@@ -4,22 +4,13 @@ a CLI client presents, over ``--server`` and over a bootstrap's node, and their 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
 
-from tests.builders import cluster
 from tests.cli.helpers import cli, one_error_line
 from xdsclient.testing import ControlPlane
-
-
-@pytest.fixture
-async def cp() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as control_plane:
-        control_plane.set(cluster("c"))
-        yield control_plane
 
 
 def first_node(cp: ControlPlane) -> dict[str, object]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import XdsClient
 from xdsclient._cli._watch import _event_lines
 from xdsclient.resources import CLUSTER
@@ -30,7 +31,7 @@ async def test_an_error_repeated_by_every_retry_is_printed_once() -> None:
         reader = asyncio.ensure_future(anext(lines))
         for _ in range(4):  # four backoff cycles, each refused alike
             clock.advance(200)
-            await settle()
+            await idle()
         assert fake.open_attempts >= 5  # the client did retry
         assert not reader.done()
         fake.refuse("no route to host")

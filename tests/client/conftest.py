@@ -35,12 +35,6 @@ def variant(request: pytest.FixtureRequest) -> Variant:
 
 
 @pytest.fixture
-async def control_plane() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as cp:
-        yield cp
-
-
-@pytest.fixture
 async def client(control_plane: ControlPlane, variant: Variant) -> AsyncIterator[XdsClient]:
     async with XdsClient(
         control_plane.address,

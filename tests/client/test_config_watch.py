@@ -11,9 +11,8 @@ from envoy.config.route.v3 import route_pb2
 from tests import builders
 from tests.builders import cluster, endpoints, listener
 from tests.client.conftest import Variant
-from tests.helpers import eventually
+from tests.helpers import eventually, idle
 from tests.shell.conftest import OPTIONS as FAKE_OPTIONS
-from tests.shell.conftest import settle
 from xdsclient import (
     AmbientError,
     ConfigUpdate,
@@ -204,7 +203,7 @@ async def _served(fake: FakeTransport, configs: Any) -> XdsConfig:
     stream = await fake.stream()
     for resource in (listener("l", route="r"), builders.routes("c", name="r"), cluster("c")):
         stream.send([resource])
-        await settle()
+        await idle()
     stream.send([endpoints("c")])
     snapshot = await next_config(configs)
     assert isinstance(snapshot, XdsConfig)
@@ -228,7 +227,7 @@ async def test_a_server_that_stays_down_is_one_ambient_error_not_one_per_retry()
         reader = asyncio.ensure_future(next_config(configs))
         for _ in range(4):  # four more backoff cycles, each failing the same way
             clock.advance(200)
-            await settle()
+            await idle()
         assert fake.open_attempts >= attempts + 4  # the client did retry
         assert not reader.done()
         fake.refuse("xDS server gone elsewhere")

@@ -1,4 +1,4 @@
-"""A consumer that leaves or stops reading never stalls another watcher (issue bug 2)."""
+"""A consumer that leaves or stops reading never stalls another watcher."""
 
 from __future__ import annotations
 

@@ -7,9 +7,18 @@ import asyncio
 import pytest
 from envoy.config.cluster.v3 import cluster_pb2
 
-from xdsclient import ClientClosedError, WaitTimeoutError, XdsClient, XdsConfig, XdsError
-from xdsclient.resources import CLUSTER, ENDPOINT
-from xdsclient.testing import ControlPlane, builders
+from tests.client.conftest import FAST_BACKOFF, Variant
+from tests.helpers import eventually
+from xdsclient import (
+    ClientClosedError,
+    ClientOptions,
+    WaitTimeoutError,
+    XdsClient,
+    XdsConfig,
+    XdsError,
+)
+from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER
+from xdsclient.testing import ControlPlane, FakeClock, builders
 
 
 async def test_wait_for_returns_a_cached_value_without_a_predicate(
@@ -140,11 +149,31 @@ async def test_wait_for_config_raises_a_timeout_naming_the_last_update(
 
 @pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)
 async def test_wait_for_config_names_the_error_when_the_listener_is_unusable(
-    control_plane: ControlPlane, client: XdsClient
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
-    """A listener never sent times out naming the error the client reported for it."""
-    with pytest.raises(WaitTimeoutError, match="last update: ResourceTimeoutError: Listener"):
-        await client.wait_for_config("missing", timeout=1.5)  # the fixture's timer is 1 s
+    """A listener never sent times out naming the error the client reported for it. Its
+    does-not-exist timer fires on the client's fake clock once the request is out, before the
+    wait starts, so no race between the timer and the wait decides the message."""
+    clock = FakeClock()
+    options = ClientOptions(does_not_exist_timeout=1.0, backoff=FAST_BACKOFF)
+    async with (
+        XdsClient(
+            control_plane.address, node_id="n", clock=clock, options=options, **variant
+        ) as client,
+        client.watch(LISTENER, "missing"),
+    ):
+        await eventually(
+            lambda: any("missing" in r.message.resource_names for r in control_plane.requests)
+        )
+        clock.advance(1.0)
+
+        def reported() -> bool:
+            state = client.resource_state(LISTENER, "missing")
+            return state is not None and state.error is not None
+
+        await eventually(reported, what="the does-not-exist error")
+        with pytest.raises(WaitTimeoutError, match="last update: ResourceTimeoutError: Listener"):
+            await client.wait_for_config("missing", timeout=0.3)
 
 
 @pytest.mark.parametrize("variant", [{"ads": True, "delta": False}], indirect=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.builders import cluster, endpoints
-from tests.client.conftest import next_event
+from tests.client.conftest import FAST_BACKOFF, Variant, next_event
 from tests.helpers import eventually
 from xdsclient import (
     CallbackWatcher,
+    ClientOptions,
     DataError,
     Event,
     ResourceChanged,
@@ -19,7 +18,7 @@ from xdsclient import (
     XdsClient,
 )
 from xdsclient.resources import CLUSTER, ENDPOINT
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, FakeClock
 
 
 async def test_a_watch_receives_the_resource_and_its_updates(
@@ -88,24 +87,33 @@ async def test_a_resource_created_after_its_timeout_is_delivered(
 
 
 async def test_an_expired_ttl_removes_the_resource_and_heartbeats_keep_it(
-    control_plane: ControlPlane, client: XdsClient
+    control_plane: ControlPlane, variant: Variant
 ) -> None:
-    # Real time, so the margins are wide: a heartbeat every 0.2 s against a 1.5 s TTL holds
-    # on a loaded machine (a lapsed "kept" would expire, and its next heartbeat, of a resource
-    # the client no longer holds, would read as a deletion). Timing itself: tests/protocol.
+    """Over real gRPC, on the client's fake clock: a resource whose 1.5 s TTL passes expires,
+    one the server heartbeats every 0.5 s stays. Each step waits for the heartbeat to arrive
+    (its new deadline) before time moves, so a loaded machine changes nothing."""
     control_plane.set(cluster("kept"), ttl=1.5)
     control_plane.set(cluster("dies"), ttl=1.5)
+    clock = FakeClock()
+    options = ClientOptions(does_not_exist_timeout=15.0, backoff=FAST_BACKOFF)
     async with (
+        XdsClient(
+            control_plane.address, node_id="n", clock=clock, options=options, **variant
+        ) as client,
         client.watch(CLUSTER, "kept") as kept,
         client.watch(CLUSTER, "dies") as dies,
     ):
         assert isinstance(await next_event(kept), ResourceChanged)
         assert isinstance(await next_event(dies), ResourceChanged)
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 2.0
-        while loop.time() < end:
+
+        def refreshed() -> bool:
+            state = client.resource_state(CLUSTER, "kept")
+            return state is not None and state.expires_at == clock.time() + 1.5
+
+        for _ in range(4):  # heartbeats at 0, 0.5, 1.0 and 1.5 s; "dies" expires at 1.5 s
             control_plane.heartbeat(CLUSTER.type_url, "kept")
-            await asyncio.sleep(0.2)
+            await eventually(refreshed, what=f"the heartbeat at {clock.time()} s")
+            clock.advance(0.5)
         expired = await next_event(dies, timeout=3)
         assert isinstance(expired, DataError)
         assert isinstance(expired.error, ResourceExpiredError)

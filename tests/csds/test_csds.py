@@ -10,8 +10,8 @@ from envoy.service.status.v3 import csds_pb2
 from google.protobuf import json_format
 
 from tests.builders import CDS, cluster, sotw_response, wrapped
-from tests.helpers import eventually
-from tests.shell.conftest import OPTIONS, clock, fake, settle
+from tests.helpers import eventually, idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import (
     CallbackWatcher,
     DataError,
@@ -23,8 +23,6 @@ from xdsclient import (
 )
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane, FakeClock, FakeTransport, bootstrap
-
-__all__ = ["clock", "fake"]  # the shell tests' fake clock and transport fixtures
 
 Status = config_dump_shared_pb2.ClientResourceStatus
 
@@ -48,15 +46,15 @@ async def test_every_client_status_is_reported_as_c_core_does(
         everything = [cluster(n) for n in ("acked", "nacked_cached", "gone")]
         ttl = wrapped(cluster("ttl"), name="ttl", ttl=5)
         stream.respond(sotw_response(CDS, [*everything, ttl], version="1", nonce="a"))
-        await settle()
+        await idle()
         clock.advance(1.0)  # 101
         later = [cluster("acked"), bad("nacked_cached"), bad("nacked"), ttl]
         errors = [("error", 14, "backend unavailable")]
         stream.respond(sotw_response(CDS, later, version="2", nonce="b", errors=errors))
-        await settle()
+        await idle()
         clock.advance(14.5)  # 115.5: "timeout" and "waiting" time out; "ttl" expired at 106
         c.add_watcher(CLUSTER, "late", CallbackWatcher(lambda event: None))
-        await settle()
+        await idle()
         config = c.csds(scope="xds:///svc")
         wall_now = config.generic_xds_configs[0].last_updated.ToNanoseconds() / 1e9
     by_name = {x.name: x for x in config.generic_xds_configs}
@@ -115,10 +113,10 @@ async def test_with_resource_timer_is_transient_failure_the_timer_is_30_s_and_re
         c.add_watcher(CLUSTER, "slow", CallbackWatcher(seen.append))
         await (await fake.stream()).request()
         clock.advance(29.0)
-        await settle()
+        await idle()
         assert c.resource_state(CLUSTER, "slow").status is ResourceStatus.REQUESTED  # type: ignore[union-attr]
         clock.advance(1.0)
-        await settle()
+        await idle()
         entry = c.csds().generic_xds_configs[0]
     assert Status.Name(entry.client_status) == "TIMEOUT"
     assert entry.error_state.details.startswith("timeout obtaining resource from the xDS server")
@@ -143,12 +141,12 @@ async def test_a_deletion_ignored_keeps_the_resource_and_says_how_it_was_deleted
         stream.respond(
             sotw_response(CDS, [cluster("kept"), cluster("other")], version="1", nonce="a")
         )
-        await settle()
+        await idle()
         clock.advance(1.0)
         stream.respond(sotw_response(CDS, [cluster("other")], version="2", nonce="b"))
-        await settle()
+        await idle()
         stream.respond(sotw_response(CDS, [cluster("other")], version="3", nonce="c"))
-        await settle()
+        await idle()
         entry = next(x for x in c.csds().generic_xds_configs if x.name == "kept")
     assert Status.Name(entry.client_status) == "DOES_NOT_EXIST"
     assert entry.xds_config.value == cluster("kept").SerializeToString()  # still in use
@@ -170,7 +168,7 @@ async def test_the_dump_round_trips_through_json_and_can_leave_resources_out(
         stream = await fake.stream()
         await stream.request()
         stream.send([cluster("a")])
-        await settle()
+        await idle()
         parsed = json_format.Parse(c.csds_json(), csds_pb2.ClientConfig())
         assert parsed == c.csds()
         slim = c.csds(include_resources=False)

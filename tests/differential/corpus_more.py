@@ -1073,5 +1073,5 @@ ENDPOINT_VARIANTS = [
 
 
 VARIANTS = LISTENER_VARIANTS + ROUTE_VARIANTS + CLUSTER_VARIANTS + ENDPOINT_VARIANTS
-#: the whole corpus: the first variants, these, and those of the last disagreements (issue 22)
+#: the whole corpus: the first variants, these, and those of the last disagreements with C-core
 ALL = [*BASE_VARIANTS, *VARIANTS, *PARITY_VARIANTS]

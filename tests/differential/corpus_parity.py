@@ -1,4 +1,4 @@
-"""Variants for the last disagreements with C-core (issue 22): socket listeners held to gRPC's
+"""Variants for the last disagreements with C-core: socket listeners held to gRPC's
 server-listener rules (gRFC A36, C-core's xds_listener_parser.cc), route actions without a
 cluster specifier, and cluster specifier plugin types (C-core's xds_route_config_parser.cc).
 

@@ -44,7 +44,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # 50 s alone on a busy 2-core machine; 120 s was passed under load
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         check=False,
     )

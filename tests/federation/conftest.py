@@ -1,9 +1,8 @@
-"""Fixtures for federation tests: the end-to-end tests' variants and control plane, and the
-shell tests' fake transport and clock."""
+"""Fixtures for federation tests: the end-to-end tests' variants (the control plane, fake
+transport and clock are the suite's, in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from tests.client.conftest import control_plane, variant
-from tests.shell.conftest import clock, fake
+from tests.client.conftest import variant
 
-__all__ = ["clock", "control_plane", "fake", "variant"]
+__all__ = ["variant"]

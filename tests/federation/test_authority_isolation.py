@@ -7,7 +7,8 @@ from typing import Any
 
 from tests.builders import endpoints
 from tests.client.conftest import Variant
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import CallbackWatcher, Event, ResourceChanged, XdsClient, load_bootstrap
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeTransport, bootstrap
@@ -40,12 +41,12 @@ async def test_a_resource_of_another_authority_sent_through_the_wildcard_is_not_
         await top.request()
         await b_stream.request()
         top.send([endpoints("old", port=1), endpoints(B_NAME, port=9)], version="1")
-        await settle()
+        await idle()
         assert _ports(of_b) == []
         assert _ports(everything) == [1]
         assert client.resource_state(ENDPOINT, B_NAME).value is None  # type: ignore[union-attr]
         b_stream.send([endpoints(B_NAME, port=3)], version="1")
-        await settle()
+        await idle()
         assert _ports(of_b) == [3]
         state = client.resource_state(ENDPOINT, B_NAME)
         assert state is not None

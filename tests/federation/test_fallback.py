@@ -12,7 +12,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from tests.builders import cluster, endpoints
 from tests.client.conftest import Variant
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from tests.shell.test_metrics import _points
 from xdsclient import (
     CallbackWatcher,
@@ -54,7 +55,7 @@ async def _answer(stream: FakeStream, *names: str, port: int = 1) -> None:
     """Read the client's request and answer with endpoints for ``names``."""
     await stream.request()
     stream.send([endpoints(n, port=port) for n in names], version=str(port))
-    await settle()
+    await idle()
 
 
 async def _fallen_back(
@@ -108,7 +109,7 @@ async def test_a_primary_lost_with_everything_cached_does_not_fall_back(
     await _answer(primary, "a", port=1)
     fake.refuse(server=PRIMARY)
     primary.fail()
-    await settle()  # the stream had answered: reconnect at once, refused
+    await idle()  # the stream had answered: reconnect at once, refused
     assert _ports(seen) == [1, "AmbientError"]
     assert all(s.server == PRIMARY for s in fake.streams)
     assert fake.closed_servers == []
@@ -122,14 +123,14 @@ async def test_a_new_watch_while_the_primary_is_down_falls_back_for_it(
     await _answer(primary, "a", port=1)
     fake.refuse(server=PRIMARY)
     primary.fail()
-    await settle()
+    await idle()
     second = _watch(client, "b")
     fallback = await fake.stream(SECONDARY)
     request = await fallback.request()
     names = request.resource_names_subscribe if fallback.spec.delta else request.resource_names
     assert sorted(names) == ["a", "b"]  # everything the authority watches
     fallback.send([endpoints("a", port=2), endpoints("b", port=2)], version="2")
-    await settle()
+    await idle()
     assert _ports(first) == [1, "AmbientError", 2]
     assert _ports(second) == [2]
 
@@ -141,7 +142,7 @@ async def test_all_servers_down_gives_data_errors_only_from_the_last_one(
         fake.refuse(f"{server} refused", server=server)
     async with _client(fake, clock, variant, PRIMARY, SECONDARY, THIRD) as client:
         seen = _watch(client)
-        await settle()
+        await idle()
         assert _ports(seen) == ["DataError"]  # once, when the third server failed too
         error = seen[0].error  # type: ignore[union-attr]
         assert str(error) == f"{THIRD} refused"
@@ -160,7 +161,7 @@ async def test_all_servers_down_with_a_cached_value_keeps_it(
     seen, fallback = await _fallen_back(fake, client, port=2)
     fake.refuse(server=SECONDARY)
     fallback.fail()
-    await settle()
+    await idle()
     assert _ports(seen) == [2, "AmbientError"]
     state = client.resource_state(ENDPOINT, "a")
     assert state is not None
@@ -176,7 +177,7 @@ async def test_a_flapping_primary_moves_the_authority_each_time_something_is_mis
     assert fake.closed_servers == [SECONDARY]
     fake.refuse(server=PRIMARY)
     primary.fail()
-    await settle()
+    await idle()
     other = _watch(client, "b")  # missing while the primary is down: fall back again
     await _answer(await fake.stream(SECONDARY), "a", "b", port=3)
     assert _ports(seen) == [2, 1, "AmbientError", 3]
@@ -189,7 +190,7 @@ async def test_a_fallback_server_s_events_stop_once_the_primary_is_back(
     seen, fallback = await _fallen_back(fake, client, port=2)
     await _answer(await _primary_back(fake, clock), "a", port=1)
     fallback.send([endpoints("a", port=9)], version="9")  # too late: it is being closed
-    await settle()
+    await idle()
     assert _ports(seen) == [2, 1]
 
 
@@ -200,7 +201,7 @@ async def test_a_timer_on_a_primary_that_connects_but_stays_silent_is_not_heard(
     primary = await _primary_back(fake, clock)
     await primary.request()
     clock.advance(OPTIONS.does_not_exist_timeout + 1)  # the primary's does-not-exist timer
-    await settle()
+    await idle()
     assert _ports(seen) == [2]
     state = client.resource_state(ENDPOINT, "a")
     assert state is not None
@@ -216,7 +217,7 @@ async def test_one_server_shared_by_two_authorities_has_one_channel(
         name_b = "xdstp://b.example/envoy.config.endpoint.v3.ClusterLoadAssignment/y"
         seen_a, seen_b = _watch(client, name_a), _watch(client, name_b)
         stream = await fake.stream(PRIMARY)
-        await settle()
+        await idle()
         requested = {
             n
             for r in [*stream.requests]
@@ -224,7 +225,7 @@ async def test_one_server_shared_by_two_authorities_has_one_channel(
         }
         assert requested == {name_a, name_b}
         stream.send([endpoints(name_a), endpoints(name_b)])
-        await settle()
+        await idle()
         assert [type(e) for e in seen_a + seen_b] == [ResourceChanged, ResourceChanged]
         assert [s.server for s in fake.streams] == [PRIMARY]
 
@@ -250,10 +251,10 @@ async def test_a_does_not_exist_answer_counts_as_cached(
     primary = await fake.stream(PRIMARY)
     await primary.request()
     clock.advance(OPTIONS.does_not_exist_timeout + 1)
-    await settle()
+    await idle()
     fake.refuse(server=PRIMARY)
     primary.fail()
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [DataError, DataError]  # timed out, then unreachable
     assert all(s.server == PRIMARY for s in fake.streams)
 
@@ -266,10 +267,10 @@ async def test_a_type_first_watched_after_a_fallback_is_read_from_the_fallback_s
     fallback = await fake.stream(SECONDARY)
     await _answer(fallback, "a", port=2)
     client.add_watcher(CLUSTER, "c", CallbackWatcher(lambda event: None))
-    await settle()
+    await idle()
     stream = fallback if variant["ads"] else await fake.stream(SECONDARY)
     stream.send([cluster("c")], version="5")
-    await settle()
+    await idle()
     state = client.resource_state(CLUSTER, "c")
     assert state is not None
     assert state.status is ResourceStatus.ACKED
@@ -297,10 +298,10 @@ async def test_server_features_apply_to_their_own_server_alone(
             message = cluster(name)
             message.eds_cluster_config.service_name = "e"  # required of xdstp names (gRFC A47)
             stream.send([message])
-            await settle()
+            await idle()
             removed = [name] if stream.spec.delta else []
             stream.send([], type_url=CLUSTER.type_url, version="2", removed=removed)
-            await settle()
+            await idle()
         gone, still = client.resource_state(CLUSTER, "gone"), client.resource_state(CLUSTER, kept)
         assert gone is not None
         assert gone.status is ResourceStatus.DOES_NOT_EXIST
@@ -324,7 +325,7 @@ async def test_a_fallback_shows_as_a_failure_of_the_primary_and_updates_of_the_s
     valid = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.resource_updates_valid"]}
     assert valid == {SECONDARY: 1}
     await _answer(await _primary_back(fake, clock), "a", port=1)
-    await settle()
+    await idle()
     points = _points(reader)
     connected = {a["grpc.xds.server"]: v for v, a in points["grpc.xds_client.connected"]}
     assert connected[PRIMARY] == 1
@@ -348,7 +349,7 @@ async def test_a_fallback_server_closed_after_going_back_is_no_longer_connected(
     await _answer(await fake.stream(SECONDARY), "a", port=2)
     assert client.stats().servers[SECONDARY].connected_state == 1
     await _answer(await _primary_back(fake, clock), "a", port=1)
-    await settle()
+    await idle()
     assert SECONDARY in fake.closed_servers
     stats = client.stats()
     assert {s: stats.servers[s].connected_state for s in (PRIMARY, SECONDARY)} == {
@@ -374,7 +375,7 @@ async def test_when_both_servers_send_the_same_versions_a_watcher_sees_each_once
     for port in (12, 13):
         primary.send([endpoints("a", port=port)], version=str(port))
         fallback.send([endpoints("a", port=port)], version=str(port))
-    await settle()
+    await idle()
     assert _ports(seen) == [11, 12, 13]
 
 
@@ -390,13 +391,13 @@ async def test_a_primary_answering_with_an_older_state_than_the_fallback_s_is_fo
     await primary.request()
     for port in (12, 13):
         fallback.send([endpoints("a", port=port)], version=str(port))
-        await settle()
+        await idle()
     primary.send([endpoints("a", port=12)], version="12")  # sent before it had 13
-    await settle()
+    await idle()
     assert _ports(seen) == [11, 12, 13, 12]
     primary.send([endpoints("a", port=13)], version="13")
     fallback.send([endpoints("a", port=14)], version="14")  # closing: not heard
-    await settle()
+    await idle()
     assert _ports(seen) == [11, 12, 13, 12, 13]
 
 
@@ -411,15 +412,15 @@ async def test_the_fallback_server_s_state_of_the_world_applies_to_cached_resour
     primary = await fake.stream(PRIMARY)
     await primary.request()
     primary.send([cluster("a")], version="1")
-    await settle()
+    await idle()
     fake.refuse(server=PRIMARY)
     primary.fail()
-    await settle()
+    await idle()
     client.add_watcher(CLUSTER, "b", CallbackWatcher(lambda event: None))  # missing: fall back
     fallback = await fake.stream(SECONDARY)
     await fallback.request()
     fallback.send([cluster("b")], version="7")
-    await settle()
+    await idle()
     state_a, state_b = client.resource_state(CLUSTER, "a"), client.resource_state(CLUSTER, "b")
     assert state_b is not None
     assert state_b.status is ResourceStatus.ACKED

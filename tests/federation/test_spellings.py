@@ -7,7 +7,6 @@ percent-encoding of the authority, the id and a parameter)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -83,12 +82,6 @@ def federated_cluster(name: str) -> Any:
     message = cluster(name)
     message.eds_cluster_config.service_name = EDS_NAME
     return message
-
-
-@pytest.fixture
-async def cp() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as plane:
-        yield plane
 
 
 def _client(cp: ControlPlane, variant: Variant) -> XdsClient:

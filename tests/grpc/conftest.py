@@ -11,9 +11,9 @@ from xdsclient.testing import ControlPlane
 
 
 @pytest.fixture
-async def plane() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as control_plane:
-        yield control_plane
+def plane(cp: ControlPlane) -> ControlPlane:
+    """The suite's control plane (``cp``, tests/conftest.py), under the name these tests use."""
+    return cp
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 from google.protobuf import wrappers_pb2
 
+from tests.helpers import described, eventually
 from xdsclient.testing import builders
 
 SERVICE = "echo.Echo"
@@ -64,6 +65,8 @@ class EchoBackend:
         #: the metadata of every Say call, every (key, value) in order
         self.raw_metadata: list[list[tuple[str, str | bytes]]] = []
         self.held = asyncio.Event()
+        #: TLS (or mTLS) credentials to serve with; None: plaintext
+        self.credentials: grpc.ServerCredentials | None = None
         self._release = asyncio.Event()
         self._server: grpc.aio.Server | None = None
 
@@ -80,7 +83,11 @@ class EchoBackend:
             "Chat": grpc.stream_stream_rpc_method_handler(self._chat, Text.FromString, _ser),
         }
         server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(SERVICE, handlers)])
-        self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
+        address = f"127.0.0.1:{self.port}"
+        if self.credentials is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.port = server.add_secure_port(address, self.credentials)
         await server.start()
         self._server = server
 
@@ -166,10 +173,5 @@ def simple(listener: str, clusters: Iterable[tuple[str, Sequence[EchoBackend]]])
 
 
 async def until(predicate: Any, timeout: float = 5.0) -> None:
-    """Wait (polling the event loop) until ``predicate()`` holds."""
-
-    async def poll() -> None:
-        while not predicate():
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
+    """Wait until ``predicate()`` holds (`tests.helpers.eventually`, named for the predicate)."""
+    await eventually(predicate, timeout, what=described(predicate))

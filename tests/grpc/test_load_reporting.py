@@ -11,6 +11,7 @@ import grpc
 import pytest
 from envoy.type.v3 import percent_pb2
 
+from tests.helpers import eventually
 from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane, builders
@@ -63,13 +64,13 @@ async def test_calls_are_reported_per_locality_and_drops_by_category(
                 assert dropped.value.code() is grpc.StatusCode.UNAVAILABLE
                 assert dropped.value.details() == "EDS-configured drop: throttle"
 
-            async def reported() -> None:
-                while _totals(plane.load_reports).get(("c", "c", "z-c")) != [7, 5, 2] or _drops(
-                    plane
-                ) != {"throttle": 3}:
-                    await asyncio.sleep(0.05)
-
-            await asyncio.wait_for(reported(), 8)
+            await eventually(
+                lambda: (
+                    _totals(plane.load_reports).get(("c", "c", "z-c")) == [7, 5, 2]
+                    and _drops(plane) == {"throttle": 3}
+                ),
+                8,
+            )
 
 
 async def test_the_circuit_breaker_counts_each_call_until_it_ends(

@@ -18,6 +18,7 @@ import pytest
 
 from tests.cli.helpers import ENV, cli, closed_port, one_error_line
 from tests.conformance import servers
+from tests.helpers import eventually
 from xdsclient.load import Histogram, Progress
 from xdsclient.load._locust_merge import (
     merge_progress,
@@ -117,8 +118,7 @@ async def test_a_push_runs_once_and_every_worker_measures_it(cp, tmp_path):
                           "--json", str(out_file))  # fmt: skip
 
     async def push_when_told() -> None:  # the command tells us; we push on the control plane
-        while not marks.exists():
-            await asyncio.sleep(0.01)
+        await eventually(marks.exists, 30, what=f"the push command to write {marks}")
         cp.set_all(assignments(9))
 
     pusher = asyncio.create_task(push_when_told())
@@ -151,17 +151,20 @@ async def test_2000_clients_over_two_processes_report_every_client_and_the_push(
     async def push_once_all_are_complete() -> None:
         # The push starts at 1 s (its command tells us); the update goes out once every client
         # holds every assignment, so each one applies it as an update (measured from 1 s).
-        while not marks.exists():
-            await asyncio.sleep(0.01)
+        await eventually(marks.exists, 30, what=f"the push command to write {marks}")
         complete: set[int] = set()
         seen = 0
-        while len(complete) < clients:
+
+        def all_complete() -> bool:
+            nonlocal seen
             requests = cp.requests[seen:]
             seen += len(requests)
             complete.update(r.stream for r in requests if r.type_url == EDS
                             and r.message.response_nonce
                             and len(r.message.resource_names) == CLUSTERS)  # fmt: skip
-            await asyncio.sleep(0.05)
+            return len(complete) >= clients
+
+        await eventually(all_complete, 30, what=f"all {clients} clients to ACK every assignment")
         cp.set_all(assignments(9))
 
     pusher = asyncio.create_task(push_once_all_are_complete())

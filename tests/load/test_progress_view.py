@@ -55,12 +55,24 @@ def test_a_terminal_gets_the_live_table():
         view(snapshot(1.0))
         view(snapshot(2.0, done=True, complete=7))
         view.close()
-    shown = os.read(main, 65536).decode()
-    os.close(main)
+    shown = _read_all(main)
     assert "\x1b[" in shown  # cursor movement and colour: drawn in place
     assert "xdsclient load: done, 2.0 s" in shown
     assert "10/10" in shown
     assert "35.2 ms" in shown
+
+
+def _read_all(main: int) -> str:
+    """Everything written to a closed pseudo-terminal: one read may return only part of it."""
+    chunks = []
+    try:
+        while chunk := os.read(main, 65536):
+            chunks.append(chunk)
+    except OSError:  # EIO: the other side is closed and everything was read
+        pass
+    finally:
+        os.close(main)
+    return b"".join(chunks).decode()
 
 
 def test_fan_out_hands_each_snapshot_to_every_callback_in_order():

@@ -14,6 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli.helpers import ENV, cli, one_error_line
+from tests.helpers import eventually
 from xdsclient.load import Scenario, run
 from xdsclient.load._prometheus import BOUNDS, MetricsError, MetricsServer
 
@@ -31,13 +32,14 @@ def scrape(url: str) -> dict[str, Any]:
 
 
 async def scrape_until(url: str, done: Any, *, seconds: float = 10.0) -> dict[str, Any]:
-    """Scrape every 0.1 s until ``done(samples)``, for at most ``seconds``."""
-    for _ in range(int(seconds / 0.1)):
+    """Scrape until ``done(samples)``, for at most ``seconds``; the samples that did it."""
+
+    async def scraped() -> dict[str, Any] | None:
         samples = await asyncio.to_thread(scrape, url)
-        if done(samples):
-            return samples
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"never: {samples}")
+        return samples if done(samples) else None
+
+    result: dict[str, Any] = await eventually(scraped, seconds, what=f"{url} to show {done}")
+    return result
 
 
 async def test_a_scrape_during_the_run_shows_live_clients_counters_and_histograms(cp):

@@ -5,10 +5,11 @@ server. The client runs on a fake clock, so intervals pass when the test says.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
+from tests.helpers import eventually
 from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
 from xdsclient._protocol._lrs import NO_OVERPROVISIONING, SEND_ALL_CLUSTERS
@@ -21,12 +22,11 @@ WEST = Locality(region="r", zone="west")
 
 
 @pytest.fixture
-async def control_plane() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as cp:
-        message = cluster("c", eds_service_name="svc")
-        message.lrs_server.self.SetInParent()
-        cp.set(message)
-        yield cp
+def cp_resources() -> list[Any]:
+    """What ``control_plane`` serves: cluster ``c``, which reports load to its own server."""
+    message = cluster("c", eds_service_name="svc")
+    message.lrs_server.self.SetInParent()
+    return [message]
 
 
 async def _reporting(cp: ControlPlane, clock: FakeClock) -> tuple[XdsClient, ClusterView]:
@@ -54,12 +54,13 @@ async def _report_arrives(cp: ControlPlane, clock: FakeClock, count: int, every:
     """Advance the clock an interval at a time until ``count`` reports arrived."""
     server = cp.load_reporting
 
-    async def arrived() -> None:
-        while len(server.reports) < count:
-            clock.advance(every)
-            await asyncio.sleep(0.01)
+    def arrived() -> bool:
+        if len(server.reports) >= count:
+            return True
+        clock.advance(every)  # the next interval is due: the client sends its report
+        return False
 
-    await asyncio.wait_for(arrived(), 5)
+    await eventually(arrived, 5, what=f"{count} load reports")
 
 
 async def test_reports_over_grpc_sum_to_the_calls_and_survive_a_stream_restart(

@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from tests.helpers import described, eventually, idle
 from tests.lrs.test_reporting import _answer
 from tests.lrs.test_reporting import _issued as _issued_in
-from tests.shell.conftest import OPTIONS, settle
+from tests.shell.conftest import OPTIONS
 from xdsclient import CallbackWatcher, Event, Locality, ResourceChanged, XdsClient, load_bootstrap
 from xdsclient._protocol._lrs import LRS_METHOD
 from xdsclient.resources import CLUSTER, ClusterView
@@ -41,12 +42,13 @@ async def planes() -> AsyncIterator[tuple[ControlPlane, ControlPlane]]:
 async def _until(clock: FakeClock, condition: Callable[[], bool], every: float = 1.0) -> None:
     """Advance the clock ``every`` seconds at a time until ``condition`` holds."""
 
-    async def run() -> None:
-        while not condition():
-            clock.advance(every)
-            await asyncio.sleep(0.01)
+    def held() -> bool:
+        if condition():
+            return True
+        clock.advance(every)  # the next interval is due: the client sends its report
+        return False
 
-    await asyncio.wait_for(run(), 10)
+    await eventually(held, 10, what=described(condition))
 
 
 def _issued(plane: ControlPlane) -> dict[str, int]:
@@ -138,17 +140,12 @@ async def test_counts_not_yet_reported_at_the_return_go_to_the_fallback_on_its_o
         _calls(load, WEST, 4)
         await _until(clock, lambda: _issued(fallback) == {"east": 5}, every=300)
         await _until(clock, lambda: _issued(primary) == {"west": 4})
-        await asyncio.wait_for(_closed(fallback), 5)
+        await eventually(lambda: not fallback.load_reporting.stream_count, 5)
         assert _lrs_streams(fallback) == 1
         assert _issued(fallback) == {"east": 5}
         assert _lrs_streams(primary) == 1
     finally:
         await client.close()
-
-
-async def _closed(plane: ControlPlane) -> None:
-    while plane.load_reporting.stream_count:
-        await asyncio.sleep(0.01)
 
 
 PRIMARY, SECONDARY = "primary:1", "secondary:1"
@@ -174,35 +171,35 @@ async def test_the_fallback_keeps_its_transport_for_its_lrs_stream_until_its_cou
         discovery = await fake.stream(SECONDARY)
         await discovery.request()
         discovery.send([_reporting_cluster()], version="1")
-        await settle()
+        await idle()
         assert isinstance(seen[-1], ResourceChanged)
         load = client.load_reporter(seen[-1].value)
         lrs = await fake.stream(SECONDARY)
         assert lrs.spec.method == LRS_METHOD
         await lrs.request()
         lrs.respond(_answer(send_all=True, every=10))  # its first report is due at 10 s
-        await settle()
+        await idle()
         _calls(load, EAST, 2)
         fake.accept(server=PRIMARY)
         clock.advance(1.0)
         primary = await fake.stream(PRIMARY)
         await primary.request()
         primary.send([_reporting_cluster()], version="1")
-        await settle()
+        await idle()
         assert (discovery.closed, lrs.closed, fake.closed_servers) == (True, False, [])
         _calls(load, WEST, 3)
         primary_lrs = await fake.stream(PRIMARY)
         assert primary_lrs.spec.method == LRS_METHOD
         await primary_lrs.request()
         primary_lrs.respond(_answer(send_all=True, every=10))  # due at 11 s
-        await settle()
+        await idle()
         clock.advance(9)
         assert _issued_in(await lrs.request()) == {("c", "east"): 2}
-        await settle()
+        await idle()
         assert lrs.closed
         assert fake.closed_servers == [SECONDARY]
         clock.advance(1)
         assert _issued_in(await primary_lrs.request()) == {("c", "west"): 3}
         clock.advance(60)
-        await settle()
+        await idle()
         assert [s for s in fake.streams if s.server == SECONDARY] == [discovery, lrs]

@@ -140,12 +140,13 @@ async def _ours(plane: ControlPlane, clock: FakeClock) -> XdsClient:
     drops.call_dropped("throttle")
     await asyncio.wait_for(plane.load_reporting.wait_for_stream(2), 5)
 
-    async def reported() -> None:
-        while _counted(_totals(_reports_of(plane, "our-node"))) != EXPECTED:
-            clock.advance(1)
-            await asyncio.sleep(0.01)
+    def reported() -> bool:
+        if _counted(_totals(_reports_of(plane, "our-node"))) == EXPECTED:
+            return True
+        clock.advance(1)  # the next interval is due: the client sends its report
+        return False
 
-    await asyncio.wait_for(reported(), 5)
+    await eventually(reported, 5, what=f"our reports to count {EXPECTED}")
     return client
 
 

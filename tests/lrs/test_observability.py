@@ -18,6 +18,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from tests.helpers import described, eventually
 from tests.shell.conftest import OPTIONS
 from tests.shell.test_metrics import _points
 from xdsclient import Locality, XdsClient
@@ -72,13 +73,17 @@ def _closed_port() -> str:
 
 
 async def _until(condition: Callable[[], bool], clock: FakeClock | None = None) -> None:
-    async def run() -> None:
-        while not condition():
-            if clock is not None:
-                clock.advance(1)
-            await asyncio.sleep(0.01)
+    def held() -> bool:
+        try:
+            if condition():
+                return True
+        except KeyError:  # the server is not in the client's stats yet
+            pass
+        if clock is not None:
+            clock.advance(1)  # a retry that is due goes out
+        return False
 
-    await asyncio.wait_for(run(), 10)
+    await eventually(held, 10, what=described(condition))
 
 
 def _lrs_events(client: XdsClient) -> list[LoadReportingChanged]:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from envoy.service.load_stats.v3 import lrs_pb2
 
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import Locality, XdsClient
 from xdsclient._protocol._lrs import LRS_METHOD, SEND_ALL_CLUSTERS
 from xdsclient.resources import ClusterView
@@ -50,7 +51,7 @@ async def _answered(stream: FakeStream, **answer: Any) -> FakeStream:
     """``stream`` after its first request was read and answered with ``_answer(**answer)``."""
     await stream.request()
     stream.respond(_answer(**answer))
-    await settle()
+    await idle()
     return stream
 
 
@@ -88,7 +89,7 @@ async def test_reports_follow_the_servers_interval_and_sum_to_the_calls(
     load.call_dropped("lb")
     load.call_dropped(None)
     clock.advance(4.9)
-    await settle()
+    await idle()
     assert stream.pending_requests() == []
     clock.advance(0.1)
     report = await stream.request()
@@ -123,7 +124,7 @@ async def test_once_load_stops_one_empty_report_is_sent_then_none_until_load_aga
     assert not (await stream.request()).cluster_stats
     for _ in range(5):
         clock.advance(1)
-        await settle()
+        await idle()
     assert stream.pending_requests() == []
     load.call_started(EAST)
     load.call_finished(EAST, ok=False)
@@ -132,7 +133,7 @@ async def test_once_load_stops_one_empty_report_is_sent_then_none_until_load_aga
     clock.advance(1)
     assert not (await stream.request()).cluster_stats
     stream.fail()
-    await settle()
+    await idle()
     again = await _answered(await _lrs_stream(fake), send_all=True, every=1)
     clock.advance(1)
     assert not (await again.request()).cluster_stats  # a new stream's first report is sent
@@ -147,13 +148,13 @@ async def test_only_the_clusters_the_server_lists_are_reported(
     stream = await _lrs_stream(fake)
     await stream.request()
     stream.respond(_answer(clusters=("a",), every=2))
-    await settle()
+    await idle()
     a.call_started(EAST)
     b.call_started(EAST)
     clock.advance(2)
     assert _issued(await stream.request()) == {("a", "east"): 1}
     stream.respond(_answer(clusters=("b",), every=3))
-    await settle()
+    await idle()
     clock.advance(3)
     assert _issued(await stream.request()) == {("b", "east"): 1}
 
@@ -172,16 +173,16 @@ async def test_a_failed_stream_loses_no_counts(
     load.call_started(EAST)
     load.call_started(EAST)
     stream.fail()
-    await settle()
+    await idle()
     for _ in range(3):
         load.call_started(EAST)
     again = await _lrs_stream(fake)
     assert (await again.request()).node.id == "n"
     clock.advance(10)
-    await settle()
+    await idle()
     assert again.pending_requests() == []
     again.respond(_answer(send_all=True, every=1))
-    await settle()
+    await idle()
     clock.advance(1)
     assert _issued(await again.request()) == {("c", "east"): 5}
 
@@ -194,10 +195,10 @@ async def test_a_stream_refused_is_retried_with_backoff_keeping_the_counts(
     fake.refuse("lrs down")
     load = client.load_reporter(_view("c"))
     load.call_started(EAST)
-    await settle()
+    await idle()
     assert fake.open_attempts == 1
     clock.advance(0.99)
-    await settle()
+    await idle()
     assert fake.open_attempts == 1
     fake.accept()
     clock.advance(0.01)
@@ -220,5 +221,5 @@ async def test_the_same_cluster_and_service_share_one_load_and_one_stream(
     assert client.load_reporter(_view("c")) is client.load_reporter(_view("c"))
     client.load_reporter(_view("d"))
     await _lrs_stream(fake)
-    await settle()
+    await idle()
     assert fake.open_attempts == 1

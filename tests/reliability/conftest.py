@@ -1,7 +1,8 @@
-"""The end-to-end fixtures (a control plane, a client per transport variant) for these tests too."""
+"""The end-to-end fixtures (a client per transport variant) for these tests too; the control
+plane is the suite's."""
 
 from __future__ import annotations
 
-from tests.client.conftest import client, control_plane, variant
+from tests.client.conftest import client, variant
 
-__all__ = ["client", "control_plane", "variant"]
+__all__ = ["client", "variant"]

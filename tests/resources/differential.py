@@ -1,6 +1,6 @@
 """What the differential decoder tests share: a decoder's verdict as plain data.
 
-Each lean decoder is compared with the reference copy of the decoder it replaced (issue 14):
+Each lean decoder is compared with the reference copy of the decoder it replaced:
 both must accept with field-for-field equal views, or reject with the same name and message.
 The reference has its own copies of the value classes and enums, so views are compared as
 plain data, by class name and field.

@@ -1,4 +1,4 @@
-"""The Cluster decoder as it was before the lean changes of issue 14, kept as the reference
+"""The Cluster decoder as it was before it was made lean, kept as the reference
 tests/resources/test_cluster_differential.py compares `xdsclient.resources._cluster` against.
 Only ``ClusterView.from_proto`` is used; the value classes are its own copies, compared field
 by field. Do not "improve" it: it is the specification by example.
@@ -412,6 +412,12 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
     else:
         raise invalid(name, where, "needs a validation context (a CA certificate provider)")
     provider = validation.ca_certificate_provider_instance
+    if not validation.HasField("ca_certificate_provider_instance") and common.HasField(
+        "combined_validation_context"
+    ):  # the deprecated field gRPC still reads
+        provider = (
+            common.combined_validation_context.validation_context_certificate_provider_instance
+        )
     system = validation.HasField("system_root_certs")
     if not provider.instance_name and not system:
         raise invalid(
@@ -420,6 +426,8 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
             "needs ca_certificate_provider_instance or system_root_certs",
         )
     identity = common.tls_certificate_provider_instance
+    if not common.HasField("tls_certificate_provider_instance"):  # the deprecated field
+        identity = common.tls_certificate_certificate_provider_instance
     return UpstreamTls(
         sni=context.sni,
         ca_provider_instance=provider.instance_name,

@@ -1,4 +1,4 @@
-"""The ClusterLoadAssignment decoder as it was before the lean rewrite (issue 14), kept as the
+"""The ClusterLoadAssignment decoder as it was before the lean rewrite, kept as the
 reference the differential fuzz test compares `xdsclient.resources._endpoint` against. Only
 ``ClusterLoadAssignmentView.from_proto`` is used; the value classes are its own copies, compared
 field by field. Do not "improve" it: it is the specification by example.

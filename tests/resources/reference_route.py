@@ -1,8 +1,12 @@
-"""The RouteConfiguration decoder as it was before the lean changes of issue 14, kept as the
+"""The RouteConfiguration decoder as it was before it was made lean, kept as the
 reference tests/resources/test_route_differential.py compares `xdsclient.resources._route`
 against. Only ``RouteConfigurationView.from_proto`` and ``route_fields`` are used; the value
 classes are its own copies, compared field by field. Do not "improve" it: it is the
-specification by example.
+specification by example. It grew the parts Envoy's HTTP router reads (a route's name,
+redirect, direct response and request headers, query parameter matchers kept for
+`VirtualHost.http_routes`, rewrites, timeouts, HTTP retry conditions and hash policies): the
+decoders of those parts are shared (`xdsclient.resources._route_http`), what is compared is
+where and in which order each decoder reads them, and which routes it keeps.
 """
 
 from __future__ import annotations
@@ -15,9 +19,25 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
+from xdsclient import ResourceDecodeError
 from xdsclient.resources._filters import check_duration, validate_override
 from xdsclient.resources._plugins import cluster_specifier_plugins
 from xdsclient.resources._regex import Regex, RegexError, compile_regex
+from xdsclient.resources._route_http import (
+    action_http_fields,
+    direct_response,
+    headers_to_add,
+    query_parameter_matcher,
+    redirect_action,
+    retry_http_fields,
+)
+from xdsclient.resources._route_values import (
+    DirectResponse,
+    HeaderToAdd,
+    QueryParameterMatcher,
+    RedirectAction,
+    RegexRewrite,
+)
 from xdsclient.resources._view import View, invalid, parse, unpack
 
 __all__ = [
@@ -53,7 +73,7 @@ class PathMatch(enum.Enum):
 
 class HeaderMatchKind(enum.StrEnum):
     # The reference decoder names kinds by string: its copy of the enum takes them (converter)
-    # and, a StrEnum, still equals them, so only the views' field type changed (issue 24).
+    # and, a StrEnum, still equals them, so only the views' field type changed.
     EXACT = "exact"
     SAFE_REGEX = "safe_regex"
     RANGE = "range"
@@ -121,11 +141,12 @@ class RouteMatch:
     #: Share of requests that match, parts per million (None: all of them).
     runtime_fraction_ppm: int | None = None
     regex: Regex | None = attrs.field(default=None, eq=False, repr=False)
+    query_parameters: tuple[QueryParameterMatcher, ...] = ()
 
     def matches(self, path: str, headers: Mapping[str, str], roll_ppm: int | None = None) -> bool:
         """Whether a request for ``path`` with ``headers`` matches (``roll_ppm`` in [0, 1e6)
         decides the runtime fraction; random when None)."""
-        if not self._path_matches(path):
+        if self.query_parameters or not self._path_matches(path):
             return False
         if not all(header.matches(headers) for header in self.headers):
             return False
@@ -161,6 +182,12 @@ class RetryPolicy:
     num_retries: int = 1
     base_interval: float = 0.025
     max_interval: float = 0.25
+    http_retry_on: frozenset[str] = frozenset()
+    retriable_status_codes: tuple[int, ...] = ()
+    retriable_headers: tuple[HeaderMatcher, ...] = ()
+    per_try_timeout: float | None = None
+    retry_host_predicates: tuple[str, ...] = ()
+    host_selection_retry_max_attempts: int = 1
 
 
 class HashPolicyKind(enum.StrEnum):
@@ -177,6 +204,9 @@ class HashPolicy:
     regex: Regex | None = attrs.field(default=None, eq=False)
     substitution: str = ""
     terminal: bool = False
+    name: str = ""
+    cookie_ttl: float | None = None
+    cookie_path: str = ""
 
 
 class RouteActionType(enum.Enum):
@@ -196,6 +226,11 @@ class RouteAction:
     max_stream_duration: float | None = None
     retry_policy: RetryPolicy | None = None
     hash_policies: tuple[HashPolicy, ...] = ()
+    prefix_rewrite: str = ""
+    regex_rewrite: RegexRewrite | None = None
+    host_rewrite_literal: str = ""
+    timeout: float | None = None
+    http_hash_policies: tuple[HashPolicy, ...] = ()
 
     @property
     def clusters(self) -> tuple[str, ...]:
@@ -211,6 +246,11 @@ class Route:
     action_type: RouteActionType
     action: RouteAction | None = None
     typed_per_filter_config: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    name: str = ""
+    redirect: RedirectAction | None = None
+    direct_response: DirectResponse | None = None
+    request_headers_to_add: tuple[HeaderToAdd, ...] = ()
+    request_headers_to_remove: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -220,6 +260,9 @@ class VirtualHost:
     routes: tuple[Route, ...]
     retry_policy: RetryPolicy | None = None
     typed_per_filter_config: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    http_routes: tuple[Route, ...] = ()
+    request_headers_to_add: tuple[HeaderToAdd, ...] = ()
+    request_headers_to_remove: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -235,6 +278,9 @@ class RouteConfigurationView(View):
         factory=dict, hash=False
     )
     raw: bytes = attrs.field(repr=False)
+    ignore_port_in_host_matching: bool = False
+    request_headers_to_add: tuple[HeaderToAdd, ...] = ()
+    request_headers_to_remove: tuple[str, ...] = ()
 
     @property
     def clusters(self) -> frozenset[str]:
@@ -263,7 +309,7 @@ class RouteConfigurationView(View):
 
 def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
     """The validated contents of a RouteConfiguration (also used for one inline in a Listener)."""
-    # Issue 22: plugin types as gRPC's registry sees them (None: optional, of an unknown type)
+    # As C-core: plugin types as gRPC's registry sees them (None: optional, of an unknown type)
     plugins = cluster_specifier_plugins(name, prefix, message)
     optional_plugins = {key for key, value in plugins.items() if value is None}
     vhosts = tuple(
@@ -271,7 +317,13 @@ def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
         for i, vhost in enumerate(message.virtual_hosts)
     )
     known = {key: value for key, value in plugins.items() if value is not None}
-    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": known}
+    return {
+        "virtual_hosts": vhosts,
+        "cluster_specifier_plugins": known,
+        "ignore_port_in_host_matching": message.ignore_port_in_host_matching,
+        "request_headers_to_add": headers_to_add(message.request_headers_to_add),
+        "request_headers_to_remove": tuple(h.lower() for h in message.request_headers_to_remove),
+    }
 
 
 def _virtual_host(
@@ -283,10 +335,19 @@ def _virtual_host(
         if not _valid_domain(domain):
             raise invalid(name, f"{path}.domains[{j}]", f"invalid pattern {domain!r}")
     routes = []
+    http_routes = []
     for j, route in enumerate(vhost.routes):
         parsed = _route(name, f"{path}.routes[{j}]", route, plugins, optional)
         if parsed is not None:
             routes.append(parsed)
+            http_routes.append(parsed)
+        elif route.match.query_parameters:
+            try:  # gRPC skips it; HTTP keeps it when every part of it is valid
+                http = _route(name, f"{path}.routes[{j}]", route, plugins, optional, True)
+            except ResourceDecodeError:
+                http = None
+            if http is not None:
+                http_routes.append(http)
     return VirtualHost(
         name=vhost.name,
         domains=tuple(vhost.domains),
@@ -297,6 +358,9 @@ def _virtual_host(
         typed_per_filter_config=_filter_configs(
             name, f"{path}.typed_per_filter_config", vhost.typed_per_filter_config
         ),
+        http_routes=tuple(http_routes),
+        request_headers_to_add=headers_to_add(vhost.request_headers_to_add),
+        request_headers_to_remove=tuple(h.lower() for h in vhost.request_headers_to_remove),
     )
 
 
@@ -307,18 +371,32 @@ def _valid_domain(domain: str) -> bool:
 
 
 def _route(
-    name: str, path: str, route: Any, plugins: Mapping[str, Any], optional: set[str]
+    name: str,
+    path: str,
+    route: Any,
+    plugins: Mapping[str, Any],
+    optional: set[str],
+    with_query: bool = False,
 ) -> Route | None:
     match = route.match
-    if match.query_parameters:
+    if match.query_parameters and not with_query:
         return None  # gRPC ignores routes with query parameter matchers
     parsed_match = _route_match(name, f"{path}.match", match)
     kind = route.WhichOneof("action")
-    # Issue 22: an ignored action ignores the route before its typed_per_filter_config is read
+    # As C-core: an ignored action ignores the route before its typed_per_filter_config is read
     if kind == "route":
         action = _route_action(name, f"{path}.route", route.route, plugins, optional)
         if action is None:
             return None
+    http: dict[str, Any] = {
+        "name": route.name,
+        "request_headers_to_add": headers_to_add(route.request_headers_to_add),
+        "request_headers_to_remove": tuple(h.lower() for h in route.request_headers_to_remove),
+    }
+    if kind == "redirect":
+        http["redirect"] = redirect_action(name, path, route.redirect)
+    elif kind == "direct_response":
+        http["direct_response"] = direct_response(name, path, route.direct_response)
     configs = _filter_configs(
         name, f"{path}.typed_per_filter_config", route.typed_per_filter_config
     )
@@ -327,22 +405,29 @@ def _route(
             match=parsed_match,
             action_type=RouteActionType.NON_FORWARDING,
             typed_per_filter_config=configs,
+            **http,
         )
     if kind != "route":
         return Route(
             match=parsed_match,
             action_type=RouteActionType.UNSUPPORTED,
             typed_per_filter_config=configs,
+            **http,
         )
     return Route(
         match=parsed_match,
         action_type=RouteActionType.ROUTE,
         action=action,
         typed_per_filter_config=configs,
+        **http,
     )
 
 
 def _route_match(name: str, path: str, match: Any) -> RouteMatch:
+    queries = tuple(
+        query_parameter_matcher(name, f"{path}.query_parameters[{i}]", q)
+        for i, q in enumerate(match.query_parameters)
+    )
     kind = match.WhichOneof("path_specifier")
     regex = None
     if kind == "prefix":
@@ -375,6 +460,7 @@ def _route_match(name: str, path: str, match: Any) -> RouteMatch:
         headers=headers,
         runtime_fraction_ppm=fraction,
         regex=regex,
+        query_parameters=queries,
     )
 
 
@@ -428,13 +514,13 @@ def _route_action(
         )
     elif kind == "cluster_specifier_plugin":
         plugin = action.cluster_specifier_plugin
-        # Issue 22: a plugin name must not be empty; an optional unknown plugin ignores the route
+        # As C-core: a plugin name must not be empty; an optional unknown plugin ignores the route
         if not plugin:
             raise invalid(name, f"{path}.cluster_specifier_plugin", "must not be empty")
         if plugin not in plugins:
             raise invalid(name, f"{path}.cluster_specifier_plugin", f"no plugin named {plugin!r}")
         fields["cluster_specifier_plugin"] = plugin
-    # Issue 22: no cluster specifier (or cluster_header) ignores the route, as C-core does, once
+    # As C-core: no cluster specifier (or cluster_header) ignores the route, once
     # the rest of the action (durations, retry and hash policies) is valid: see the end
     if action.HasField("max_stream_duration"):
         durations = action.max_stream_duration
@@ -473,6 +559,7 @@ def _route_action(
         elif which == "filter_state" and policy.filter_state.key == "io.grpc.channel_id":
             hashes.append(HashPolicy(kind="channel_id", terminal=policy.terminal))
     fields["hash_policies"] = tuple(hashes)
+    fields.update(action_http_fields(name, path, action))
     if kind not in ("cluster", "weighted_clusters", "cluster_specifier_plugin"):
         return None
     if kind == "cluster_specifier_plugin" and fields["cluster_specifier_plugin"] in optional:
@@ -521,7 +608,11 @@ def _retry_policy(name: str, path: str, policy: Any) -> RetryPolicy:
             else 10 * base
         )
     return RetryPolicy(
-        retry_on=codes, num_retries=retries, base_interval=base, max_interval=maximum
+        retry_on=codes,
+        num_retries=retries,
+        base_interval=base,
+        max_interval=maximum,
+        **retry_http_fields(name, path, policy, _header_matcher),
     )
 
 

@@ -315,6 +315,23 @@ def test_upstream_tls_summary_and_requirements() -> None:
     assert reason(message) == "transport_socket.typed_config: must be of type UpstreamTlsContext"
 
 
+def test_upstream_tls_reads_the_deprecated_provider_instance_fields_grpc_still_reads() -> None:
+    """Without the current fields, ``combined_validation_context``'s
+    ``validation_context_certificate_provider_instance`` names the CA provider and
+    ``tls_certificate_certificate_provider_instance`` the identity, as C-core reads them."""
+    context = tls_pb2.UpstreamTlsContext()
+    common = context.common_tls_context
+    combined = common.combined_validation_context
+    combined.validation_context_certificate_provider_instance.instance_name = "roots"
+    common.tls_certificate_certificate_provider_instance.instance_name = "identity"
+    message = eds()
+    message.transport_socket.name = "envoy.transport_sockets.tls"
+    message.transport_socket.typed_config.Pack(context)
+    assert view(message).upstream_tls == UpstreamTls(
+        ca_provider_instance="roots", identity_provider_instance="identity"
+    )
+
+
 def test_views_compare_by_content_and_keep_the_protobuf() -> None:
     assert view(eds()) == view(eds())
     assert view(eds()) != view(eds("other"))

@@ -1,4 +1,4 @@
-"""The Cluster decoder gives the verdicts of the reference one (issue 14).
+"""The Cluster decoder gives the verdicts of the reference one.
 
 The reference (tests/resources/reference_cluster.py) is the decoder as it was before the lean
 changes. For generated clusters built to reach every rule (discovery types, LB policies old and

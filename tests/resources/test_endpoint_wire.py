@@ -1,4 +1,4 @@
-"""The wire reader never changes a ClusterLoadAssignment verdict (issue 14, compiled decoders).
+"""The wire reader never changes a ClusterLoadAssignment verdict (compiled or not).
 
 `_endpoint_wire.read_fields` reads the common shape straight from the bytes and returns None
 for anything else. Whatever it returns that is not None must be exactly what upb and ``_lean``

@@ -19,11 +19,16 @@ from xdsclient.resources._regex import compile_regex
 from xdsclient.resources._route import RouteConfigurationView, decode_route_configuration
 from xdsclient.resources._route_values import (
     ClusterWeight,
+    DirectResponse,
     HashPolicy,
     HashPolicyKind,
     HeaderMatcher,
     HeaderMatchKind,
+    HeaderToAdd,
     PathMatch,
+    QueryParameterMatcher,
+    RedirectAction,
+    RegexRewrite,
     RetryPolicy,
     Route,
     RouteAction,
@@ -108,6 +113,7 @@ def test_a_route_configuration_decodes_with_matchers_actions_and_policies() -> N
         num_retries=3,
         base_interval=0.1,
         max_interval=1.0,
+        http_retry_on=frozenset({"5xx"}),  # Envoy's HTTP condition, apart from gRPC's codes
     )
     assert parsed.action.hash_policies == (
         HashPolicy(kind=HashPolicyKind.HEADER, header_name="user-id", terminal=True),
@@ -595,6 +601,7 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         "headers": (header,),
         "runtime_fraction_ppm": 5,
         "regex": compile_regex("/a.*"),
+        "query_parameters": (QueryParameterMatcher(name="q", kind=HeaderMatchKind.PRESENT),),
     }
     action: dict[str, Any] = {
         "cluster": "",
@@ -603,14 +610,34 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         "max_stream_duration": 1.5,
         "retry_policy": RetryPolicy(retry_on=frozenset({"cancelled"})),
         "hash_policies": (HashPolicy(kind=HashPolicyKind.CHANNEL_ID),),
+        "prefix_rewrite": "/b/",
+        "regex_rewrite": RegexRewrite(pattern="a", substitution="b", regex=compile_regex("a")),
+        "host_rewrite_literal": "h",
+        "timeout": 2.5,
+        "http_hash_policies": (HashPolicy(kind=HashPolicyKind.SOURCE_IP),),
     }
     built_match = _route._new_route_match(*match.values())
-    built_action = _route._new_route_action(*action.values())
+    grpc_part = list(action.values())[:6]
+    http_part = dict(list(action.items())[6:])
+    built_action = _route._new_route_action(
+        grpc_part[0],
+        grpc_part[1],
+        grpc_part[2],
+        grpc_part[3],
+        grpc_part[4],
+        grpc_part[5],
+        http_part,
+    )
     routed: dict[str, Any] = {
         "match": built_match,
         "action_type": RouteActionType.ROUTE,
         "action": built_action,
         "typed_per_filter_config": {"f": ("t", b"", False)},
+        "name": "r",
+        "redirect": RedirectAction(host="h"),
+        "direct_response": DirectResponse(status=200),
+        "request_headers_to_add": (HeaderToAdd(name="x", value="1"),),
+        "request_headers_to_remove": ("y",),
     }
     cases = [
         (RouteMatch, built_match, match),

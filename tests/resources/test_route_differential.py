@@ -1,10 +1,13 @@
-"""The RouteConfiguration decoder gives the verdicts of the reference one (issue 14).
+"""The RouteConfiguration decoder gives the verdicts of the reference one.
 
 The reference (tests/resources/reference_route.py) is the decoder as it was before the lean
 changes. For generated configurations built from few distinct values so rules collide (domains,
 path and header matchers with valid and invalid RE2, runtime fractions, every route action and
 cluster specifier, weighted clusters, durations, retry and hash policies, per-filter configs,
-cluster specifier plugins) and for random mutations of real ones, both must accept with
+cluster specifier plugins; and what Envoy's HTTP router reads besides: route names, redirects,
+direct responses, request headers to add and remove, query parameter matchers, rewrites,
+timeouts, HTTP retry conditions, cookie / query / source-IP hashing) and for random mutations
+of real ones, both must accept with
 field-for-field equal views, or both reject with the same name and message. The same holds for
 a route configuration inline in a Listener, whose paths carry the listener's prefix.
 """
@@ -108,7 +111,27 @@ def _filter_configs(pick: _Pick, configs: Any) -> None:
 
 
 def _retry_policy(pick: _Pick, policy: Any) -> None:
-    policy.retry_on = pick(["", "unavailable", "cancelled, 5xx,internal", " deadline-exceeded ,x"])
+    policy.retry_on = pick(
+        [
+            "",
+            "unavailable",
+            "cancelled, 5xx,internal",
+            " deadline-exceeded ,x",
+            "reset,retriable-4xx",
+        ]
+    )
+    if pick.flag():
+        policy.retriable_status_codes.extend(pick([[503], [502, 504]]))
+    if pick.count(3) == 0:
+        _header(pick, policy.retriable_headers.add())
+    if pick.count(2) == 0:
+        pick.duration(policy.per_try_timeout)
+    if pick.count(2) == 0:
+        predicate = policy.retry_host_predicate.add(
+            name="envoy.retry_host_predicates.previous_hosts"
+        )
+        predicate.typed_config.type_url = pick([_PREVIOUS_HOSTS, ""])
+        policy.host_selection_retry_max_attempts = pick([0, 3])
     retries = pick([None, 1, 5], [0])
     if retries is not None:
         policy.num_retries.value = retries
@@ -145,6 +168,36 @@ def _header(pick: _Pick, header: Any) -> None:
             setattr(matcher, pattern, pick(["Prod", ""]))
 
 
+def _query_parameter(pick: _Pick, matcher: Any) -> None:
+    """A query parameter condition: presence, a string matcher (rarely an invalid regex or no
+    pattern), or neither."""
+    matcher.name = pick(["q", ""])
+    kind = pick(["present", "exact", "regex", "neither"], ["no_pattern"])
+    if kind == "present":
+        matcher.present_match = pick.flag()
+    elif kind == "exact":
+        matcher.string_match.exact = pick(["1", ""])
+        matcher.string_match.ignore_case = pick.flag()
+    elif kind == "regex":
+        matcher.string_match.safe_regex.regex = pick.regex()
+    elif kind == "no_pattern":
+        matcher.string_match.SetInParent()
+
+
+def _headers_to_add(pick: _Pick, owner: Any) -> None:
+    for _ in range(pick.count(2)):
+        option = owner.request_headers_to_add.add(keep_empty_value=pick.flag())
+        option.header.key = pick(["X-Added", "x-b"])
+        option.header.value = pick(["v", ""])
+        shape = pick(["action", "append", "none"])
+        if shape == "action":
+            option.append_action = pick([0, 1, 2, 3])
+        elif shape == "append":
+            option.append.value = pick.flag()
+    for _ in range(pick.count(2)):
+        owner.request_headers_to_remove.append(pick(["X-Gone", "x-c"]))
+
+
 def _match(pick: _Pick, match: Any) -> None:
     kind = pick(["prefix", "path", "safe_regex"], ["separated", "none"])
     if kind in ("prefix", "path"):
@@ -156,8 +209,9 @@ def _match(pick: _Pick, match: Any) -> None:
     case_sensitive = pick([None, True, False])
     if case_sensitive is not None:
         match.case_sensitive.value = case_sensitive
-    if pick.count(5) == 0:  # gRPC skips the route
-        match.query_parameters.add(name="q").present_match = True
+    if pick.count(5) == 0:  # gRPC skips the route; HTTP keeps it when it is valid
+        for _ in range(pick([1, 2])):
+            _query_parameter(pick, match.query_parameters.add())
     for _ in range(pick.count(2)):
         _header(pick, match.headers.add())
     if pick.flag():
@@ -196,9 +250,12 @@ def _route_action(pick: _Pick, action: Any) -> None:
         pick.duration(action.max_stream_duration.max_stream_duration)
     if pick.flag():
         _retry_policy(pick, action.retry_policy)
+    _http_action(pick, action)
     for _ in range(pick.count(2)):
         policy = action.hash_policy.add(terminal=pick.flag())
-        kind = pick(["header", "rewrite", "channel_id", "other_state", "cookie"])
+        kind = pick(
+            ["header", "rewrite", "channel_id", "other_state", "cookie", "query", "source_ip"]
+        )
         if kind in ("header", "rewrite"):
             policy.header.header_name = pick(["User-Id", ""])
         if kind == "rewrite":
@@ -209,21 +266,82 @@ def _route_action(pick: _Pick, action: Any) -> None:
             policy.filter_state.key = key
         elif kind == "cookie":
             policy.cookie.name = "session"
+            if pick.flag():
+                pick.duration(policy.cookie.ttl)
+                policy.cookie.path = pick(["/", ""])
+        elif kind == "query":
+            policy.query_parameter.name = "user"
+        elif kind == "source_ip":
+            policy.connection_properties.source_ip = pick.flag()
+
+
+def _http_action(pick: _Pick, action: Any) -> None:
+    """A route action's rewrites and timeout (a rewrite regex may be invalid)."""
+    rewrite = pick(["none", "none", "prefix", "regex"])
+    if rewrite == "prefix":
+        action.prefix_rewrite = pick(["/v2/", ""])
+    elif rewrite == "regex":
+        action.regex_rewrite.pattern.regex = pick.regex()
+        action.regex_rewrite.substitution = pick(["/x/\\1", ""])
+    if pick.count(2) == 0:
+        action.host_rewrite_literal = "upstream.example"
+    if pick.count(2) == 0:
+        pick.duration(action.timeout)
+
+
+def _redirect(pick: _Pick, redirect: Any) -> None:
+    """A redirect: scheme, host, port and path parts; rarely a code out of the enum or an
+    invalid rewrite regex."""
+    redirect.response_code = pick([0, 1, 4], [9])
+    scheme = pick(["none", "https", "http"])
+    if scheme == "https":
+        redirect.https_redirect = True
+    elif scheme == "http":
+        redirect.scheme_redirect = "HTTP"
+    redirect.host_redirect = pick(["", "other.example"])
+    redirect.port_redirect = pick([0, 8443])
+    path = pick(["path", "prefix", "regex", "none"])
+    if path == "path":
+        redirect.path_redirect = "/"
+    elif path == "prefix":
+        redirect.prefix_rewrite = "/new/"
+    elif path == "regex":
+        redirect.regex_rewrite.pattern.regex = pick.regex()
+        redirect.regex_rewrite.substitution = "/r"
+    redirect.strip_query = pick.flag()
+
+
+def _direct_response(pick: _Pick, response: Any) -> None:
+    response.status = pick([200, 404, 503], [0, 199, 600])
+    body = pick(["none", "string", "bytes", "file"])
+    if body == "string":
+        response.body.inline_string = "gone"
+    elif body == "bytes":
+        response.body.inline_bytes = b"\x00gone"
+    elif body == "file":
+        response.body.filename = "/nonexistent"
 
 
 def _route(pick: _Pick, route: Any) -> None:
+    route.name = pick(["", "r1"])
     _match(pick, route.match)
-    kind = pick(["route", "route", "route", "non_forwarding", "redirect", "none"])
+    kind = pick(["route", "route", "route", "non_forwarding", "redirect", "direct", "none"])
     if kind == "route":
         _route_action(pick, route.route)
     elif kind == "non_forwarding":
         route.non_forwarding_action.SetInParent()
     elif kind == "redirect":
-        route.redirect.path_redirect = "/"
+        _redirect(pick, route.redirect)
+    elif kind == "direct":
+        _direct_response(pick, route.direct_response)
     _filter_configs(pick, route.typed_per_filter_config)
+    _headers_to_add(pick, route)
 
 
 _RLS = "type.googleapis.com/grpc.lookup.v1.RouteLookupClusterSpecifier"
+_PREVIOUS_HOSTS = (
+    "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
+)
 
 
 def _plugins(pick: _Pick, message: Any) -> None:
@@ -254,6 +372,8 @@ def route_configurations(draw: st.DrawFn) -> Any:
     """A RouteConfiguration made of few distinct values, so rules collide often."""
     pick = _Pick(draw)
     message = route_pb2.RouteConfiguration(name=pick(["rc", ""]))
+    message.ignore_port_in_host_matching = pick.flag()
+    _headers_to_add(pick, message)
     _plugins(pick, message)
     for _ in range(pick.count(2)):
         vhost = message.virtual_hosts.add(name=pick(["vh", ""]))
@@ -264,6 +384,7 @@ def route_configurations(draw: st.DrawFn) -> Any:
         if pick.flag():
             _retry_policy(pick, vhost.retry_policy)
         _filter_configs(pick, vhost.typed_per_filter_config)
+        _headers_to_add(pick, vhost)
     return message
 
 
@@ -320,7 +441,32 @@ def _rich() -> Any:
     wrapper.config.Pack(rbac_pb2.RBACPerRoute())
     regex.typed_per_filter_config["rbac"].Pack(wrapper)
     vhost.routes.add(non_forwarding_action=rc.NonForwardingAction()).match.path = "/local"
+    _add_http_parts(vhost)
     return message
+
+
+def _add_http_parts(vhost: Any) -> None:
+    """What Envoy's router reads besides: a route gRPC skips for its query parameters, a
+    redirect, a direct response, rewrites, a timeout, HTTP retry conditions and hashing."""
+    query = vhost.routes.add(name="by-query")
+    query.match.prefix = "/q"
+    query.match.query_parameters.add(name="debug").string_match.exact = "1"
+    query.route.cluster = "debug"
+    query.route.regex_rewrite.pattern.regex = "^/q/(.*)$"
+    query.route.regex_rewrite.substitution = "/\\1"
+    query.route.timeout.seconds = 3
+    query.route.retry_policy.retry_on = "5xx,reset"
+    query.route.retry_policy.per_try_timeout.seconds = 1
+    query.route.hash_policy.add().cookie.name = "session"
+    query.request_headers_to_add.add().header.key = "X-Debug"
+    moved = vhost.routes.add(name="moved")
+    moved.match.prefix = "/old/"
+    moved.redirect.prefix_rewrite = "/new/"
+    moved.redirect.response_code = rc.RedirectAction.PERMANENT_REDIRECT
+    gone = vhost.routes.add(name="gone")
+    gone.match.path = "/gone"
+    gone.direct_response.status = 410
+    gone.direct_response.body.inline_string = "gone"
 
 
 SEEDS = [_route_config(), _rich(), route_configuration("rc", {"/a/": "a", "/b/": {"x": 1}})]
@@ -357,6 +503,8 @@ def test_every_seed_and_a_50_route_configuration_are_accepted_by_both_with_equal
     assert kinds == [HashPolicyKind.HEADER, HashPolicyKind.CHANNEL_ID]
     assert route.match.runtime_fraction_ppm == 50_000
     assert set(route.typed_per_filter_config) == {"rbac"}
+    assert [r.name for r in vhost.http_routes[3:]] == ["by-query", "moved", "gone"]
+    assert [r.name for r in vhost.routes[3:]] == ["moved", "gone"]
 
 
 _HCM = "api_listener.api_listener"

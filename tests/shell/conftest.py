@@ -6,7 +6,6 @@ Nothing here touches a socket or waits on real time: the test plays the server t
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -15,22 +14,6 @@ from xdsclient import Backoff, ClientOptions, XdsClient
 from xdsclient.testing import FakeClock, FakeTransport
 
 OPTIONS = ClientOptions(does_not_exist_timeout=15.0, backoff=Backoff(jitter=0.0))
-
-
-async def settle() -> None:
-    """Let every task run until it waits on something only the test can cause."""
-    for _ in range(200):
-        await asyncio.sleep(0)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake() -> FakeTransport:
-    return FakeTransport()
 
 
 @pytest.fixture(params=[False, True], ids=["sotw", "delta"])

@@ -20,7 +20,7 @@ from envoy.config.core.v3 import base_pb2
 from envoy.service.load_stats.v3 import lrs_pb2, lrs_pb2_grpc
 from google.protobuf import duration_pb2
 
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import Backoff, ClientOptions, ServerConfig, StreamSpec, TransportError
 from xdsclient._shell._driver import StreamDriver
 from xdsclient._transports._grpc import GrpcTransport
@@ -149,10 +149,10 @@ async def test_a_load_reporting_stream_runs_through_the_driver_over_the_fake_tra
             clusters=["c"], load_reporting_interval=duration_pb2.Duration(seconds=10)
         )
         stream.respond(answer.SerializeToString())
-        await settle()
+        await idle()
         assert events.published == [("report", ("c",), 10.0)]
         clock.advance(9.9)
-        await settle()
+        await idle()
         assert stream.pending_requests() == []
         clock.advance(0.1)
         report = await stream.request()
@@ -174,13 +174,13 @@ async def test_a_load_reporting_stream_refused_before_any_response_backs_off(
     fake.refuse("lrs down")
     driver = _driver(fake(ServerConfig(uri="lrs:1"), ClientOptions()), clock, events)
     async with _running(driver):
-        await settle()
+        await idle()
         assert (fake.open_attempts, events.failures) == (1, ["lrs down"])
         clock.advance(0.99)
-        await settle()
+        await idle()
         assert fake.open_attempts == 1
         clock.advance(0.01)
-        await settle()
+        await idle()
         assert fake.open_attempts == 2
         assert events.published == [("lost", True), ("lost", True)]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.builders import EDS, delta_resource, delta_response, endpoints, sotw_response, wrapped
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import (
     AmbientError,
     CallbackWatcher,
@@ -40,18 +40,18 @@ async def test_a_does_not_exist_timer_starts_only_once_the_stream_is_established
     fake.hold()  # the connection takes a minute to come up (gRFC A57)
     seen: list[Event] = []
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
-    await settle()
+    await idle()
     clock.advance(60)
-    await settle()
+    await idle()
     assert seen == []
     fake.release()
     stream = await fake.stream()
     await stream.request()
     clock.advance(14.9)
-    await settle()
+    await idle()
     assert seen == []
     clock.advance(0.2)
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [DataError]
     assert isinstance(seen[0].error, ResourceTimeoutError)  # type: ignore[union-attr]
 
@@ -61,19 +61,19 @@ async def test_reconnects_back_off_on_schedule_and_at_once_after_a_stream_that_a
 ) -> None:
     fake.refuse()
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
-    await settle()
+    await idle()
     assert fake.open_attempts == 1
     for now, attempts in ((0.99, 1), (1.0, 2), (2.59, 2), (2.6, 3)):  # 1 s, then x1.6
         clock.set(now)
-        await settle()
+        await idle()
         assert fake.open_attempts == attempts, now
     fake.accept()
     clock.set(2.6 + 2.56)
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     stream.fail()
-    await settle()
+    await idle()
     assert fake.open_attempts == 5  # at once: the stream had received a response
 
 
@@ -83,7 +83,7 @@ async def test_a_connection_failure_reaches_watchers_and_the_cache_until_data_ar
     fake.refuse(TransportError("xDS server down"))
     seen: list[Event] = []
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [DataError]
     state = client.resource_state(ENDPOINT, "a")
     assert state is not None
@@ -93,7 +93,7 @@ async def test_a_connection_failure_reaches_watchers_and_the_cache_until_data_ar
     clock.advance(1.0)
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     assert isinstance(seen[-1], ResourceChanged)
     state = client.resource_state(ENDPOINT, "a")
     assert state is not None
@@ -105,11 +105,11 @@ async def test_a_stream_ending_after_a_response_is_no_error_and_resumes_at_the_v
 ) -> None:
     seen, stream = await _watching(client, fake)
     stream.send([endpoints("a")], version="7")
-    await settle()
+    await idle()
     stream.fail()
     second = await fake.stream()
     first_request = await second.request()
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [ResourceChanged]  # gRFC A57: not an error
     if delta:
         assert dict(first_request.initial_resource_versions) == {"a": "7"}
@@ -128,14 +128,14 @@ async def test_a_ttl_expires_on_the_clock_even_while_disconnected(
     else:
         resource = wrapped(endpoints("a"), name="a", version="1", ttl=5)
         stream.respond(sotw_response(EDS, [resource], version="1", nonce="n1"))
-    await settle()
+    await idle()
     fake.refuse()
     stream.fail()
     clock.advance(4.9)
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [ResourceChanged, AmbientError]  # the failed reconnect
     clock.advance(0.2)
-    await settle()
+    await idle()
     assert isinstance(seen[-1], DataError)
     assert isinstance(seen[-1].error, ResourceExpiredError)
 
@@ -155,10 +155,10 @@ async def test_a_busy_callback_watcher_holds_back_the_next_read_but_not_the_ack(
     await stream.request()
     stream.send([endpoints("a")], version="1")
     stream.send([endpoints("a", port=2)], version="2")
-    await settle()
+    await idle()
     assert len(stream.pending_requests()) == 1  # the first response ACKed, the second unread
     gate.set()
-    await settle()
+    await idle()
     assert len(stream.pending_requests()) == 1
     assert [e.version for e in seen if isinstance(e, ResourceChanged)] == ["1", "2"]
 
@@ -171,17 +171,17 @@ async def test_cancelling_a_watch_unsubscribes_and_nothing_more_is_delivered(
     stream = await fake.stream()
     await stream.request()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     stream.pending_requests()
     handle.cancel()
-    await settle()
+    await idle()
     (unsubscribe,) = stream.pending_requests()
     if delta:
         assert list(unsubscribe.resource_names_unsubscribe) == ["a"]
     else:
         assert list(unsubscribe.resource_names) == []
     stream.send([endpoints("a", port=2)], version="2")
-    await settle()
+    await idle()
     assert len(seen) == 1
     assert client.resource_state(ENDPOINT, "a") is None
 
@@ -191,7 +191,7 @@ async def test_a_watcher_added_at_any_moment_of_an_update_sees_each_version_once
 ) -> None:
     _, stream = await _watching(client, fake)
     stream.send([endpoints("a")], version="1")
-    await settle()
+    await idle()
     stream.send([endpoints("a", port=2)], version="2")
     late: list[list[Event]] = []
     for _ in range(40):
@@ -199,7 +199,7 @@ async def test_a_watcher_added_at_any_moment_of_an_update_sees_each_version_once
         late.append(box)
         client.add_watcher(ENDPOINT, "a", CallbackWatcher(box.append))
         await asyncio.sleep(0)
-    await settle()
+    await idle()
     for box in late:
         versions = [e.version for e in box if isinstance(e, ResourceChanged)]
         assert versions in (["1", "2"], ["2"]), versions
@@ -210,10 +210,10 @@ async def test_ambient_errors_of_a_failed_reconnect_keep_the_cached_value(
 ) -> None:
     seen, stream = await _watching(client, fake)
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     fake.refuse()
     stream.fail()
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [ResourceChanged, AmbientError]
     state = client.resource_state(ENDPOINT, "a")
     assert state is not None
@@ -236,14 +236,14 @@ async def test_heartbeats_keep_a_resource_past_its_ttl(
             stream.respond(sotw_response(EDS, [wrapper], version="1", nonce=nonce))
 
     send(True, "n0")
-    await settle()
+    await idle()
     for beat in range(1, 5):  # a heartbeat every 4 s, for 16 s
         clock.advance(4)
         send(False, f"n{beat}")
-        await settle()
+        await idle()
     assert [type(e) for e in seen] == [ResourceChanged]  # never expired, never re-delivered
     clock.advance(5)
-    await settle()
+    await idle()
     assert isinstance(seen[-1], DataError)
     assert isinstance(seen[-1].error, ResourceExpiredError)
 
@@ -260,7 +260,7 @@ async def test_the_ack_is_written_before_the_watchers_of_its_response_run(
     stream = await fake.stream()
     await stream.request()
     nonce = stream.send([endpoints("a")])
-    await settle()
+    await idle()
     assert acked_before_call == [True]
 
 
@@ -270,12 +270,12 @@ async def test_a_stream_that_cannot_write_its_ack_holds_the_watchers_up_only_bri
     seen, stream = await _watching(client, fake)
     stream.stall_writes()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     assert seen == []  # waiting for the ACK to be written
     clock.advance(ACK_FIRST_LIMIT)
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [ResourceChanged]
     assert not stream.pending_requests()  # the ACK is still stuck
     stream.resume_writes()
-    await settle()
+    await idle()
     assert [r.response_nonce for r in stream.pending_requests()] == ["nonce-1"]

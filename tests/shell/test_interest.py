@@ -1,5 +1,5 @@
 """Interest changes that net to nothing change nothing: a resource stays cached while
-someone wants it, and no request goes out for a drop and re-add in one tick (issue bug 1)."""
+someone wants it, and no request goes out for a drop and re-add in one tick."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import gc
 import pytest
 
 from tests.builders import cluster, endpoints, listener, routes
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import (
     AmbientError,
     CallbackWatcher,
@@ -24,7 +24,7 @@ from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 
 
 async def _acked(stream: FakeStream) -> None:
-    await settle()
+    await idle()
     stream.pending_requests()  # the ACKs
 
 
@@ -39,10 +39,10 @@ async def test_a_resource_dropped_and_readded_in_one_tick_stays_cached_without_a
     handle.cancel()
     again: list[Event] = []
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(again.append))
-    await settle()
+    await idle()
     assert stream.pending_requests() == []
     clock.advance(60)
-    await settle()
+    await idle()
     assert [type(e) for e in again] == [ResourceChanged]  # the cached value, no timeout
     state = client.resource_state(ENDPOINT, "a")
     assert state is not None
@@ -59,7 +59,7 @@ async def test_a_wildcard_watch_restarted_in_one_tick_gets_the_cached_resources(
     handle.cancel()
     again: list[Event] = []
     client.add_watcher(CLUSTER, "*", CallbackWatcher(again.append))
-    await settle()
+    await idle()
     assert stream.pending_requests() == []
     assert sorted(e.name for e in again if isinstance(e, ResourceChanged)) == ["a", "b"]
 
@@ -72,12 +72,12 @@ async def test_a_dropped_resource_leaves_the_cache_once_the_unsubscription_is_se
     stream.send([endpoints("a")])
     await _acked(stream)
     handle.cancel()
-    await settle()
+    await idle()
     assert client.resource_state(ENDPOINT, "a") is None
     assert len(stream.pending_requests()) == 1  # the unsubscription
     seen: list[Event] = []
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
-    await settle()
+    await idle()
     assert len(stream.pending_requests()) == 1  # asked for again
     assert seen == []
 
@@ -88,18 +88,18 @@ async def test_a_config_watch_recreated_in_one_tick_publishes_the_cached_snapsho
     first = client.watch_config("l")
     stream = await fake.stream()
     stream.send([listener("l", route="r")])
-    await settle()
+    await idle()
     stream.send([routes("c", name="r")])
-    await settle()
+    await idle()
     stream.send([cluster("c")])
-    await settle()
+    await idle()
     stream.send([endpoints("c")])
     async with first:
         assert isinstance(await anext(first), XdsConfig)
     async with client.watch_config("l") as second:
-        await settle()
+        await idle()
         clock.advance(60)
-        await settle()
+        await idle()
         snapshot = await anext(second)
         assert isinstance(snapshot, XdsConfig), snapshot
         assert not isinstance(snapshot, DataError)
@@ -113,7 +113,7 @@ async def test_a_config_watch_gets_an_ambient_error_when_the_server_goes_away(
         stream = await fake.stream()
         for resource in (listener("l", route="r"), routes("c", name="r"), cluster("c")):
             stream.send([resource])
-            await settle()
+            await idle()
         stream.send([endpoints("c")])
         assert isinstance(await anext(configs), XdsConfig)
         fake.refuse("xDS server gone")
@@ -135,5 +135,5 @@ async def test_a_config_watch_dropped_without_cancel_warns_and_unsubscribes(
 
     with pytest.warns(ResourceWarning, match="never cancelled"):
         drop()
-    await settle()
+    await idle()
     assert client.resource_state(LISTENER, "l") is None

@@ -1,5 +1,5 @@
 """The client owns its tasks and iterations: close ends them all, later calls fail clearly,
-and bad arguments fail at the call (issue bugs 6 and 7)."""
+and bad arguments fail at the call."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tests.builders import endpoints
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import (
     CallbackWatcher,
     ClientClosedError,
@@ -44,7 +45,7 @@ async def test_close_ends_every_iteration_and_every_task(
     client.add_config_watcher("listener", lambda update: None)
     readers = [asyncio.ensure_future(_drain(watch)), asyncio.ensure_future(_drain(config))]
     (await fake.stream()).send([endpoints("a")])
-    await settle()
+    await idle()
     assert _owned_tasks()
     await client.close()
     async with asyncio.timeout(5):
@@ -115,7 +116,7 @@ async def test_bad_arguments_fail_at_the_call(fake: FakeTransport, clock: FakeCl
             client.watch(CLUSTER, None)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="callable"):
             client.add_config_watcher("l", "not a callback")  # type: ignore[arg-type]
-        await settle()
+        await idle()
         assert fake.open_attempts == 0  # nothing was subscribed by the failed calls
 
 

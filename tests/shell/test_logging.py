@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from tests.builders import endpoints, invalid_endpoints
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import CallbackWatcher, TransportError, XdsClient
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeTransport
@@ -27,7 +27,7 @@ async def test_a_nack_is_one_warning_naming_type_resource_version_and_reason(
     await stream.request()
     with caplog.at_level(logging.INFO, logger="xdsclient"):
         stream.send([bad], version="42")
-        await settle()
+        await idle()
     (line,) = _lines(caplog, "xdsclient.protocol", logging.WARNING)
     assert line.startswith("NACK to fake:1: envoy.config.endpoint.v3.ClusterLoadAssignment")
     assert "socket_address.address" in line
@@ -48,16 +48,16 @@ async def test_the_same_nack_again_is_debug_and_after_an_ack_a_warning_again(
     with caplog.at_level(logging.DEBUG, logger="xdsclient"):
         for version in ("42", "42", "42"):
             stream.send([invalid_endpoints("b")], version=version)
-            await settle()
+            await idle()
         assert len(_lines(caplog, "xdsclient.protocol", logging.WARNING)) == 1
         again = [line for line in _lines(caplog, "xdsclient.protocol", logging.DEBUG)
                  if line.startswith("NACK to")]  # fmt: skip
         assert len(again) == 2
         assert all("rejected again" in line for line in again)
         stream.send([endpoints("b")], version="43")
-        await settle()
+        await idle()
         stream.send([invalid_endpoints("b")], version="42")
-        await settle()
+        await idle()
     assert len(_lines(caplog, "xdsclient.protocol", logging.WARNING)) == 2
 
 
@@ -68,14 +68,14 @@ async def test_a_server_down_for_many_retries_is_one_warning_and_its_return_one_
     with caplog.at_level(logging.DEBUG, logger="xdsclient"):
         client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
         for _ in range(5):
-            await settle()
+            await idle()
             clock.advance(120)
         assert fake.open_attempts >= 5
         fake.accept()
         clock.advance(120)
         stream = await fake.stream()
         stream.send([endpoints("a")])
-        await settle()
+        await idle()
     assert _lines(caplog, "xdsclient.connectivity", logging.WARNING) == [
         "xDS server fake:1 lost: xDS server fake:1 unavailable"
     ]
@@ -98,7 +98,7 @@ async def test_debug_summarises_each_request_and_response_in_one_line(
         stream = await fake.stream()
         await stream.request()
         stream.send([endpoints("e0")], version="3")
-        await settle()
+        await idle()
     lines = _lines(caplog, "xdsclient.protocol", logging.DEBUG)
     assert any(
         line.startswith("-> fake:1 envoy.config.endpoint.v3.ClusterLoadAssignment request")

@@ -11,7 +11,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
 from tests.builders import endpoints, invalid_endpoints
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import CallbackWatcher, MissingExtraError, TransportError, XdsClient
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeTransport
@@ -50,9 +50,9 @@ async def test_a78_metrics_follow_a_connect_a_nack_and_a_failure(
     stream = await fake.stream()
     await stream.request()
     stream.send([endpoints("a"), invalid_endpoints("b")])
-    await settle()
+    await idle()
     stream.send([endpoints("a"), endpoints("b")], version="2")
-    await settle()
+    await idle()
     server = {"grpc.target": "xds:///svc", "grpc.xds.server": "fake:1"}
     typed = {**server, "grpc.xds.resource_type": RESOURCE_TYPE}
     points = _points(reader)
@@ -70,7 +70,7 @@ async def test_a78_metrics_follow_a_connect_a_nack_and_a_failure(
     second = await fake.stream()
     await second.request()
     second.fail(TransportError("reset"))  # no response on this one: a failure
-    await settle()
+    await idle()
     points = _points(reader)
     assert points["grpc.xds_client.connected"] == [(0, server)]
     assert points["grpc.xds_client.server_failure"] == [(1, server)]
@@ -83,7 +83,7 @@ async def test_metrics_enabled_late_start_from_the_current_connectivity_and_can_
     stream = await fake.stream()
     await stream.request()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     stop = client.enable_metrics(MeterProvider(metric_readers=[reader]))
     points = _points(reader)
     assert [value for value, _ in points["grpc.xds_client.connected"]] == [1]

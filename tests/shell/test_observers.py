@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from tests.builders import EDS, endpoints, raw_any, sotw_response
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import (
     CallbackWatcher,
     ConnectivityChanged,
@@ -41,7 +41,7 @@ async def test_observers_hear_the_request_the_response_the_verdicts_and_the_ack(
     await stream.request()
     clock.advance(2.0)
     nonce = stream.send([endpoints("a")], version="7")
-    await settle()
+    await idle()
     connected, subscribe, response, verdict, ack = told
     assert isinstance(subscribe, RequestSent)
     assert subscribe.resource_names == ("a",)
@@ -69,7 +69,7 @@ async def test_a_rejected_resource_is_an_invalid_verdict_and_a_nack_with_its_rea
     stream = await fake.stream()
     await stream.request()
     stream.send([endpoints("a"), _invalid_endpoints("b")])
-    await settle()
+    await idle()
     verdicts = [e for e in told if isinstance(e, ResourceUpdate)]
     assert [(v.name, v.valid) for v in verdicts] == [("a", True), ("b", False)]
     assert verdicts[1].error is not None
@@ -91,7 +91,7 @@ async def test_a_resource_that_cannot_be_named_is_an_invalid_verdict_without_a_n
         await stream.request()
         garbage = raw_any(EDS, b"\xff\xff")
         stream.respond(sotw_response(EDS, [endpoints("a"), garbage], version="1", nonce="n1"))
-        await settle()
+        await idle()
     verdicts = [(e.name, e.valid) for e in told if isinstance(e, ResourceUpdate)]
     assert verdicts == [("a", True), ("", False)]
 
@@ -104,9 +104,9 @@ async def test_a_server_that_stays_down_is_one_failure_not_one_per_retry(
     fake.refuse(TransportError("xDS server down"))
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
     for _ in range(4):
-        await settle()
+        await idle()
         clock.advance(60)
-    await settle()
+    await idle()
     assert fake.open_attempts >= 4
     changes = [e for e in told if isinstance(e, ConnectivityChanged)]
     assert [(c.connected, c.error) for c in changes] == [(True, None), (False, "xDS server down")]
@@ -114,10 +114,10 @@ async def test_a_server_that_stays_down_is_one_failure_not_one_per_retry(
     clock.advance(60)
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     stream.fail()  # after a response: not a connectivity failure (gRFC A57)
     await fake.stream()
-    await settle()
+    await idle()
     changes = [e for e in told if isinstance(e, ConnectivityChanged)]
     assert [c.connected for c in changes] == [True, False, True]
 
@@ -137,7 +137,7 @@ async def test_a_raising_observer_is_logged_and_breaks_neither_watchers_nor_obse
     await stream.request()
     with caplog.at_level(logging.ERROR, logger="xdsclient.observe"):
         stream.send([endpoints("a")])
-        await settle()
+        await idle()
     assert [type(e) for e in seen] == [ResourceChanged]
     assert any(isinstance(e, ResourceUpdate) for e in told)
     assert "observer raised" in caplog.text
@@ -153,13 +153,13 @@ async def test_a_removed_observer_hears_nothing_more_and_removing_twice_is_harml
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
     stream = await fake.stream()
     await stream.request()
-    await settle()
+    await idle()
     assert told
     remove()
     remove()
     count = len(told)
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     assert len(told) == count
 
 
@@ -172,7 +172,7 @@ async def test_an_observer_without_verdicts_hears_requests_and_responses_only(
     stream = await fake.stream()
     await stream.request()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     kinds = [type(e) for e in told]
     assert ResponseReceived in kinds
     assert ResourceUpdate not in kinds
@@ -187,7 +187,7 @@ async def test_a_server_down_from_the_start_names_the_watched_types_in_its_failu
     client.add_observer(told.append)
     fake.refuse(TransportError("xDS server down"))
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
-    await settle()
+    await idle()
     failures = [e for e in told if isinstance(e, ConnectivityChanged) and not e.connected]
     assert [f.type_urls for f in failures] == [(EDS,)]
     assert not any(isinstance(e, RequestSent) for e in told)

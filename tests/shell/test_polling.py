@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.builders import EDS, endpoints
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import (
     AmbientError,
     CallbackWatcher,
@@ -45,17 +46,17 @@ async def test_a_failed_poll_after_a_response_is_backed_off_and_reported(
     rest_client.add_watcher(ENDPOINT, "a", CallbackWatcher(seen.append))
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     stream.fail("HTTP 503")
-    await settle()
+    await idle()
     assert [type(e) for e in seen] == [ResourceChanged, AmbientError]
     assert "HTTP 503" in str(seen[1].error)  # type: ignore[union-attr]
     assert fake.open_attempts == 1
     clock.set(0.99)
-    await settle()
+    await idle()
     assert fake.open_attempts == 1
     clock.set(1.0)
-    await settle()
+    await idle()
     assert fake.open_attempts == 2
 
 
@@ -67,27 +68,27 @@ async def test_consecutive_failed_polls_back_off_longer_and_a_response_resets_it
     rest_client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
     first = await fake.stream()
     first.send([endpoints("a")])
-    await settle()
+    await idle()
     first.fail("HTTP 500")
-    await settle()
+    await idle()
     clock.set(1.0)
     second = await fake.stream()
     second.fail("HTTP 500")
-    await settle()
+    await idle()
     clock.set(2.59)
-    await settle()
+    await idle()
     assert fake.open_attempts == 2
     clock.set(2.6)
     third = await fake.stream()
     third.send([endpoints("a")], version="2")
-    await settle()
+    await idle()
     third.fail("HTTP 500")
-    await settle()
+    await idle()
     clock.set(3.59)
-    await settle()
+    await idle()
     assert fake.open_attempts == 3
     clock.set(3.6)
-    await settle()
+    await idle()
     assert fake.open_attempts == 4
 
 
@@ -100,24 +101,24 @@ async def test_failed_polls_are_one_connectivity_change_until_a_poll_succeeds(
     rest_client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
 
     def changes() -> list[bool]:
         return [e.connected for e in told if isinstance(e, ConnectivityChanged)]
 
     stream.fail("HTTP 503")
-    await settle()
+    await idle()
     assert changes() == [True, False]  # the first failed poll, though it followed a good one
     for now in (1.0, 2.6):
         clock.set(now)
         stream = await fake.stream()
         stream.fail("HTTP 503")
-        await settle()
+        await idle()
     assert changes() == [True, False]
     clock.set(5.16)
     stream = await fake.stream()
     stream.send([endpoints("a")], version="2")
-    await settle()
+    await idle()
     assert changes() == [True, False, True]
     stats = rest_client.stats()
     assert stats.servers[URL].failures == 1
@@ -132,18 +133,18 @@ async def test_a_failing_rest_source_is_one_warning_per_change(
     rest_client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     with caplog.at_level(logging.INFO, logger="xdsclient.connectivity"):
         for now in (0.0, 1.0, 2.6):
             clock.set(now)
             if now:
                 stream = await fake.stream()
             stream.fail("HTTP 503")
-            await settle()
+            await idle()
         clock.set(5.16)
         stream = await fake.stream()
         stream.send([endpoints("a")], version="2")
-        await settle()
+        await idle()
     lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.endswith("ivity")]
     assert lines == [
         ("WARNING", f"REST-JSON source {URL} failing: xDS stream to {URL} failed: HTTP 503"),

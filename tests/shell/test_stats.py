@@ -4,7 +4,7 @@ in-memory transport with a fake clock."""
 from __future__ import annotations
 
 from tests.builders import EDS, endpoints, invalid_endpoints
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient import CallbackWatcher, TransportError, TypeStats, XdsClient
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeTransport
@@ -17,11 +17,11 @@ async def test_accepted_rejected_and_empty_responses_are_counted_with_the_versio
     stream = await fake.stream()
     await stream.request()
     stream.send([endpoints("a")], version="1")
-    await settle()
+    await idle()
     stream.send([invalid_endpoints("a")], version="2")
-    await settle()
+    await idle()
     stream.send([], type_url=EDS, version="3")
-    await settle()
+    await idle()
     stats = client.stats()
     server = stats.servers["fake:1"]
     assert server.connected_state == 1
@@ -42,7 +42,7 @@ async def test_a_server_down_is_one_failure_and_a_lost_stream_a_failure_of_its_t
     fake.refuse(TransportError("xDS server down"))
     client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
     for _ in range(3):
-        await settle()
+        await idle()
         clock.advance(60)
     server = client.stats().servers["fake:1"]
     assert (server.connected_state, server.failures) == (0, 1)
@@ -52,13 +52,13 @@ async def test_a_server_down_is_one_failure_and_a_lost_stream_a_failure_of_its_t
     clock.advance(60)
     stream = await fake.stream()
     stream.send([endpoints("a")])
-    await settle()
+    await idle()
     assert client.stats().servers["fake:1"].connected_state == 1
     stream.fail()  # after a response: no failure (gRFC A57)
     second = await fake.stream()
     await second.request()
     second.fail()  # before any response: a connectivity failure
-    await settle()
+    await idle()
     server = client.stats().servers["fake:1"]
     assert (server.connected_state, server.failures) == (0, 2)
     assert server.types[EDS].update_failure == 2

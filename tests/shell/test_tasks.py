@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.shell.conftest import settle
+from tests.helpers import idle
 from xdsclient._runtime._tasks import TaskOwner
 
 
@@ -22,7 +22,7 @@ async def test_a_failing_owned_task_is_logged_and_leaves_its_siblings_running(
         raise RuntimeError("bug")
 
     owner.start(broken(), name="xdsclient-test-broken")
-    await settle()
+    await idle()
     assert "xdsclient task xdsclient-test-broken failed" in caplog.text
     assert not sibling.done()
     await owner.close()

@@ -225,7 +225,7 @@ async def test_the_bootstrap_names_sources_per_type(tmp_path: Path) -> None:
             await eventually(lambda: timeout_of(client) == 4)
 
 
-# ---------------------------------------------------------------- partial reads (issue 22)
+# ------------------------------------------------------------------------------ partial reads
 
 INODE = 7
 

@@ -45,10 +45,9 @@ def polls(cp: ControlPlane) -> int:
 
 
 @pytest.fixture
-async def cp() -> Any:
-    async with ControlPlane() as control_plane:
-        control_plane.set(cluster("c", timeout_s=1))
-        yield control_plane
+def cp_resources() -> list[Any]:
+    """What ``cp`` serves: cluster ``c``."""
+    return [cluster("c", timeout_s=1)]
 
 
 async def test_a_long_poll_is_held_until_a_change_and_then_answered(cp: ControlPlane) -> None:

@@ -9,12 +9,10 @@ import os
 import re
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.builders import cluster
 from tests.testing_kit.runner import INI, SERVE, run_pytest
 from xdsclient.testing import ControlPlane
 
@@ -244,13 +242,6 @@ async def test_an_unknown_variant_in_the_marker_fails_collection_naming_it(
     code, out = await run_pytest(user_files(tmp_path, test))
     assert code == 2, out
     assert "unknown xDS variant(s) ads-sotv" in out
-
-
-@pytest.fixture
-async def cp() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as control_plane:
-        control_plane.set(cluster("c"))
-        yield control_plane
 
 
 async def test_a_conftest_can_override_the_settings(cp: ControlPlane, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ clear errors for bad settings and a missing pytest-asyncio."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -38,13 +37,6 @@ async def test_nothing_is_nacked(xds_client, xds_recorder):
     await xds_recorder.answer(CLUSTER.type_url)
     xds_recorder.assert_no_nacks()
 """
-
-
-@pytest.fixture
-async def cp() -> AsyncIterator[ControlPlane]:
-    async with ControlPlane() as control_plane:
-        control_plane.set(cluster("c"))
-        yield control_plane
 
 
 @pytest.fixture

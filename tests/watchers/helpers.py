@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from tests.shell.conftest import settle
 from xdsclient import AmbientError, DataError, ResourceChanged, TransportError
 from xdsclient._errors import ResourceDoesNotExistError
 from xdsclient._runtime._tasks import TaskOwner
@@ -33,7 +32,7 @@ def missing(name: str, type_url: str = EDS) -> DataError:
     )
 
 
-__all__ = ["EDS", "ambient", "changed", "missing", "running", "settle"]
+__all__ = ["EDS", "ambient", "changed", "missing", "running"]
 
 
 @asynccontextmanager

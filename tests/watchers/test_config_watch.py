@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from tests.builders import cluster, endpoints, listener, routes
-from tests.watchers.helpers import settle
+from tests.helpers import idle
 from xdsclient import (
     AmbientError,
     ConfigUpdate,
@@ -188,7 +188,7 @@ async def test_one_complete_snapshot_once_every_needed_resource_is_resolved(
         assert source.watched == {(LISTENER.type_url, "l")}
         for message in GRAPH:  # each step widens what is needed; none is complete before the end
             source.set(message)
-            await settle()
+            await idle()
         assert source.watched == {
             (LISTENER.type_url, "l"),
             (ROUTE_CONFIGURATION.type_url, "r"),
@@ -198,12 +198,12 @@ async def test_one_complete_snapshot_once_every_needed_resource_is_resolved(
         snapshot = await next_snapshot(watch)
         assert snapshot.clusters["c"].endpoints is not None
         source.set(*GRAPH)  # the same content again publishes nothing
-        await settle()
+        await idle()
         source.set(routes("c", "d", name="r"))  # needs d: incomplete, so nothing is published
-        await settle()
+        await idle()
         assert (CLUSTER.type_url, "d") in source.watched
         source.set(routes("c", name="r"))  # back to the published snapshot: nothing again
-        await settle()
+        await idle()
         assert (CLUSTER.type_url, "d") not in source.watched  # what is not needed is dropped
         source.set(endpoints("c", port=9090))
         newer = await next_update(watch)  # the very next update is the changed snapshot
@@ -217,7 +217,7 @@ async def test_a_batch_of_changes_is_walked_once_after_the_batch(source: Source)
         await next_snapshot(watch)
         source.lookups.clear()
         source.set(cluster("c", timeout_s=9), endpoints("c", port=9090), listener("l", route="r"))
-        await settle()
+        await idle()
         assert source.lookups.count((LISTENER.type_url, "l")) == 1
         await next_snapshot(watch)
 
@@ -230,7 +230,7 @@ async def test_an_endpoints_only_batch_redoes_only_its_clusters_and_matches_a_fu
     async with ConfigWatch(source, "l", "l") as watch:
         first = await next_update(watch)
         assert isinstance(first, XdsConfig)
-        await settle()  # the replays of the new subscriptions, walked
+        await idle()  # the replays of the new subscriptions, walked
         source.lookups.clear()
         source.set(endpoints("d", port=9090))
         second = await next_update(watch)
@@ -278,7 +278,7 @@ async def test_an_ambient_error_follows_the_snapshot_and_only_the_latest_waits(
     async with ConfigWatch(source, "l", "l") as watch:
         source.warn(CLUSTER, "c", TransportError("first"))
         source.warn(ENDPOINT, "c", TransportError("second"))
-        await settle()
+        await idle()
         await next_snapshot(watch)  # the snapshot first
         warning = await next_warning(watch)
         assert str(warning.error) == "second"  # the latest replaced the earlier one
@@ -291,9 +291,9 @@ async def test_a_new_snapshot_drops_a_waiting_ambient_error_and_comes_first(
     async with ConfigWatch(source, "l", "l") as watch:
         await next_snapshot(watch)
         source.warn(ENDPOINT, "c", TransportError("stale"))
-        await settle()  # the warning waits for the consumer
+        await idle()  # the warning waits for the consumer
         source.set(endpoints("c", port=9090))
-        await settle()
+        await idle()
         await next_snapshot(watch)
         source.warn(CLUSTER, "c", TransportError("fresh"))
         warning = await next_warning(watch)
@@ -350,7 +350,7 @@ async def test_an_ambient_error_while_nothing_was_published_is_not_delivered(
     async with ConfigWatch(source, "l", "l") as watch:
         reader = asyncio.ensure_future(next_update(watch))
         source.warn(CLUSTER, "c", TransportError("no snapshot to warn about"))
-        await settle()
+        await idle()
         assert not reader.done()
         source.set(endpoints("c"))
         assert isinstance(await reader, XdsConfig)
@@ -368,7 +368,7 @@ async def test_an_ambient_error_equal_to_the_last_delivered_is_not_delivered_aga
         reader = asyncio.ensure_future(next_update(watch))
         for _ in range(3):
             source.warn(CLUSTER, "c", TransportError("unreachable"))
-            await settle()
+            await idle()
         assert not reader.done()
         source.warn(CLUSTER, "c", TransportError("refused"))
         warning = await reader
@@ -397,14 +397,14 @@ async def test_cancel_ends_iteration_and_drops_every_subscription(source: Source
     watch = ConfigWatch(source, "l", "l")
     await next_snapshot(watch)
     reader = asyncio.ensure_future(anext(watch))
-    await settle()
+    await idle()
     watch.cancel()
     with pytest.raises(StopAsyncIteration):
         await reader
-    await settle()
+    await idle()
     assert source.watched == set()
     source.set(endpoints("c", port=9090))  # nothing more is walked or delivered
-    await settle()
+    await idle()
     assert [update async for update in watch] == []
 
 
@@ -412,7 +412,7 @@ async def test_cancel_drops_a_snapshot_still_waiting_for_the_consumer(source: So
     source.set(*GRAPH)
     async with ConfigWatch(source, "l", "l") as watch:
         source.warn(CLUSTER, "c", TransportError("flaky"))
-        await settle()
+        await idle()
     assert [update async for update in watch] == []
 
 
@@ -431,16 +431,16 @@ async def test_the_callback_form_runs_on_one_owned_task_and_survives_a_failing_c
     source.set(*GRAPH)
     watch = ConfigWatch(source, "l", "l", callback)
     assert len(source.tasks) == 2  # the dispatcher's, and the callback's
-    await settle()
+    await idle()
     source.set(endpoints("c", port=9090))
-    await settle()
+    await idle()
     source.warn(CLUSTER, "c", TransportError("flaky"))
-    await settle()
+    await idle()
     assert [type(update) for update in got] == [XdsConfig, XdsConfig, AmbientError]
     assert "bug in the callback" in caplog.text
     assert "raised CancelledError" in caplog.text
     watch.cancel()
-    await settle()
+    await idle()
     assert len(source.tasks) == 1  # cancel ended the callback's task
 
 
@@ -457,7 +457,7 @@ async def test_cancel_ends_the_callback_task_even_while_a_callback_is_running(
     watch = ConfigWatch(source, "l", "l", hangs)
     await running.wait()
     watch.cancel()
-    await settle()
+    await idle()
     assert len(source.tasks) == 1  # only the dispatcher's is left
 
 
@@ -465,9 +465,9 @@ async def test_a_plain_callback_gets_every_update_in_order(source: Source) -> No
     got: list[ConfigUpdate] = []
     source.set(*GRAPH)
     watch = ConfigWatch(source, "l", "l", got.append)
-    await settle()
+    await idle()
     source.fail(CLUSTER, "c", ResourceDoesNotExistError(CLUSTER.type_url, "c", "gone"))
-    await settle()
+    await idle()
     watch.cancel()
     assert len(got) == 2
     first, second = got
@@ -501,7 +501,7 @@ async def test_a_failing_callback_is_logged_by_the_watch_not_by_the_task_owner(
     source.set(*GRAPH)
     with caplog.at_level(logging.ERROR, logger="xdsclient"):
         watch = ConfigWatch(source, "l", "l", callback)
-        await settle()
+        await idle()
     watch.cancel()
     assert [r.getMessage().split(" raised")[0] for r in caplog.records] == [
         f"xDS config watcher {callback!r}"

@@ -8,7 +8,8 @@ import logging
 
 import pytest
 
-from tests.watchers.helpers import CDS, EDS, ambient, changed, missing, running, settle
+from tests.helpers import idle
+from tests.watchers.helpers import CDS, EDS, ambient, changed, missing, running
 from xdsclient import CallbackWatcher, Event, WatchHandle
 from xdsclient._watch._watchers import ACK_FIRST_LIMIT, Dispatcher, Watch, check_watcher
 from xdsclient.testing import FakeClock
@@ -53,7 +54,7 @@ async def test_publish_completes_once_every_watcher_was_called_and_returns_none_
     done = dispatcher.publish([changed("a", "1")])
     assert done is not None
     async with running(dispatcher):
-        await settle()
+        await idle()
         assert not done.done()  # the first watcher still holds the batch
         assert calls == []  # and the second waits its turn: one at a time, in order
         gate.set()
@@ -146,7 +147,7 @@ async def test_cancelling_the_serializer_returns_at_once_while_a_callback_swallo
         assert serializer.cancelled()
     finally:
         release.set()
-        await settle()
+        await idle()
 
 
 async def test_a_slow_callback_is_logged_once_naming_it_its_type_and_resource(
@@ -168,14 +169,14 @@ async def test_a_slow_callback_is_logged_once_naming_it_its_type_and_resource(
     assert done is not None
     with caplog.at_level(logging.WARNING, logger="xdsclient"):
         async with running(dispatcher):
-            await settle()
+            await idle()
             clock.advance(1.49)  # not yet past the threshold
-            await settle()
+            await idle()
             assert caplog.records == []
             clock.advance(0.02)
-            await settle()
+            await idle()
             clock.advance(10)
-            await settle()
+            await idle()
             gate.set()
             await done
     [record] = caplog.records
@@ -208,7 +209,7 @@ async def test_close_ends_every_watch_and_later_registrations_fail_clearly() -> 
     feeder = watch._watcher()
     watch._attach(dispatcher.add(EDS, "a", feeder, (), on_close=feeder.closed))
     reader = asyncio.ensure_future(anext(watch))
-    await settle()
+    await idle()
     dispatcher.close()
     with pytest.raises(StopAsyncIteration):
         async with asyncio.timeout(5):
@@ -310,16 +311,16 @@ async def test_a_batch_waits_for_its_ack_within_the_bound_and_is_dropped_if_clos
     done = dispatcher.publish([changed("a", "1")], written)
     assert done is not None
     async with running(dispatcher) as task:
-        await settle()
+        await idle()
         assert seen == []  # the ACK is not written yet
         clock.advance(ACK_FIRST_LIMIT)
         await done
         assert seen == [changed("a", "1")]  # the bound passed: delivered anyway
         stuck: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         dispatcher.publish([changed("a", "2")], stuck)
-        await settle()
+        await idle()
         dispatcher.close()
         stuck.set_result(None)
-        await settle()
+        await idle()
         assert not task.done()  # the serializer went on past the batch close() dropped
     assert seen == [changed("a", "1")]

@@ -15,7 +15,8 @@ import attrs
 import pytest
 
 from tests.builders import cluster, endpoints, listener, routes
-from tests.shell.conftest import OPTIONS, settle
+from tests.helpers import idle
+from tests.shell.conftest import OPTIONS
 from xdsclient import (
     AuthorityConfig,
     ClientClosedError,
@@ -120,7 +121,7 @@ async def test_a_malformed_name_from_a_resource_is_its_error_never_an_exception(
         p.registry.add_watchers(CDS, [bad, "good"], recorder.watcher)
         stream = await p.fake.stream()
         assert await cds_names(stream) == ["good"]
-        await settle()
+        await idle()
         assert [(type(e), e.name) for e in recorder.events] == [(DataError, bad)]
 
 
@@ -137,7 +138,7 @@ async def test_a_name_of_an_unconfigured_authority_is_an_error_and_never_subscri
         assert state.status is ResourceStatus.DOES_NOT_EXIST
         stream = await p.fake.stream()
         assert await cds_names(stream) == ["good"]
-        await settle()
+        await idle()
         assert [(type(e), e.name) for e in recorder.events] == [(DataError, unknown)] * 2
 
 
@@ -165,7 +166,7 @@ async def test_a_new_watcher_first_receives_the_cached_state() -> None:
         await cds_names(stream)  # the ACK: the response is in the cache
         late = Recorder()
         p.registry.add_watchers(CDS, ["a"], late.watcher)
-        await settle()
+        await idle()
         assert [(e.name, getattr(e, "version", None)) for e in late.events] == [("a", "1")]
 
 
@@ -264,5 +265,5 @@ async def test_an_empty_name_from_a_resource_is_its_error_never_an_exception() -
         p.registry.add_watchers(CDS, ["", "good"], recorder.watcher)
         stream = await p.fake.stream()
         assert await cds_names(stream) == ["good"]
-        await settle()
+        await idle()
         assert [(type(e), e.name) for e in recorder.events] == [(DataError, "")]

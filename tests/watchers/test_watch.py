@@ -9,7 +9,8 @@ import warnings
 
 import pytest
 
-from tests.watchers.helpers import EDS, ambient, changed, missing, running, settle
+from tests.helpers import idle
+from tests.watchers.helpers import EDS, ambient, changed, missing, running
 from xdsclient import CallbackWatcher, Event
 from xdsclient._watch._watchers import Dispatcher, Watch
 from xdsclient.testing import FakeClock
@@ -79,11 +80,11 @@ async def test_cancel_ends_iteration_at_once_and_unsubscribes() -> None:
     dispatcher = Dispatcher(clock=FakeClock(), on_last_watcher=lambda *key: departed.append(key))
     async with running(dispatcher):
         watch = _watch(dispatcher, replay=[changed("a", "1")])
-        await settle()
+        await idle()
         reader = asyncio.ensure_future(anext(watch))
         assert await reader == changed("a", "1")
         reader = asyncio.ensure_future(anext(watch))
-        await settle()
+        await idle()
         watch.cancel()
         with pytest.raises(StopAsyncIteration):
             await reader
@@ -94,7 +95,7 @@ async def test_cancel_drops_what_was_waiting() -> None:
     dispatcher = Dispatcher(clock=FakeClock())
     async with running(dispatcher):
         async with _watch(dispatcher, replay=[changed("a", "1")]) as watch:
-            await settle()
+            await idle()
         assert watch.cancelled
         assert [event async for event in watch] == []
 
@@ -103,7 +104,7 @@ async def test_closing_the_dispatcher_ends_a_waiting_iteration() -> None:
     dispatcher = Dispatcher(clock=FakeClock())
     async with running(dispatcher), _watch(dispatcher) as watch:
         reader = asyncio.ensure_future(anext(watch))
-        await settle()
+        await idle()
         dispatcher.close()
         with pytest.raises(StopAsyncIteration):
             await reader

@@ -21,7 +21,7 @@ rather than A78's ``grpc.`` prefix, make a failing LRS stream visible: the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._errors import MissingExtraError
@@ -64,6 +64,10 @@ METRICS: dict[str, tuple[str, str]] = {
     "xdsclient.lrs.stream_failure": (
         "{failure}",
         "A counter of load reporting (LRS) streams going from healthy to failing.",
+    ),
+    "xdsclient.resolves": (
+        "{resolve}",
+        "A counter of on-demand resolves finished, by outcome (available, missing, timed_out).",
     ),
 }
 _PREFIX = "type.googleapis.com/"
@@ -149,10 +153,12 @@ def enable_metrics(
     meter_provider: Any,
     target: str,
     connected: dict[str, int],
+    resolves: Callable[[], Mapping[str, int]] | None = None,
 ) -> Callable[[], None]:
     """Register A78's instruments on ``meter_provider`` (or the global one) fed by a new
     `MetricsRecorder` (``connected``: each server's state when metrics are enabled); returns
-    the function that stops reporting."""
+    the function that stops reporting. ``resolves``: the on-demand resolves finished so far,
+    by outcome (``xdsclient.resolves``, labelled ``xdsclient.resolve.outcome``)."""
     try:
         from opentelemetry import metrics
     except ImportError:
@@ -205,6 +211,17 @@ def enable_metrics(
         "xdsclient.lrs.stream_failure",
         recorder.lrs_failure_values,
     )
+    if resolves is not None:
+        counts = resolves
+        instrument(
+            meter.create_observable_counter,
+            "xdsclient.resolves",
+            lambda: [
+                (count, {"grpc.target": target, "xdsclient.resolve.outcome": outcome})
+                for outcome, count in counts().items()
+                if count  # an outcome appears once it happened, as the other counters do
+            ],
+        )
     remove = add_observer(recorder)
 
     def disable() -> None:

@@ -84,6 +84,9 @@ class ClientStats:
 
     #: by server URI (or source name)
     servers: Mapping[str, ServerStats]
+    #: `XdsClient.resolve` calls finished, by outcome: ``available``, ``missing``,
+    #: ``timed_out``
+    resolves: Mapping[str, int] = attrs.field(factory=dict)
 
     def type_stats(self, type_url: str, server: str | None = None) -> TypeStats:
         """One type's counters on ``server``, or summed over every server (``version``: the

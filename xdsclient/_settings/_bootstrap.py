@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._certificates import parse_certificate_providers
 from ._config import (
     AuthorityConfig,
     BootstrapError,
@@ -87,6 +88,7 @@ def parse_bootstrap(data: Mapping[str, Any]) -> ClientConfig:
             for name, value in authorities.items()
         },
         client_default_listener_resource_name_template=template if template is not None else "%s",
+        certificate_providers=parse_certificate_providers(data.get("certificate_providers", {})),
     )
 
 

@@ -15,6 +15,7 @@ from .._names import OLD_AUTHORITY
 from .._validators import positive as _positive
 from .._version import __version__
 from ..resources._locality import Locality
+from ._certificates import CertificateProviderConfig
 from ._servers import BootstrapError, ChannelCredentials, ServerConfig
 from ._sources import Source
 
@@ -22,6 +23,7 @@ __all__ = [
     "AuthorityConfig",
     "Backoff",
     "BootstrapError",
+    "CertificateProviderConfig",
     "ChannelCredentials",
     "ClientConfig",
     "Locality",
@@ -117,6 +119,10 @@ class ClientConfig:
     client_default_listener_resource_name_template: str = "%s"
     #: type URL -> a file or REST source serving that type instead of the servers
     sources: Mapping[str, Source] = attrs.field(factory=dict, hash=False)
+    #: the bootstrap's ``certificate_providers``: instance name -> its configuration (gRFC A29)
+    certificate_providers: Mapping[str, CertificateProviderConfig] = attrs.field(
+        factory=dict, hash=False
+    )
 
     def servers_of(self, authority: str) -> tuple[ServerConfig, ...] | None:
         """The servers of an authority in priority order (`OLD_AUTHORITY`: the top-level

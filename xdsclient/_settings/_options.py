@@ -31,7 +31,9 @@ class ClientOptions:
     server can make the client hold (a response over the first is NACKed whole; a resource whose
     name exceeds the second is rejected). ``keepalive_time`` (seconds between pings; None: off)
     notices a silent connection. ``slow_watcher_threshold``: a watcher callback running longer
-    is logged by name.
+    is logged by name. ``on_demand_grace``: how long a name `XdsClient.resolve` subscribed to
+    stays subscribed after its last resolve finished, when nothing else watches it (30 s: a
+    burst of requests for one cluster resolves once; docs/on-demand.md).
     """
 
     ads: bool = True
@@ -48,6 +50,7 @@ class ClientOptions:
     keepalive_timeout: float = attrs.field(default=20.0, validator=positive)
     backoff: Backoff = attrs.field(factory=Backoff)
     slow_watcher_threshold: float = attrs.field(default=1.0, validator=positive)
+    on_demand_grace: float = attrs.field(default=30.0, validator=positive)
 
     def protocol(
         self,

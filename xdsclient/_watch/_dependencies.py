@@ -7,14 +7,17 @@ never does I/O, so every graph shape is tested without a server (gRFC A74's XdsD
 
 Rules:
 - The listener must be an API listener; its routes come from RDS or inline.
-- The virtual host is chosen for the authority; the clusters are those its routes reach.
+- The virtual host is chosen for the authority; the clusters are those its routes reach. When
+  none of the route configuration's matches and it carries ``vhds``, the virtual host of the
+  authority is asked for on demand over VHDS (``<route configuration>/<authority>``): the
+  snapshot waits for it, and a host the server does not know is "no virtual host".
 - An EDS cluster needs its ClusterLoadAssignment; LOGICAL_DNS needs nothing more; an aggregate
   cluster expands depth-first into its ordered, de-duplicated leaves, at most 16 levels deep,
   and a cycle is an error for the aggregate that closes it (gRFCs A37, A75).
 - A snapshot is published only when everything is resolved, so it is never torn; an error in
   one cluster is reported for that cluster without withholding the others.
 
-Cost (issue 14): a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
+Cost: a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
 whose cluster and endpoint views are the very objects it holds (the cache keeps the object of a
 resource whose bytes did not change), so comparing snapshots is a pointer compare per cluster.
 When only endpoint assignments changed, `rewalk_endpoints` replaces just the clusters that use
@@ -30,13 +33,14 @@ import attrs
 
 from .._errors import ResourceDoesNotExistError, XdsError
 from .._protocol import ResourceStatus
-from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
+from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, VIRTUAL_HOST
 from ..resources._cluster import ClusterType, ClusterView
 from ..resources._endpoint import ClusterLoadAssignmentView
 from ..resources._listener import ListenerView
 from ..resources._route import RouteConfigurationView
 from ..resources._route_values import VirtualHost
 from ..resources._routing import select_virtual_host
+from ..resources._virtual_host import vhds_name
 
 __all__ = [
     "MAX_AGGREGATE_DEPTH",
@@ -152,6 +156,12 @@ def walk(
         if isinstance(route_config, XdsError):
             return done(route_config)
     virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
+    if virtual_host is None and route_config.vhds:
+        on_demand = _on_demand_virtual_host(route_config.name, authority, value)
+        if on_demand is _PENDING:
+            return done(None)
+        if isinstance(on_demand, VirtualHost):
+            virtual_host = on_demand
     if virtual_host is None:
         return done(
             XdsError(
@@ -179,6 +189,21 @@ def walk(
             clusters=clusters,
         )
     )
+
+
+def _on_demand_virtual_host(
+    route_config: str, authority: str, value: Callable[[str, str], Any]
+) -> Any:
+    """The virtual host VHDS gives ``authority`` in ``route_config`` (asked for on demand),
+    `_PENDING`, or None when the server has none for it (or the authority makes no name)."""
+    try:
+        name = vhds_name(route_config, authority)
+    except ValueError:
+        return None
+    found = value(VIRTUAL_HOST.type_url, name)
+    if found is _PENDING:
+        return _PENDING
+    return None if isinstance(found, XdsError) else found.virtual_host
 
 
 def _resolve(

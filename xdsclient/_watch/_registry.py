@@ -17,7 +17,7 @@ Rules:
   resources a server sent (`add_watchers` and `resource_state`, the walk's) never raise: one
   that is malformed, empty, or of an authority the bootstrap does not configure is that
   resource's error (a data error to its watcher, an unusable state to the walk) and is never
-  subscribed.
+  subscribed; so is a name of a type no stream of the client carries.
 - The last watcher of a name leaving unsubscribes it, if it was fetchable at all.
 - The checks are paid once per type where a walk makes thousands of calls: once an old-style
   name of a type passed them, every old-style name of that type does (`_plain`: what the pool
@@ -230,7 +230,11 @@ class Registry:
         """Watch names from resources (the walk's): a handle per name, in order; a name that
         cannot be fetched is that resource's data error, never an exception."""
         type_url = self.type_url(type_url)
-        self._open_subscriber().check_type(type_url)
+        try:
+            self._open_subscriber().check_type(type_url)
+        except ValueError as exc:  # no stream carries the type: each name's data error
+            errors = [_not_carried(type_url, name, exc) for name in names]
+            return self._register(type_url, errors, {}, watcher, None)
         if self._is_plain(type_url, names):  # the common case: no name needs a check
             return self._register(type_url, names, {OLD_AUTHORITY: names}, watcher, None)
         keys = [self._key(type_url, name) for name in names]
@@ -272,6 +276,10 @@ class Registry:
         """The dispatcher's news that nobody watches ``name`` any more."""
         subscriber = self._subscriber
         if subscriber is not None and subscriber.knows(authority_of(name), type_url):
+            try:
+                subscriber.check_type(type_url)
+            except ValueError:  # never subscribed: no stream carries the type
+                return
             subscriber.unsubscribe(type_url, name)
 
     def watch_config(
@@ -313,6 +321,10 @@ class Registry:
             table = self.cache.table(OLD_AUTHORITY, type_url)
             return None if table is None else table.get(name)
         type_url = self.type_url(type_url)
+        try:
+            self._open_subscriber().check_type(type_url)
+        except ValueError as exc:
+            return _unusable(type_url, name, _not_carried(type_url, name, exc).error)
         key = self._key(type_url, name)
         if not isinstance(key, str):
             return _unusable(type_url, name, key.error)
@@ -327,6 +339,13 @@ def _by_authority(keys: Sequence[str | DataError]) -> dict[str, list[str]]:
         if isinstance(key, str):
             fetch.setdefault(authority_of(key), []).append(key)
     return fetch
+
+
+def _not_carried(type_url: str, name: str, exc: ValueError) -> DataError:
+    """The data error of a name from a resource whose type no stream of the client carries
+    (a route configuration's VHDS virtual host on a per-type SotW client)."""
+    error = ResourceDoesNotExistError(type_url, name, str(exc))
+    return DataError(type_url=type_url, name=name, error=error)
 
 
 def _unusable(type_url: str, name: str, error: XdsError) -> ResourceState:

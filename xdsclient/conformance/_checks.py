@@ -25,6 +25,7 @@ from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
 from ._context import FULL_STATE, MAX_RESPONSES, Context, Finding, resources_of, ttls_of
 from ._discovery import discover
 from ._lrs import scenario_lrs
+from ._on_demand import scenario_on_demand
 from ._probe import Probe
 from ._rules import RuleId
 
@@ -489,6 +490,7 @@ SCENARIOS = (
     scenario_full_state,
     scenario_unknown_type,
     scenario_delta,
+    scenario_on_demand,
     scenario_lrs,
 )
 

@@ -48,6 +48,9 @@ class RuleId(enum.StrEnum):
     DELTA_PHANTOM_UNSUBSCRIBE = "delta-phantom-unsubscribe"
     DELTA_RESUBSCRIBE_RESENT = "delta-resubscribe-resent"
     DELTA_EXPLICIT_WILDCARD = "delta-explicit-wildcard"
+    ODCDS_UNKNOWN_CLUSTER = "odcds-unknown-cluster"
+    VHDS_UNKNOWN_HOST = "vhds-unknown-host"
+    VHDS_RESENT_AFTER_ROUTE_CHANGE = "vhds-resent-after-route-change"
     TTL_REFRESHED = "ttl-refreshed"
     LRS_INTERVAL_SET = "lrs-interval-set"
     LRS_ACCEPTS_REPORTS = "lrs-accepts-reports"
@@ -250,6 +253,27 @@ RULES: dict[RuleId, Rule] = {
             _M,
             f"{_SPEC}: How the client specifies (wildcard '*')",
             "an explicit '*' subscription gets the same resources as the implicit wildcard",
+        ),
+        Rule(
+            RuleId.ODCDS_UNKNOWN_CLUSTER,
+            _S,
+            f"{_SPEC}: Incremental xDS (on demand); Envoy on-demand CDS",
+            "a cluster subscribed on demand that the server does not have is named in"
+            " removed_resources",
+        ),
+        Rule(
+            RuleId.VHDS_UNKNOWN_HOST,
+            _S,
+            "Envoy VHDS: Subscribing to Resources",
+            "a host no virtual host matches is answered by a Resource named and aliased by the"
+            " host, with no body",
+        ),
+        Rule(
+            RuleId.VHDS_RESENT_AFTER_ROUTE_CHANGE,
+            _S,
+            "Envoy VHDS: Subscribing to Resources",
+            "after the route configuration changes, the virtual hosts the client holds are sent"
+            " again",
         ),
         Rule(
             RuleId.TTL_REFRESHED,

@@ -5,7 +5,9 @@ picker picks; what is left is gRPC's call object and the waiting. A task per cal
 it waits out delays and backoffs, picks in each attempt's cluster (waiting while the pick
 queues, never past the call's deadline), sends the attempt on that endpoint's connection with
 ``grpc-previous-rpc-attempts``, classifies how it ended, and tells the picker (outlier detection,
-least request, circuit breaking) and the cluster's load reporter. The caller sees grpc.aio's
+least request, circuit breaking, and the ORCA load report of the attempt's trailers for weighted
+round robin and custom policies) and the cluster's load reporter (with the report's named
+metrics). The caller sees grpc.aio's
 call objects: awaitable, iterable, with metadata, code and details, and a failure is always a
 `grpc.aio.AioRpcError` with gRPC's code and details.
 
@@ -36,7 +38,9 @@ from .._call import (
 )
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
+from ._orca import load_report_of, named_metrics
 from ._status import outcome_of, rpc_error
+from ._tls import TlsError
 
 __all__ = ["XdsCall"]
 
@@ -86,6 +90,8 @@ class XdsCall(
         self._responses: asyncio.Queue[Any] = asyncio.Queue()
         self._response: Any = None
         self._error: grpc.aio.AioRpcError | None = None
+        #: the ORCA load report of the last attempt's trailers (None: none came)
+        self._load_report: Any = None
         self._closed_by_channel = False
         self._task: asyncio.Task[Any] = asyncio.ensure_future(self._run())
         self._task.add_done_callback(self._on_done)
@@ -278,21 +284,30 @@ class XdsCall(
     async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
         core = self._core
         assert picked.endpoint is not None
-        connection = core.connections.connect((picked.endpoint.address, picked.endpoint.port))
+        try:
+            connection = core.connect(
+                (picked.endpoint.address, picked.endpoint.port), picked.cluster
+            )
+        except TlsError as error:
+            return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         core.connections.call_started(connection)
         load = core.load_of(picked.cluster)
         locality = picked.locality
         if load is not None and locality is not None:
             load.call_started(locality)
         ok = False
+        self._load_report = None
+        started = core.clock()
         try:
             outcome = await self._exchange(connection.channel, step)
             ok = outcome.code is Code.OK
             return outcome
         finally:
-            core.picker.call_finished(picked, ok, core.clock())
+            now = core.clock()
+            report = self._load_report
+            core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
             if load is not None and locality is not None:
-                load.call_finished(locality, ok)
+                load.call_finished(locality, ok, named_metrics(report))
             core.connections.call_ended(connection)
 
     async def _exchange(self, channel: grpc.aio.Channel, step: Attempt) -> AttemptOutcome:
@@ -327,11 +342,13 @@ class XdsCall(
                 self._response = await call
         except grpc.aio.AioRpcError as error:
             self._error = error
+            self._load_report = load_report_of(error.trailing_metadata())
             return outcome_of(error, committed=committed)
         except asyncio.CancelledError:
             call.cancel()
             raise
         self._error = None
+        self._load_report = load_report_of(await call.trailing_metadata())
         return _OK
 
     def _failed(self, status: Status) -> grpc.aio.AioRpcError:

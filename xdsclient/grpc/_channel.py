@@ -47,7 +47,10 @@ class XdsChannel(grpc.aio.Channel):
     (``GRPC_XDS_BOOTSTRAP``, then ``GRPC_XDS_BOOTSTRAP_CONFIG``) and closes it with itself;
     a ``client`` given is shared and left open. ``channel_options`` go to every endpoint's
     grpc.aio channel; ``interceptors`` are grpc.aio's client interceptors, run as grpc.aio runs
-    them (in order, each call's details passed on). ``rng`` seeds every random choice
+    them (in order, each call's details passed on). A cluster with an ``UpstreamTlsContext``
+    gets TLS from the bootstrap's certificate providers (gRFC A29); one without uses
+    ``fallback_credentials`` (None: plaintext), as grpcio's ``xds_channel_credentials`` falls
+    back. ``rng`` seeds every random choice
     (weighted clusters, faults, retries' jitter, picks). The channel starts watching at its
     first call, `channel_ready`, ``get_state(try_to_connect=True)`` or ``async with``.
     """
@@ -60,6 +63,7 @@ class XdsChannel(grpc.aio.Channel):
         channel_options: Sequence[tuple[str, Any]] = (),
         interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
         rng: random.Random | None = None,
+        fallback_credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
         owns = client is None
         self._core = ChannelCore(
@@ -68,6 +72,7 @@ class XdsChannel(grpc.aio.Channel):
             owns_client=owns,
             options=tuple(channel_options),
             rng=rng if rng is not None else random.Random(),
+            fallback=fallback_credentials,
         )
         self._interceptors = tuple(interceptors)
         self._calls: set[XdsCall] = set()

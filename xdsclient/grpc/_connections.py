@@ -1,4 +1,5 @@
-"""The channel's connections: one grpc.aio channel per endpoint address, shared by clusters.
+"""The channel's connections: one grpc.aio channel per endpoint address and TLS policy, shared
+by clusters.
 
 Why an owner of its own: a connection outlives the call that opened it and the snapshot that
 named it, and must not outlive both. Each is held while some assignment of the current snapshot
@@ -6,6 +7,12 @@ lists its endpoint as one gRPC balances over (health UNKNOWN or HEALTHY: a DRAIN
 no longer held) and while calls run on it; it closes once neither is true, so a call in flight
 finishes on its connection whatever the control plane says meanwhile. A task per connection
 reports its connectivity to the picker (through ``report``) as it changes, asking it to connect.
+
+A connection's slot is (endpoint, `TlsPolicy` or None for plaintext): the same address under two
+security policies gets two channels. It is made with the `Security` (certificates) that
+``secure`` gives for its policy when it opens; when a later connect gets other certificates (the
+provider's files were rotated), a new connection replaces it and the old one is retired: it no
+longer reports and closes once its calls end.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from typing import Any
 import grpc
 
 from ..lb import ConnectivityState, EndpointKey
+from ._tls import Security, TlsPolicy
 
-__all__ = ["Connection", "Connections"]
+__all__ = ["Connection", "Connections", "Slot"]
 
 _STATES = {
     grpc.ChannelConnectivity.IDLE: ConnectivityState.IDLE,
@@ -30,17 +38,22 @@ _STATES = {
 }
 
 Report = Callable[[EndpointKey, ConnectivityState], None]
+#: an endpoint and the TLS policy its channel follows (None: plaintext)
+Slot = tuple[EndpointKey, TlsPolicy | None]
 
 
 class Connection:
     """One endpoint's grpc.aio channel, the calls running on it and whether a snapshot holds
     it."""
 
-    __slots__ = ("calls", "channel", "held", "key", "state", "watcher")
+    __slots__ = ("calls", "channel", "held", "key", "security", "slot", "state", "watcher")
 
-    def __init__(self, key: EndpointKey, channel: grpc.aio.Channel) -> None:
-        self.key = key
+    def __init__(self, slot: Slot, channel: grpc.aio.Channel, security: Security | None) -> None:
+        self.slot = slot
+        self.key = slot[0]
         self.channel = channel
+        #: the certificates the channel was made with (None: plaintext)
+        self.security = security
         #: attempts running on this connection
         self.calls = 0
         self.held = True
@@ -51,12 +64,23 @@ class Connection:
 class Connections:
     """Every connection of one `XdsChannel` (see the module's docstring)."""
 
-    def __init__(self, report: Report, options: Sequence[tuple[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        report: Report,
+        options: Sequence[tuple[str, Any]] = (),
+        secure: Callable[[TlsPolicy], Security] | None = None,
+        fallback: grpc.ChannelCredentials | None = None,
+    ) -> None:
         self._report = report
         self._options = tuple(options)
-        self._open: dict[EndpointKey, Connection] = {}
-        #: the endpoints the current snapshot holds
-        self._held: frozenset[EndpointKey] = frozenset()
+        self._secure = secure
+        #: the credentials of a connection without a TLS policy (None: plaintext)
+        self._fallback = fallback
+        self._open: dict[Slot, Connection] = {}
+        #: replaced by a connection with newer certificates, closing once their calls end
+        self._retired: set[Connection] = set()
+        #: the slots the current snapshot holds
+        self._held: frozenset[Slot] = frozenset()
         #: channels being closed, awaited by `close`
         self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -67,31 +91,43 @@ class Connections:
         return len(self._open)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._open
+        """Whether a connection to the endpoint ``key`` is open, whatever its policy."""
+        return any(slot[0] == key for slot in self._open)
 
     def states(self) -> list[ConnectivityState]:
         """The connectivity of every open connection."""
         return [connection.state for connection in self._open.values()]
 
-    def connect(self, key: EndpointKey) -> Connection:
-        """The connection to ``key``, opened if there is none (held while the snapshot holds
-        ``key``; otherwise it closes once unused, as soon as its first call ends)."""
-        connection = self._open.get(key)
+    def connect(self, key: EndpointKey, policy: TlsPolicy | None = None) -> Connection:
+        """The connection to ``key`` under ``policy``, opened if there is none or if its
+        certificates are no longer the current ones (held while the snapshot holds the slot;
+        otherwise it closes once unused, as soon as its first call ends). Raises `TlsError`
+        when the policy cannot be met."""
+        slot = (key, policy)
+        security = None
+        if policy is not None:
+            if self._secure is None:
+                raise RuntimeError("a TLS policy needs certificates")
+            security = self._secure(policy)
+        connection = self._open.get(slot)
+        if connection is not None and connection.security != security:
+            self._retire(connection)
+            connection = None
         if connection is None:
             if self._closed:
                 raise RuntimeError("the channel is closed")
-            channel = grpc.aio.insecure_channel(f"{_host(key[0])}:{key[1]}", options=self._options)
-            connection = self._open[key] = Connection(key, channel)
+            channel = _channel(key, security, self._fallback, self._options)
+            connection = self._open[slot] = Connection(slot, channel, security)
             connection.watcher = asyncio.ensure_future(self._watch(connection))
-        connection.held = key in self._held
+        connection.held = slot in self._held
         return connection
 
-    def hold_only(self, keys: Iterable[EndpointKey]) -> None:
-        """The current snapshot holds exactly ``keys``: release the others (each closes once
+    def hold_only(self, slots: Iterable[Slot]) -> None:
+        """The current snapshot holds exactly ``slots``: release the others (each closes once
         its calls end)."""
-        held = self._held = frozenset(keys)
+        held = self._held = frozenset(slots)
         for connection in list(self._open.values()):
-            connection.held = connection.key in held
+            connection.held = connection.slot in held
             self._close_if_unused(connection)
 
     def call_started(self, connection: Connection) -> None:
@@ -106,7 +142,7 @@ class Connections:
     async def close(self) -> None:
         """Close every connection now (calls still running on them end CANCELLED)."""
         self._closed = True
-        for connection in list(self._open.values()):
+        for connection in [*self._open.values(), *self._retired]:
             self._close(connection)
         while self._closing:
             await asyncio.gather(*self._closing)
@@ -115,10 +151,21 @@ class Connections:
         if not connection.held and connection.calls == 0:
             self._close(connection)
 
+    def _retire(self, connection: Connection) -> None:
+        del self._open[connection.slot]
+        connection.held = False
+        if connection.watcher is not None:
+            connection.watcher.cancel()  # the new connection reports for the endpoint
+        self._retired.add(connection)
+        self._close_if_unused(connection)
+
     def _close(self, connection: Connection) -> None:
-        if self._open.get(connection.key) is not connection:
+        if self._open.get(connection.slot) is connection:
+            del self._open[connection.slot]
+        elif connection in self._retired:
+            self._retired.discard(connection)
+        else:
             return
-        del self._open[connection.key]
         if connection.watcher is not None:
             connection.watcher.cancel()
         task = asyncio.ensure_future(_close_channel(connection))
@@ -141,6 +188,22 @@ async def _close_channel(connection: Connection) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await connection.watcher
     await connection.channel.close()
+
+
+def _channel(
+    key: EndpointKey,
+    security: Security | None,
+    fallback: grpc.ChannelCredentials | None,
+    options: tuple[tuple[str, Any], ...],
+) -> grpc.aio.Channel:
+    target = f"{_host(key[0])}:{key[1]}"
+    if security is None:
+        if fallback is not None:
+            return grpc.aio.secure_channel(target, fallback, options=options)
+        return grpc.aio.insecure_channel(target, options=options)
+    return grpc.aio.secure_channel(
+        target, security.credentials(), options=options + security.options()
+    )
 
 
 def _host(address: str) -> str:

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import grpc
 
 from .. import ClusterConfig, ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
@@ -37,16 +40,22 @@ from ..lb import (
     PickResult,
     aggregate_state,
     key_of,
+    orca_interval_of,
 )
 from ..resources import (
     LISTENER,
     ROUTE_CONFIGURATION,
+    CustomLbPolicy,
     ListenerView,
     RouteConfigurationView,
+    WeightedRoundRobin,
+    WrrLocality,
     select_virtual_host,
 )
-from ._connections import Connections
+from ._connections import Connection, Connections
+from ._oob import OobStreams
 from ._status import resource_details
+from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
 
@@ -72,6 +81,7 @@ class ChannelCore:
         options: tuple[tuple[str, Any], ...],
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
+        fallback: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
@@ -82,7 +92,16 @@ class ChannelCore:
         #: gRFC A42's ``channel_id``: one random 64-bit value per channel
         self.channel_id = rng.getrandbits(64)
         self.picker = ComposedPicker(channel_id=self.channel_id)
-        self.connections = Connections(self._on_connectivity, options)
+        #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
+        self.security = ClusterSecurity(client.config.certificate_providers)
+        self.connections = Connections(
+            self._on_connectivity,
+            options,
+            secure=lambda policy: self.security.store.security(policy, self.clock()),
+            fallback=fallback,
+        )
+        #: out-of-band ORCA streams, for the clusters whose policy asks for them
+        self.oob = OobStreams(self._on_load_report)
         self.faults = ActiveFaults()
         self.config: CallConfig | None = None
         self.snapshot: XdsConfig | None = None
@@ -139,6 +158,7 @@ class ChannelCore:
             await asyncio.gather(self._start, return_exceptions=True)
             if self._watch is not None:
                 self._watch.cancel()
+        await self.oob.close()
         await self.connections.close()
         if self._owns_client:
             await self.client.close()
@@ -204,13 +224,20 @@ class ChannelCore:
                 return CLOSED
             event = self._changed
             now = self.clock()
+            refused = self.security.invalid(cluster)
+            if refused is not None:
+                return Status(
+                    code=Code.UNAVAILABLE,
+                    details=f"CDS resource {cluster}: invalid resource: {refused} "
+                    f"(node ID:{self._node_id})",
+                )
             timer = picker.next_deadline()
             if timer is not None and timer <= now:
                 picker.poll(self.rng, now)
                 timer = picker.next_deadline()
             result = picker.pick_in(cluster, headers, self.rng, now, request_hash=request_hash)
             for endpoint in result.connect:
-                self.connections.connect(key_of(endpoint))
+                self._connect(key_of(endpoint))
             outcome = result.outcome
             if outcome is _COMPLETE:
                 return result
@@ -290,6 +317,7 @@ class ChannelCore:
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.connections.hold_only(())
+            self.oob.want({})
         else:
             logger.info("%s: %s (the last configuration stays in use)", self.target, update)
             return
@@ -337,22 +365,80 @@ class ChannelCore:
         self.error = None
         self.picker.update(snapshot, now)
         self._loads = {}  # the client gives the same load again per (cluster, service)
-        self.connections.hold_only(
-            key_of(endpoint)
-            for entry in snapshot.clusters.values()
-            if entry.endpoints is not None
-            for endpoint in entry.endpoints.healthy_endpoints()
-        )
+        self.connections.hold_only(self.security.update(snapshot.clusters))
         self._connect_wanted()
+        for key in self.oob.want(_oob_wanted(snapshot)):
+            connection = self._oob_connection(key) if key in self.connections else None
+            if connection is not None:
+                self.oob.connectivity(
+                    key, connection.state, functools.partial(_channel_of, connection)
+                )
 
     def _connect_wanted(self) -> None:
         for endpoint in self.picker.wanted_connections():
-            self.connections.connect(key_of(endpoint))
+            self._connect(key_of(endpoint))
+
+    def connect(self, key: EndpointKey, cluster: str) -> Connection:
+        """The connection a call picked in leaf ``cluster`` runs on, under that cluster's TLS
+        policy; `TlsError` when its certificates cannot be had."""
+        return self.connections.connect(key, self.security.policy_of_cluster(cluster))
+
+    def _connect(self, key: EndpointKey) -> None:
+        """Connect ahead of a call, under the policy of the first cluster listing ``key``; an
+        endpoint whose certificates cannot be had is in TRANSIENT_FAILURE."""
+        try:
+            self.connections.connect(key, self.security.policy_of_endpoint(key))
+        except TlsError as error:
+            logger.warning("%s: %s:%s: %s", self.target, key[0], key[1], error)
+            self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
 
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())
         self._connect_wanted()
+        if key in self.oob.wanted:
+            self.oob.connectivity(key, state, lambda: self._oob_channel(key))
         self._notify()
+
+    def _oob_connection(self, key: EndpointKey) -> Connection | None:
+        """The connection to ``key`` an ORCA stream runs on: under the TLS policy of the
+        first cluster listing it (None when its certificates cannot be had)."""
+        try:
+            return self.connections.connect(key, self.security.policy_of_endpoint(key))
+        except TlsError:
+            return None
+
+    def _oob_channel(self, key: EndpointKey) -> grpc.aio.Channel | None:
+        connection = self._oob_connection(key)
+        return None if connection is None else connection.channel
+
+    def _on_load_report(self, key: EndpointKey, report: Any) -> None:
+        self.picker.load_report(key, report, self.clock())
+
+
+def _channel_of(connection: Connection) -> grpc.aio.Channel:
+    return connection.channel
+
+
+def _oob_wanted(snapshot: XdsConfig) -> dict[EndpointKey, float]:
+    """The endpoints of clusters whose policy asks for out-of-band reports (weighted round
+    robin with A58's ``enable_oob_load_report``, a custom policy registered with an
+    ``orca_interval``), each with the shortest period asked for it."""
+    wanted: dict[EndpointKey, float] = {}
+    for entry in snapshot.clusters.values():
+        policy = entry.cluster.lb_policy if entry.cluster is not None else None
+        if isinstance(policy, WrrLocality):
+            policy = policy.child
+        period: float | None = None
+        if isinstance(policy, WeightedRoundRobin) and policy.enable_oob_load_report:
+            period = policy.oob_reporting_period
+        elif isinstance(policy, CustomLbPolicy):
+            period = orca_interval_of(policy)
+        if period is None or entry.endpoints is None:
+            continue
+        for endpoint in entry.endpoints.healthy_endpoints():
+            key = key_of(endpoint)
+            wanted[key] = min(wanted.get(key, period), period)
+    return wanted
 
 
 def _empty_assignment(entry: ClusterConfig | None) -> str | None:

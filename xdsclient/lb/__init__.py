@@ -1,4 +1,4 @@
-"""Load-balancing building blocks for custom balancers over xDS endpoint data (issue 25).
+"""Load-balancing building blocks for custom balancers over xDS endpoint data.
 
 Transport-free and sans-I/O: each block takes the validated views, the connectivity the user's
 transport reports, a random source and ``now``, and returns picks. They agree with gRPC's xDS
@@ -9,6 +9,7 @@ API and is never imported by it.
 from __future__ import annotations
 
 from ._base import (
+    CallEnd,
     ChildPolicy,
     ConnectivityState,
     EndpointKey,
@@ -23,6 +24,7 @@ from ._base import (
 )
 
 __all__ = [
+    "CallEnd",
     "ChildPolicy",
     "ConnectivityState",
     "EndpointKey",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 # --- endpoint pickers and the per-priority child (lb-pickers) ---
+from ._custom import GuardedPolicy, LbPolicyFactory, orca_interval_of, register_lb_policy
 from ._least_request import LeastRequestPicker
 from ._pick_first import PickFirstPicker
 from ._policies import child_policy_for, endpoint_picker_factory
@@ -48,6 +51,8 @@ from ._wrr import WeightedRoundRobinPicker, scheduler_weights
 
 __all__ += [
     "RING_SIZE_CAP",
+    "GuardedPolicy",
+    "LbPolicyFactory",
     "LeastRequestPicker",
     "PickFirstPicker",
     "RingHashPolicy",
@@ -58,6 +63,8 @@ __all__ += [
     "child_policy_for",
     "endpoint_picker_factory",
     "hash_key_of",
+    "orca_interval_of",
+    "register_lb_policy",
     "request_hash",
     "ring_weight",
     "scheduler_weights",

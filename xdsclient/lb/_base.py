@@ -18,13 +18,14 @@ import enum
 import operator
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from ..resources import Endpoint, LocalityEndpoints
 
 __all__ = [
+    "CallEnd",
     "ChildPolicy",
     "ConnectivityState",
     "EndpointKey",
@@ -134,6 +135,20 @@ class PickResult:
     error: str = ""
 
 
+@attrs.frozen(kw_only=True)
+class CallEnd:
+    """How a call picked on an endpoint ended, for the optional ``call_ended(key, end)`` hook
+    of a policy: ``ok``, the seconds from its start on the endpoint to its end (``elapsed``),
+    when it ended on the picker's clock (``now``), and the backend's per-call ORCA load report
+    (``xds.data.orca.v3.OrcaLoadReport`` from the ``endpoint-load-metrics-bin`` trailer, gRFC
+    A51; None when the backend sent none)."""
+
+    ok: bool
+    elapsed: float = 0.0
+    now: float = 0.0
+    load_report: Any = None
+
+
 class EndpointPicker(Protocol):
     """Picks among one locality's endpoints (gRPC: round_robin, weighted_round_robin,
     least_request, pick_first under weighted_target)."""
@@ -159,9 +174,13 @@ class ChildPolicy(Protocol):
     """Picks among the endpoints of one priority (gRPC: the priority policy's child: a
     locality-weighted target of endpoint pickers, or ring hash over all of the priority).
 
-    A child may also have the optional call hooks ``call_started(key)`` and
-    ``call_finished(key, ok)``: the composed picker calls them, when present, as a call it
-    picked starts and ends (`WeightedTarget` passes them to least request)."""
+    A child may also have the optional call hooks ``call_started(key)``,
+    ``call_finished(key, ok)`` and ``call_ended(key, end)`` (a `CallEnd`: outcome, latency
+    and the backend's per-call ORCA load report), and ``load_report(key, report, now)`` (an
+    out-of-band ORCA report): the composed picker calls them, when present, as a call it
+    picked starts and ends and as reports arrive (`WeightedTarget` passes them to its
+    locality pickers: least request counts calls, weighted round robin takes its weights
+    from the ORCA reports)."""
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities; state kept by locality and endpoint key."""

@@ -32,6 +32,7 @@ import functools
 import itertools
 import random
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from .. import ClusterConfig, XdsConfig
 from ..resources import ClusterType, ClusterView, Endpoint, RingHash, Route, match_route
@@ -170,9 +171,11 @@ class _Leaf:
             ),
         )
 
-    def call_finished(self, endpoint: Endpoint, ok: bool) -> None:
+    def call_finished(
+        self, endpoint: Endpoint, ok: bool, now: float, elapsed: float, load_report: Any
+    ) -> None:
         self.counter.call_finished()
-        self.priority.call_finished(key_of(endpoint), ok)
+        self.priority.call_finished(key_of(endpoint), ok, now, elapsed, load_report)
 
     def deadlines(self) -> list[float]:
         found = [self.priority.next_deadline()]
@@ -412,12 +415,30 @@ class ComposedPicker:
         request = PickRequest(headers=headers, request_hash=request_hash)
         return leaf.pick(request, rand, now)
 
-    def call_finished(self, result: PickResult, ok: bool, now: float) -> None:
+    def call_finished(
+        self,
+        result: PickResult,
+        ok: bool,
+        now: float,
+        *,
+        elapsed: float = 0.0,
+        load_report: Any = None,
+    ) -> None:
         """A call picked by `pick` ended: circuit breaking, outlier detection and least
-        request learn it."""
+        request learn it, and a policy with a ``call_ended`` hook (weighted round robin, a
+        custom policy) gets its `CallEnd`: ``elapsed`` seconds on the endpoint and the
+        backend's ORCA ``load_report`` (an ``OrcaLoadReport``, None when none came)."""
         leaf = self._leaves.get(result.cluster)
         if leaf is not None and result.endpoint is not None:
-            leaf.call_finished(result.endpoint, ok)
+            leaf.call_finished(result.endpoint, ok, now, elapsed, load_report)
+
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report (``OrcaLoadReport``) from endpoint ``key``: told to the
+        policy of every cluster holding it that has a ``load_report`` hook (weighted round
+        robin, a custom policy)."""
+        for leaf in self._leaves.values():
+            if leaf.priority.wants(key):
+                leaf.priority.load_report(key, report, now)
 
     def poll(self, rand: random.Random, now: float) -> None:
         """Fire every timer that is due (picks do this for their own cluster)."""

@@ -30,9 +30,18 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..resources import Endpoint, LocalityEndpoints, OutlierDetection
-from ._base import ChildPolicy, ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
+from ._base import (
+    CallEnd,
+    ChildPolicy,
+    ConnectivityState,
+    EndpointKey,
+    PickRequest,
+    PickResult,
+    key_of,
+)
 
 __all__ = ["OutlierDetector"]
 
@@ -81,6 +90,15 @@ class OutlierDetector:
         self._finished: Callable[[EndpointKey, bool], None] | None = getattr(
             child, "call_finished", None
         )
+        self._ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
+            child, "call_ended", None
+        )
+        self._reported: Callable[[EndpointKey, Any, float], None] | None = getattr(
+            child, "load_report", None
+        )
+        #: the child's ``call_ended`` and ``load_report`` hooks passed on (None: it has none)
+        self.call_ended: Callable[[EndpointKey, CallEnd], None] | None = self._ended
+        self.load_report: Callable[[EndpointKey, Any, float], None] | None = self._reported
         self._trackers: dict[EndpointKey, _Tracker] = {}
         #: the transport's last state per endpoint (the child sees TRANSIENT_FAILURE instead
         #: while the endpoint is ejected)

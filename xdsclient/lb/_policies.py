@@ -5,7 +5,9 @@ over all of the priority's endpoints (each weighted by locality weight x endpoin
 A42); for everything else it is xds_wrr_locality: a weighted_target over the localities, each
 locality balanced by the endpoint-picking policy. A policy given without the wrr_locality
 wrapper is wrapped here too: the view does not say whether the cluster named the bare policy
-(C-core would then balance the whole priority with it, ignoring localities).
+(C-core would then balance the whole priority with it, ignoring localities). A registered
+(custom) policy is the exception: it always balances the whole priority, and sees the
+localities and their weights itself.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import random
 from collections.abc import Callable
 
 from ..resources import (
+    CustomLbPolicy,
     LbPolicy,
     LeastRequest,
     PickFirst,
@@ -23,6 +26,7 @@ from ..resources import (
     WrrLocality,
 )
 from ._base import ChildPolicy, EndpointPicker
+from ._custom import custom_child
 from ._least_request import LeastRequestPicker
 from ._pick_first import PickFirstPicker
 from ._ring_hash import RING_SIZE_CAP
@@ -47,14 +51,24 @@ def child_policy_for(
     ``shuffle_address_list`` on each update); by default a new unseeded source.
     ``ring_size_cap`` (gRPC's channel-level cap on both ring sizes, A42) and ``use_hash_key``
     (A76: endpoint hash keys from ``envoy.lb`` metadata) reach a ring hash child only.
+    A registered policy (`CustomLbPolicy`, bare or in ``wrr_locality``) balances the whole
+    priority (`register_lb_policy`).
     """
+    custom = policy.child if isinstance(policy, WrrLocality) else policy
+    if isinstance(custom, CustomLbPolicy):
+        return custom_child(custom, cluster=cluster)
     if isinstance(policy, RingHash):
         from ._ring_hash import RingHashPolicy
 
         return RingHashPolicy(
             policy, cluster=cluster, ring_size_cap=ring_size_cap, use_hash_key=use_hash_key
         )
-    return WeightedTarget(endpoint_picker_factory(policy, rand=rand), cluster=cluster)
+    picking = policy.child if isinstance(policy, WrrLocality) else policy
+    return WeightedTarget(
+        endpoint_picker_factory(policy, rand=rand),
+        cluster=cluster,
+        reads_reports=isinstance(picking, WeightedRoundRobin),
+    )
 
 
 def endpoint_picker_factory(

@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
+    CallEnd,
     ChildPolicy,
     ConnectivityState,
     EndpointKey,
@@ -70,12 +72,14 @@ class _Child:
 
     __slots__ = (
         "deactivate_at",
+        "ended",
         "failover_at",
         "finished",
         "keys",
         "name",
         "policy",
         "reported",
+        "reports",
         "seen_ready_or_idle",
         "started",
         "state",
@@ -96,6 +100,12 @@ class _Child:
         self.started: Callable[[EndpointKey], None] | None = getattr(policy, "call_started", None)
         self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
             policy, "call_finished", None
+        )
+        self.ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
+            policy, "call_ended", None
+        )
+        self.reports: Callable[[EndpointKey, Any, float], None] | None = getattr(
+            policy, "load_report", None
         )
 
 
@@ -180,12 +190,38 @@ class PriorityPolicy:
         if child is not None and child.started is not None:
             child.started(key)
 
-    def call_finished(self, key: EndpointKey, ok: bool) -> None:
+    def call_finished(
+        self,
+        key: EndpointKey,
+        ok: bool,
+        now: float = 0.0,
+        elapsed: float = 0.0,
+        load_report: Any = None,
+    ) -> None:
         """A call on ``key`` ended: told to the child holding ``key`` if the child has a
-        ``call_finished(key, ok)`` hook (outlier detection, least request)."""
+        ``call_finished(key, ok)`` hook (outlier detection, least request), and as a
+        `CallEnd` if it has a ``call_ended(key, end)`` hook (built only then)."""
         child = self._holder(key)
-        if child is not None and child.finished is not None:
+        if child is None:
+            return
+        if child.finished is not None:
             child.finished(key, ok)
+        if child.ended is not None:
+            child.ended(key, CallEnd(ok=ok, elapsed=elapsed, now=now, load_report=load_report))
+
+    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+        """How a call on ``key`` ended (`CallEnd`: latency, ORCA load report): told to the
+        child holding ``key`` if the child has a ``call_ended(key, end)`` hook."""
+        child = self._holder(key)
+        if child is not None and child.ended is not None:
+            child.ended(key, end)
+
+    def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report from ``key``: told to the child holding ``key`` if the
+        child has a ``load_report(key, report, now)`` hook."""
+        child = self._holder(key)
+        if child is not None and child.reports is not None:
+            child.reports(key, report, now)
 
     def _holder(self, key: EndpointKey) -> _Child | None:
         current = self._current

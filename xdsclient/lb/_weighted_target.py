@@ -11,8 +11,9 @@ children, whose pick fails with its own error).
 
 Each locality gets its own `EndpointPicker` from the factory (round robin, least request, ...),
 kept across updates by locality name, as weighted_target keeps children by name. The call
-hooks (`call_started`, `call_finished`) go to the locality's picker when it has them, so least
-request counts the calls a composed picker starts and ends.
+hooks (`call_started`, `call_finished`, `call_ended`) go to the locality's picker when it has
+them, so least request counts the calls a composed picker starts and ends and weighted round
+robin reads their ORCA load reports.
 
 Cost: a connectivity change is one locality's; the READY choice is rebuilt only when a
 locality's aggregated state changed. An update whose locality is the same object as before (the
@@ -26,10 +27,12 @@ import bisect
 import itertools
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import Locality
 from ..resources import Endpoint, LocalityEndpoints
 from ._base import (
+    CallEnd,
     ConnectivityState,
     EndpointKey,
     EndpointPicker,
@@ -52,7 +55,16 @@ class _Child:
     """One locality's picker; ``started``/``finished`` are its call hooks, None when it has
     none (only least request counts calls)."""
 
-    __slots__ = ("finished", "keys", "locality", "picker", "results", "started")
+    __slots__ = (
+        "ended",
+        "finished",
+        "keys",
+        "locality",
+        "picker",
+        "reported",
+        "results",
+        "started",
+    )
 
     def __init__(self, locality: LocalityEndpoints, picker: EndpointPicker) -> None:
         self.locality = locality
@@ -66,13 +78,25 @@ class _Child:
         self.finished: Callable[[EndpointKey, bool], None] | None = getattr(
             picker, "call_finished", None
         )
+        self.ended: Callable[[EndpointKey, CallEnd], None] | None = getattr(
+            picker, "call_ended", None
+        )
+        self.reported: Callable[[EndpointKey, Any, float], None] | None = getattr(
+            picker, "load_report", None
+        )
 
 
 class WeightedTarget:
     """A `ChildPolicy`: a random locality by weight among the READY ones, then that
     locality's `EndpointPicker`. ``cluster`` is copied into every pick result."""
 
-    def __init__(self, picker_factory: Callable[[], EndpointPicker], *, cluster: str = "") -> None:
+    def __init__(
+        self,
+        picker_factory: Callable[[], EndpointPicker],
+        *,
+        cluster: str = "",
+        reads_reports: bool = True,
+    ) -> None:
         self._factory = picker_factory
         self._cluster = cluster
         self._children: dict[Locality, _Child] = {}
@@ -84,6 +108,16 @@ class WeightedTarget:
         self._keys = 0
         #: (state, READY children, running sums of their weights); None after any change
         self._view: tuple[ConnectivityState, list[_Child], list[int]] | None = None
+        # ``reads_reports=False`` (pickers without the hooks, as `child_policy_for` knows)
+        # leaves these out, so a caller builds no `CallEnd` for it
+        #: ``call_ended(key, end)``: to the locality's picker (None: its pickers lack it)
+        self.call_ended: Callable[[EndpointKey, CallEnd], None] | None = (
+            self._call_ended if reads_reports else None
+        )
+        #: ``load_report(key, report, now)``: to the locality's picker (None: they lack it)
+        self.load_report: Callable[[EndpointKey, Any, float], None] | None = (
+            self._load_report if reads_reports else None
+        )
 
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities; children kept by locality name, zero weights left out."""
@@ -180,6 +214,20 @@ class WeightedTarget:
         child = self._by_endpoint.get(key)
         if child is not None and child.finished is not None:
             child.finished(key, ok)
+
+    def _call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+        """A call on ``key`` ended (`CallEnd`): told to its locality's picker if that picker
+        reads how calls end (weighted round robin's ORCA weights)."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.ended is not None:
+            child.ended(key, end)
+
+    def _load_report(self, key: EndpointKey, report: Any, now: float) -> None:
+        """An out-of-band ORCA report from ``key``: told to its locality's picker if that
+        picker reads them (weighted round robin)."""
+        child = self._by_endpoint.get(key)
+        if child is not None and child.reported is not None:
+            child.reported(key, report, now)
 
     def state(self) -> ConnectivityState:
         """READY, CONNECTING, IDLE by the first any child is in; else TRANSIENT_FAILURE."""

@@ -2,8 +2,10 @@
 ``weighted_round_robin.cc`` and ``static_stride_scheduler.cc``).
 
 Why C-core's scheduler: it is deterministic given its sequence counter, so a test can replay it.
-Weights, per endpoint, from ORCA-style load reports: ``qps / (utilization + eps / qps *
-error_utilization_penalty)`` (a report without qps or utilization is ignored). A weight counts
+Weights, per endpoint, from ORCA load reports (the per-call reports of calls it picked reach
+it through the ``call_ended`` hook; `report` takes them from anywhere else):
+``qps / (utilization + eps / qps * error_utilization_penalty)`` (a report without qps or
+utilization is ignored). A weight counts
 only after ``blackout_period`` of continuous reports (restarted when the endpoint becomes READY
 again or its reports lapsed) and is dropped ``weight_expiration_period`` after the last report.
 The scheduler is rebuilt every ``weight_update_period`` (at the first pick after it) and
@@ -23,9 +25,10 @@ import math
 import random
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 from ..resources import Endpoint, WeightedRoundRobin
-from ._base import ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
+from ._base import CallEnd, ConnectivityState, EndpointKey, PickRequest, PickResult, key_of
 from ._endpoint_list import EndpointList
 from ._round_robin import no_ready_result
 
@@ -132,6 +135,22 @@ class WeightedRoundRobinPicker:
         if weight.non_empty_since is None:
             weight.non_empty_since = now
         weight.last_update = now
+
+    def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
+        """A call on ``key`` ended: its per-call ORCA report (A51), when it has one, is a
+        `load_report`, unless the config asks for out-of-band reports (then only those
+        count, as in C-core)."""
+        if end.load_report is not None and not self._config.enable_oob_load_report:
+            self.load_report(key, end.load_report, end.now)
+
+    def load_report(self, key: EndpointKey, orca: Any, now: float) -> None:
+        """An ORCA report (``OrcaLoadReport``) from endpoint ``key``, per call or out of band:
+        a `report` of ``rps_fractional``, ``eps`` and ``application_utilization``
+        (``cpu_utilization`` when that is not positive), as gRFC A58 reads it."""
+        utilization = orca.application_utilization
+        if utilization <= 0:
+            utilization = orca.cpu_utilization
+        self.report(key, orca.rps_fractional, orca.eps, utilization, now)
 
     def weight(self, key: EndpointKey, now: float) -> float:
         """The weight the scheduler would use for ``key`` now (0: none yet, or stale)."""

@@ -11,7 +11,8 @@ JSON argument), and it patches first thing, then imports Locust. Three traps, me
   selector) or ``os``, ``subprocess`` and ``signal``: with those patched, a ``--push`` command
   a worker's loop started never completed (gevent then owns ``waitpid`` and SIGCHLD, which
   asyncio's child watcher in the worker's thread relies on).
-- Not patching at all lost the master/worker connection in the measurements behind issue 26.
+- Not patching at all lost the master/worker connection in the measurements of distributed runs
+  that first motivated these choices.
   Our own runs without it passed, but Locust is written for a patched process (its greenlets
   sleep and do socket I/O through the standard library), so the rest of the patching stays.
 - Locust rounds times to milliseconds: the numbers travel as our own histograms

@@ -3,7 +3,8 @@
 Listener, RouteConfiguration, Cluster and ClusterLoadAssignment decode into frozen views that
 hold what a data-plane client needs, validated as gRPC validates them; ``view.proto`` decodes the
 original message on demand. `select_virtual_host` and `match_route` are gRPC's routing rules as
-pure functions.
+pure functions; `select_http_virtual_host`, `match_http_route` and the rewrite helpers are Envoy's
+HTTP router's, over the same values.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ._builtin import (
 from ._cluster import (
     ClusterType,
     ClusterView,
+    CustomLbPolicy,
     LbPolicy,
     LeastRequest,
     OutlierDetection,
@@ -40,6 +42,15 @@ from ._endpoint import (
     HealthStatus,
     LocalityEndpoints,
 )
+from ._http_routing import (
+    http_route_matches,
+    match_http_route,
+    redirect_location,
+    rewrite_authority,
+    rewrite_path,
+    select_http_virtual_host,
+)
+from ._lb_registry import register_lb_policy_type, unregister_lb_policy_type
 from ._listener import (
     KNOWN_HTTP_FILTERS,
     DownstreamTls,
@@ -52,12 +63,19 @@ from ._listener import (
 from ._locality import Locality
 from ._route import RouteConfigurationView
 from ._route_values import (
+    DEFAULT_ROUTE_TIMEOUT,
     ClusterWeight,
+    DirectResponse,
     HashPolicy,
     HashPolicyKind,
+    HeaderAppendAction,
     HeaderMatcher,
     HeaderMatchKind,
+    HeaderToAdd,
     PathMatch,
+    QueryParameterMatcher,
+    RedirectAction,
+    RegexRewrite,
     RetryPolicy,
     Route,
     RouteAction,
@@ -67,10 +85,12 @@ from ._route_values import (
 )
 from ._routing import match_route, select_virtual_host
 from ._type import ResourceType
+from ._virtual_host import VirtualHostView, split_vhds_name, vhds_name
 
 __all__ = [
     "BUILTIN_TYPES",
     "CLUSTER",
+    "DEFAULT_ROUTE_TIMEOUT",
     "ENDPOINT",
     "KNOWN_HTTP_FILTERS",
     "LISTENER",
@@ -83,6 +103,8 @@ __all__ = [
     "ClusterType",
     "ClusterView",
     "ClusterWeight",
+    "CustomLbPolicy",
+    "DirectResponse",
     "DownstreamTls",
     "DropOverload",
     "Endpoint",
@@ -90,8 +112,10 @@ __all__ = [
     "FilterChainMatch",
     "HashPolicy",
     "HashPolicyKind",
+    "HeaderAppendAction",
     "HeaderMatchKind",
     "HeaderMatcher",
+    "HeaderToAdd",
     "HealthStatus",
     "HttpConnectionManager",
     "HttpFilter",
@@ -103,6 +127,9 @@ __all__ = [
     "OutlierDetection",
     "PathMatch",
     "PickFirst",
+    "QueryParameterMatcher",
+    "RedirectAction",
+    "RegexRewrite",
     "ResourceDecodeError",
     "ResourceType",
     "RetryPolicy",
@@ -115,10 +142,21 @@ __all__ = [
     "RouteMatch",
     "UpstreamTls",
     "VirtualHost",
+    "VirtualHostView",
     "WeightedRoundRobin",
     "WrrLocality",
+    "http_route_matches",
+    "match_http_route",
     "match_route",
+    "redirect_location",
+    "register_lb_policy_type",
+    "rewrite_authority",
+    "rewrite_path",
+    "select_http_virtual_host",
     "select_virtual_host",
+    "split_vhds_name",
+    "unregister_lb_policy_type",
+    "vhds_name",
 ]
 
 for _name in __all__:

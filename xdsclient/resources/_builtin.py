@@ -21,6 +21,7 @@ from ._endpoint import ClusterLoadAssignmentView, decode_cluster_load_assignment
 from ._listener import ListenerView, decode_listener
 from ._route import RouteConfigurationView, decode_route_configuration
 from ._type import ResourceType
+from ._virtual_host import VirtualHostView, decode_virtual_host
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -51,8 +52,12 @@ ROUTE_CONFIGURATION: ResourceType[RouteConfigurationView] = ResourceType(
 SCOPED_ROUTE_CONFIGURATION: ResourceType[Any] = ResourceType.for_message(
     scoped_route_pb2.ScopedRouteConfiguration
 )
-#: VHDS: VirtualHosts, delivered as their protobuf messages.
-VIRTUAL_HOST: ResourceType[Any] = ResourceType.for_message(route_components_pb2.VirtualHost)
+#: VHDS: VirtualHosts (Delta only), named ``<route configuration name>/<host>``, decoded into
+#: validated `VirtualHostView` values.
+VIRTUAL_HOST: ResourceType[VirtualHostView] = ResourceType(
+    type_url=_URL + route_components_pb2.VirtualHost.DESCRIPTOR.full_name,
+    decode=decode_virtual_host,
+)
 #: CDS: Clusters, decoded into validated `ClusterView` values; a full-state type in SotW.
 CLUSTER: ResourceType[ClusterView] = ResourceType(
     type_url=_URL + cluster_pb2.Cluster.DESCRIPTOR.full_name,

@@ -4,10 +4,11 @@ A52, A58, A75, A78).
 Rules: the discovery type is EDS (its ``eds_config`` must be ``ads`` or ``self``), LOGICAL_DNS
 (exactly one locality with one socket-address endpoint), or the aggregate cluster extension
 (a non-empty ordered list of children); the LB policy comes from ``load_balancing_policy`` (the
-first policy we support wins) or else from ``lb_policy`` (ROUND_ROBIN, RING_HASH with XX_HASH and
-sane ring sizes, LEAST_REQUEST with choice_count >= 2); ``lrs_server`` must be ``self``;
-durations and percentages of outlier detection must be in range; a transport socket must be an
-UpstreamTlsContext with a CA source.
+first policy we support wins: built in, or registered by type in `_lb_registry`, whose config
+is a ``TypedStruct`` naming it or its own message) or else from ``lb_policy`` (ROUND_ROBIN,
+RING_HASH with XX_HASH and sane ring sizes, LEAST_REQUEST with choice_count >= 2);
+``lrs_server`` must be ``self``; durations and percentages of outlier detection must be in
+range; a transport socket must be an UpstreamTlsContext with a CA source.
 """
 
 from __future__ import annotations
@@ -29,12 +30,17 @@ from envoy.extensions.load_balancing_policies.ring_hash.v3 import ring_hash_pb2
 from envoy.extensions.load_balancing_policies.round_robin.v3 import round_robin_pb2
 from envoy.extensions.load_balancing_policies.wrr_locality.v3 import wrr_locality_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
+from google.protobuf import descriptor_pool, json_format, message_factory
+from udpa.type.v1 import typed_struct_pb2 as udpa_typed_struct_pb2
+from xds.type.v3 import typed_struct_pb2
 
+from ._lb_registry import lb_policy_type_registered
 from ._view import View, invalid, metadata_dict, parse, unpack
 
 __all__ = [
     "ClusterType",
     "ClusterView",
+    "CustomLbPolicy",
     "LbPolicy",
     "LeastRequest",
     "OutlierDetection",
@@ -115,10 +121,33 @@ class WrrLocality:
     child: LbPolicy
 
 
+@attrs.frozen(kw_only=True)
+class CustomLbPolicy:
+    """A policy registered by type (gRFC A52, `xdsclient.lb.register_lb_policy`): its type
+    name and its configuration, a dict (JSON values) from a ``TypedStruct``, or the typed
+    message itself (the ``Any`` when its type is not in the protobuf descriptor pool).
+    Compared by the configuration as sent (``raw``)."""
+
+    type_name: str
+    config: Any = attrs.field(eq=False, hash=False)
+    raw: bytes = attrs.field(default=b"", repr=False)
+
+
 #: A cluster's load-balancing policy (`ClusterView.lb_policy`): one of these values.
 LbPolicy: TypeAlias = (
-    RoundRobin | RingHash | LeastRequest | PickFirst | WeightedRoundRobin | WrrLocality
+    RoundRobin
+    | RingHash
+    | LeastRequest
+    | PickFirst
+    | WeightedRoundRobin
+    | WrrLocality
+    | CustomLbPolicy
 )
+
+_TYPED_STRUCTS = {
+    typed_struct_pb2.TypedStruct.DESCRIPTOR.full_name: typed_struct_pb2.TypedStruct,
+    udpa_typed_struct_pb2.TypedStruct.DESCRIPTOR.full_name: udpa_typed_struct_pb2.TypedStruct,
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -324,7 +353,37 @@ def _typed_policy(name: str, path: str, extension: Any, depth: int) -> LbPolicy 
             if chosen is not None:
                 return WrrLocality(child=chosen)
         raise invalid(name, f"{where}.endpoint_picking_policy", "no supported policy")
-    return None
+    return _custom_policy(name, where, typed, type_name)
+
+
+def _custom_policy(name: str, where: str, typed: Any, type_name: str) -> CustomLbPolicy | None:
+    """A registered policy (A52): from a ``TypedStruct`` naming it (its ``value`` as a dict),
+    or from its own typed config; None when its type is not registered."""
+    struct_class = _TYPED_STRUCTS.get(type_name)
+    if struct_class is not None:
+        struct = unpack(name, where, typed, struct_class)
+        inner = struct.type_url.rsplit("/", 1)[-1]
+        if not inner or not lb_policy_type_registered(inner):
+            return None
+        config = json_format.MessageToDict(struct.value)
+        return CustomLbPolicy(type_name=inner, config=config, raw=typed.SerializeToString())
+    if not lb_policy_type_registered(type_name):
+        return None
+    return CustomLbPolicy(
+        type_name=type_name,
+        config=_typed_config(name, where, typed, type_name),
+        raw=typed.SerializeToString(),
+    )
+
+
+def _typed_config(name: str, where: str, typed: Any, type_name: str) -> Any:
+    """The typed config as its message when the descriptor pool knows its type, else the
+    ``Any`` as sent."""
+    try:
+        descriptor = descriptor_pool.Default().FindMessageTypeByName(type_name)
+    except KeyError:
+        return typed
+    return unpack(name, where, typed, message_factory.GetMessageClass(descriptor))
 
 
 def _ring_hash(name: str, path: str, config: Any) -> RingHash:
@@ -436,6 +495,12 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
     else:
         raise invalid(name, where, "needs a validation context (a CA certificate provider)")
     provider = validation.ca_certificate_provider_instance
+    if not validation.HasField("ca_certificate_provider_instance") and common.HasField(
+        "combined_validation_context"
+    ):  # the deprecated field gRPC still reads
+        provider = (
+            common.combined_validation_context.validation_context_certificate_provider_instance
+        )
     system = validation.HasField("system_root_certs")
     if not provider.instance_name and not system:
         raise invalid(
@@ -444,6 +509,8 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
             "needs ca_certificate_provider_instance or system_root_certs",
         )
     identity = common.tls_certificate_provider_instance
+    if not common.HasField("tls_certificate_provider_instance"):  # the deprecated field
+        identity = common.tls_certificate_certificate_provider_instance
     return UpstreamTls(
         sni=context.sni,
         ca_provider_instance=provider.instance_name,

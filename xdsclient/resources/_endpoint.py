@@ -16,7 +16,7 @@ before either, and leaves everything else, every invalid message included, to th
 
 Records are named tuples, built with ``tuple.__new__`` on the hot path (an attrs frozen class
 costs a ``object.__setattr__`` per field), and localities are interned: an update of N
-assignments is dominated by reading the upb message, not by building the view (issue 14).
+assignments is dominated by reading the upb message, not by building the view.
 """
 
 from __future__ import annotations

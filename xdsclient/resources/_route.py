@@ -14,7 +14,12 @@ policies need num_retries >= 1 and valid durations; durations are non-negative a
 per-route filter configs must be of a type gRPC can override (`_filters`); virtual hosts need
 at least one domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
 
-Decoding is lean (issue 14): a configuration of thousands of routes is decoded on every update,
+What Envoy's HTTP router reads besides (`_route_values`' module docstring) is decoded by
+`_route_http` when present. A route gRPC skips for its query parameter matchers is decoded for
+`VirtualHost.http_routes` only, and left out of them when any part of it is invalid: gRPC never
+reads it, so it cannot change gRPC's verdict.
+
+Decoding is lean: a configuration of thousands of routes is decoded on every update,
 so the common route costs a few upb calls and three slot-set values, and a field path is only
 formatted for an error or a part most routes lack (see the comment above `route_fields`). One
 verdict: tests/resources/reference_route.py keeps the decoder before it, and
@@ -30,17 +35,31 @@ from typing import Any, ClassVar
 import attrs
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
+from .._errors import ResourceDecodeError
 from .._slots import slot_setters
 from ._filters import check_duration, validate_override
+from ._http_routing import select_http_virtual_host
 from ._plugins import Plugins, cluster_specifier_plugins
 from ._regex import Regex, RegexError, compile_regex
+from ._route_http import (
+    action_http_fields,
+    direct_response,
+    headers_to_add,
+    query_parameter_matcher,
+    redirect_action,
+    retry_http_fields,
+)
 from ._route_values import (
     ClusterWeight,
+    DirectResponse,
     HashPolicy,
     HashPolicyKind,
     HeaderMatcher,
     HeaderMatchKind,
+    HeaderToAdd,
     PathMatch,
+    QueryParameterMatcher,
+    RedirectAction,
     RetryPolicy,
     Route,
     RouteAction,
@@ -51,7 +70,12 @@ from ._route_values import (
 from ._routing import select_virtual_host
 from ._view import View, invalid, parse, unpack
 
-__all__ = ["RouteConfigurationView", "decode_route_configuration", "route_fields"]
+__all__ = [
+    "RouteConfigurationView",
+    "decode_route_configuration",
+    "route_fields",
+    "virtual_host_of",
+]
 
 _UINT32_MAX = 2**32 - 1
 _RETRY_CODES = frozenset(
@@ -88,6 +112,12 @@ class RouteConfigurationView(View):
         factory=dict, hash=False
     )
     raw: bytes = attrs.field(repr=False)
+    #: Envoy's: match virtual hosts on the authority without its port.
+    ignore_port_in_host_matching: bool = False
+    #: Envoy's: request headers every route of this configuration adds and removes (after the
+    #: route's and the virtual host's).
+    request_headers_to_add: tuple[HeaderToAdd, ...] = ()
+    request_headers_to_remove: tuple[str, ...] = ()
 
     @property
     def clusters(self) -> frozenset[str]:
@@ -104,6 +134,20 @@ class RouteConfigurationView(View):
         """`select_virtual_host` over this configuration's virtual hosts."""
         return select_virtual_host(self.virtual_hosts, authority)
 
+    def http_virtual_host_for(self, authority: str) -> VirtualHost | None:
+        """`select_http_virtual_host` (Envoy's rules) over this configuration's virtual hosts,
+        ignoring the port when the configuration says so."""
+        return select_http_virtual_host(
+            self.virtual_hosts, authority, ignore_port=self.ignore_port_in_host_matching
+        )
+
+    @property
+    def vhds(self) -> bool:
+        """Whether virtual hosts also come from VHDS (``vhds`` is set): those for hosts none
+        of ``virtual_hosts`` matches are asked for on demand as ``<name>/<host>``. Read from
+        ``raw`` at each access (only the walk's "no virtual host matched" path asks)."""
+        return bool(self.proto.HasField("vhds"))
+
     @classmethod
     def from_proto(cls, message: Any, raw: bytes | None = None) -> RouteConfigurationView:
         """Validate ``message``; raises `ResourceDecodeError` naming the field at fault."""
@@ -114,11 +158,12 @@ class RouteConfigurationView(View):
         )
 
 
-# The decoder's hot path (issue 14): a route that is a prefix and a cluster builds no field path
-# (paths are formatted only for an error or a part most routes lack), calls nothing for an
-# empty map or list, and shares one read-only empty mapping for every empty
-# typed_per_filter_config. Verdicts and messages are those of the decoder before it, kept in
-# tests/resources/reference_route.py and compared by tests/resources/test_route_differential.py.
+# The decoder's hot path (thousands of routes an update): a route that is a prefix and a
+# cluster builds no field path (paths are formatted only for an error or a part most routes
+# lack), calls nothing for an empty map or list, and shares one read-only empty mapping for
+# every empty typed_per_filter_config. Verdicts and messages are those of the decoder before
+# it, kept in tests/resources/reference_route.py and compared by
+# tests/resources/test_route_differential.py.
 _NO_CONFIGS: Mapping[str, Any] = MappingProxyType({})
 _PREFIX = PathMatch.PREFIX
 _ROUTE = RouteActionType.ROUTE
@@ -129,13 +174,48 @@ _UNSUPPORTED = RouteActionType.UNSUPPORTED
 _PREFIX_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["prefix"]
 _PATH_FIELD = route_components_pb2.RouteMatch.DESCRIPTOR.fields_by_name["path"]
 _CLUSTER_FIELD = route_components_pb2.RouteAction.DESCRIPTOR.fields_by_name["cluster"]
+_ROUTE_FIELDS = route_components_pb2.Route.DESCRIPTOR.fields_by_name
+_R_MATCH_FIELD, _R_ROUTE_FIELD, _R_NAME_FIELD = (
+    _ROUTE_FIELDS["match"],
+    _ROUTE_FIELDS["route"],
+    _ROUTE_FIELDS["name"],
+)
 
 # Three values per route: attrs' __init__ costs more than reading the route, so these builders
 # set the slots (`.._slots`); tests/resources/test_route.py holds them to the classes.
 _new = object.__new__
-_m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex = slot_setters(RouteMatch)
-_a_cluster, _a_weighted, _a_plugin, _a_duration, _a_retry, _a_hashes = slot_setters(RouteAction)
-_r_match, _r_type, _r_action, _r_configs = slot_setters(Route)
+_m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex, _m_query = slot_setters(RouteMatch)
+(
+    _a_cluster,
+    _a_weighted,
+    _a_plugin,
+    _a_duration,
+    _a_retry,
+    _a_hashes,
+    _a_prefix_rewrite,
+    _a_regex_rewrite,
+    _a_host_rewrite,
+    _a_timeout,
+    _a_http_hashes,
+) = slot_setters(RouteAction)
+(
+    _r_match,
+    _r_type,
+    _r_action,
+    _r_configs,
+    _r_name,
+    _r_redirect,
+    _r_direct,
+    _r_add,
+    _r_remove,
+) = slot_setters(Route)
+_NO_HTTP_ACTION: dict[str, Any] = {
+    "prefix_rewrite": "",
+    "regex_rewrite": None,
+    "host_rewrite_literal": "",
+    "timeout": None,
+    "http_hash_policies": (),
+}
 
 
 def _new_route_match(
@@ -145,6 +225,7 @@ def _new_route_match(
     headers: tuple[HeaderMatcher, ...],
     runtime_fraction_ppm: int | None,
     regex: Regex | None,
+    query_parameters: tuple[QueryParameterMatcher, ...] = (),
 ) -> RouteMatch:
     match: RouteMatch = _new(RouteMatch)
     _m_kind(match, path_match)
@@ -153,6 +234,7 @@ def _new_route_match(
     _m_headers(match, headers)
     _m_fraction(match, runtime_fraction_ppm)
     _m_regex(match, regex)
+    _m_query(match, query_parameters)
     return match
 
 
@@ -163,7 +245,9 @@ def _new_route_action(
     max_stream_duration: float | None,
     retry_policy: RetryPolicy | None,
     hash_policies: tuple[HashPolicy, ...],
+    http: Mapping[str, Any] = _NO_HTTP_ACTION,
 ) -> RouteAction:
+    """A RouteAction; ``http``: `action_http_fields`' keyword arguments."""
     action: RouteAction = _new(RouteAction)
     _a_cluster(action, cluster)
     _a_weighted(action, weighted_clusters)
@@ -171,6 +255,18 @@ def _new_route_action(
     _a_duration(action, max_stream_duration)
     _a_retry(action, retry_policy)
     _a_hashes(action, hash_policies)
+    if http is _NO_HTTP_ACTION:  # the common action: no dictionary lookups
+        _a_prefix_rewrite(action, "")
+        _a_regex_rewrite(action, None)
+        _a_host_rewrite(action, "")
+        _a_timeout(action, None)
+        _a_http_hashes(action, ())
+    else:
+        _a_prefix_rewrite(action, http["prefix_rewrite"])
+        _a_regex_rewrite(action, http["regex_rewrite"])
+        _a_host_rewrite(action, http["host_rewrite_literal"])
+        _a_timeout(action, http["timeout"])
+        _a_http_hashes(action, http["http_hash_policies"])
     return action
 
 
@@ -179,12 +275,22 @@ def _new_route(
     action_type: RouteActionType,
     action: RouteAction | None,
     typed_per_filter_config: Mapping[str, Any],
+    name: str = "",
+    redirect: RedirectAction | None = None,
+    direct: DirectResponse | None = None,
+    to_add: tuple[HeaderToAdd, ...] = (),
+    to_remove: tuple[str, ...] = (),
 ) -> Route:
     route: Route = _new(Route)
     _r_match(route, match)
     _r_type(route, action_type)
     _r_action(route, action)
     _r_configs(route, typed_per_filter_config)
+    _r_name(route, name)
+    _r_redirect(route, redirect)
+    _r_direct(route, direct)
+    _r_add(route, to_add)
+    _r_remove(route, to_remove)
     return route
 
 
@@ -196,7 +302,13 @@ def route_fields(name: str, prefix: str, message: Any) -> dict[str, Any]:
         for i, vhost in enumerate(message.virtual_hosts)
     )
     known = {key: value for key, value in plugins.items() if value is not None}
-    return {"virtual_hosts": vhosts, "cluster_specifier_plugins": known}
+    return {
+        "virtual_hosts": vhosts,
+        "cluster_specifier_plugins": known,
+        "ignore_port_in_host_matching": message.ignore_port_in_host_matching,
+        "request_headers_to_add": headers_to_add(message.request_headers_to_add),
+        "request_headers_to_remove": tuple(h.lower() for h in message.request_headers_to_remove),
+    }
 
 
 def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> VirtualHost:
@@ -208,25 +320,44 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
             raise invalid(name, f"{path}.domains[{j}]", f"invalid pattern {domain!r}")
     routes: list[Route] = []
     keep = routes.append
+    http_routes: list[Route] | None = None  # built once a route is gRPC-skipped
     for j, route in enumerate(vhost.routes):
         parsed = _route(name, path, j, route, plugins)
         if parsed is not None:
             keep(parsed)
+            if http_routes is not None:
+                http_routes.append(parsed)
+        elif route.match.query_parameters:
+            extra = _http_only_route(name, path, j, route, plugins)
+            if extra is not None:
+                if http_routes is None:
+                    http_routes = list(routes)
+                http_routes.append(extra)
     retry = (
         _retry_policy(name, f"{path}.retry_policy", vhost.retry_policy)
         if vhost.HasField("retry_policy")
         else None
     )
     configs = vhost.typed_per_filter_config
+    kept = tuple(routes)
     return VirtualHost(
         name=vhost.name,
         domains=tuple(domains),
-        routes=tuple(routes),
+        routes=kept,
         retry_policy=retry,
         typed_per_filter_config=_filter_configs(name, f"{path}.typed_per_filter_config", configs)
         if configs
         else _NO_CONFIGS,
+        http_routes=kept if http_routes is None else tuple(http_routes),
+        request_headers_to_add=headers_to_add(vhost.request_headers_to_add),
+        request_headers_to_remove=tuple(h.lower() for h in vhost.request_headers_to_remove),
     )
+
+
+def virtual_host_of(name: str, vhost: Any) -> VirtualHost:
+    """One VirtualHost message validated alone (VHDS's resource), with no cluster specifier
+    plugins defined; errors name ``name``."""
+    return _virtual_host(name, "virtual_host", vhost, {})
 
 
 def _valid_domain(domain: str) -> bool:
@@ -240,30 +371,112 @@ def _at(vhost_path: str, j: int) -> str:
     return f"{vhost_path}.routes[{j}]"
 
 
-def _route(name: str, vhost_path: str, j: int, route: Any, plugins: Plugins) -> Route | None:
-    parsed_match = _route_match(name, vhost_path, j, route.match)
+def _route(
+    name: str, vhost_path: str, j: int, route: Any, plugins: Plugins, with_query: bool = False
+) -> Route | None:
+    """The route, or None when gRPC ignores it. One ListFields() call finds the common shape:
+    a match and a forwarding action, perhaps a name, and nothing else."""
+    present = route.ListFields()
+    if 2 <= len(present) <= 3:
+        match = action = None
+        route_name = ""
+        for field, value in present:
+            if field is _R_MATCH_FIELD:
+                match = value
+            elif field is _R_ROUTE_FIELD:
+                action = value
+            elif field is _R_NAME_FIELD:
+                route_name = value
+            else:
+                break
+        else:
+            if match is not None and action is not None:
+                return _forwarding_route(
+                    name, vhost_path, j, match, action, route_name, plugins, with_query
+                )
+    return _any_route(name, vhost_path, j, route, plugins, with_query)
+
+
+def _forwarding_route(
+    name: str,
+    vhost_path: str,
+    j: int,
+    match: Any,
+    action: Any,
+    route_name: str,
+    plugins: Plugins,
+    with_query: bool,
+) -> Route | None:
+    """A route of the common shape (`_route`), validated in `_any_route`'s order."""
+    parsed_match = _route_match(name, vhost_path, j, match, with_query)
+    if parsed_match is None:
+        return None
+    parsed_action = _route_action(name, vhost_path, j, action, plugins)
+    if parsed_action is None:
+        return None
+    return _new_route(
+        parsed_match, _ROUTE, parsed_action, _NO_CONFIGS, route_name, None, None, (), ()
+    )
+
+
+def _any_route(
+    name: str, vhost_path: str, j: int, route: Any, plugins: Plugins, with_query: bool
+) -> Route | None:
+    parsed_match = _route_match(name, vhost_path, j, route.match, with_query)
     if parsed_match is None:
         return None
     kind = route.WhichOneof("action")
-    action = None
+    action = redirect = direct = None
     if kind == "route":
         action = _route_action(name, vhost_path, j, route.route, plugins)
         if action is None:
             return None  # ignored before its typed_per_filter_config is read, as in C-core
         action_type = _ROUTE
+    elif kind == "non_forwarding_action":
+        action_type = _NON_FORWARDING
     else:
-        action_type = _NON_FORWARDING if kind == "non_forwarding_action" else _UNSUPPORTED
+        action_type = _UNSUPPORTED
+        if kind == "redirect":
+            redirect = redirect_action(name, _at(vhost_path, j), route.redirect)
+        elif kind == "direct_response":
+            direct = direct_response(name, _at(vhost_path, j), route.direct_response)
     configs = route.typed_per_filter_config
     if configs:
         where = f"{_at(vhost_path, j)}.typed_per_filter_config"
         configs = _filter_configs(name, where, configs)
     else:
         configs = _NO_CONFIGS
-    return _new_route(parsed_match, action_type, action, configs)
+    to_add = route.request_headers_to_add
+    to_remove = route.request_headers_to_remove
+    return _new_route(
+        parsed_match,
+        action_type,
+        action,
+        configs,
+        route.name,
+        redirect,
+        direct,
+        headers_to_add(to_add) if to_add else (),
+        tuple(h.lower() for h in to_remove) if to_remove else (),
+    )
 
 
-def _route_match(name: str, vhost_path: str, j: int, match: Any) -> RouteMatch | None:
-    """The route's match, or None when gRPC ignores the route (query parameter matchers)."""
+def _http_only_route(
+    name: str, vhost_path: str, j: int, route: Any, plugins: Plugins
+) -> Route | None:
+    """A route gRPC skips for its query parameter matchers, for `VirtualHost.http_routes`; None
+    when any part of it is invalid (gRPC never reads it, so it cannot reject the resource)."""
+    try:
+        return _route(name, vhost_path, j, route, plugins, with_query=True)
+    except ResourceDecodeError:
+        return None
+
+
+def _route_match(
+    name: str, vhost_path: str, j: int, match: Any, with_query: bool = False
+) -> RouteMatch | None:
+    """The route's match, or None when gRPC ignores the route (query parameter matchers, unless
+    ``with_query``: decoding it for HTTP)."""
     present = match.ListFields()  # one call finds the common shape: a prefix or path alone
     if len(present) == 1:
         field, value = present[0]
@@ -271,8 +484,15 @@ def _route_match(name: str, vhost_path: str, j: int, match: Any) -> RouteMatch |
             return _new_route_match(_PREFIX, value, True, (), None, None)
         if field is _PATH_FIELD:
             return _new_route_match(PathMatch.PATH, value, True, (), None, None)
+    queries: tuple[QueryParameterMatcher, ...] = ()
     if match.query_parameters:
-        return None
+        if not with_query:
+            return None
+        where = f"{_at(vhost_path, j)}.match.query_parameters"
+        queries = tuple(
+            query_parameter_matcher(name, f"{where}[{i}]", q)
+            for i, q in enumerate(match.query_parameters)
+        )
     kind = match.WhichOneof("path_specifier")
     regex = None
     if kind == "prefix":
@@ -302,7 +522,7 @@ def _route_match(name: str, vhost_path: str, j: int, match: Any) -> RouteMatch |
     case_sensitive = match.case_sensitive.value if match.HasField("case_sensitive") else True
     if regex is not None and not case_sensitive:
         regex = compile_regex(regex.pattern, ignore_case=True)
-    return _new_route_match(path_match, value, case_sensitive, headers, fraction, regex)
+    return _new_route_match(path_match, value, case_sensitive, headers, fraction, regex, queries)
 
 
 def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
@@ -384,9 +604,10 @@ def _route_action(
     )
     policies = action.hash_policy
     hashes = _hash_policies(name, f"{_at(vhost_path, j)}.route", policies) if policies else ()
+    http = action_http_fields(name, f"{_at(vhost_path, j)}.route", action)
     if ignored:
         return None
-    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes)
+    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes, http)
 
 
 def _max_stream_duration(name: str, path: str, durations: Any) -> float | None:
@@ -474,7 +695,11 @@ def _retry_policy(name: str, path: str, policy: Any) -> RetryPolicy:
             else 10 * base
         )
     return RetryPolicy(
-        retry_on=codes, num_retries=retries, base_interval=base, max_interval=maximum
+        retry_on=codes,
+        num_retries=retries,
+        base_interval=base,
+        max_interval=maximum,
+        **retry_http_fields(name, path, policy, _header_matcher),
     )
 
 

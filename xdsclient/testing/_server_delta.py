@@ -10,6 +10,9 @@ Why these rules (xDS spec, "Incremental xDS"):
 - A subscribed name that does not exist is sent once as a ``Resource`` without a body
   ("Knowing When a Requested Resource Does Not Exist"); subscribing to it again asks again.
 - A name subscribed again is resent even if sent before (the client may have dropped it).
+- VHDS and on-demand clusters are answered as Envoy expects (`_server_vhds`): virtual hosts
+  by alias, re-sent when their route configuration changes; an unknown cluster in
+  ``removed_resources``.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import attrs
 
 from .._names import WILDCARD
 from .._protocol._messages import DeltaDiscoveryResponse
+from ..resources import CLUSTER, ROUTE_CONFIGURATION, VIRTUAL_HOST
 from ._encoding import Encoded
 from ._server_stream import Mode, ServerStream, beat
+from ._server_vhds import vhds_response
 
 __all__ = ["TRANSITIONS", "DeltaServerStream", "Step"]
 
@@ -115,7 +120,18 @@ class DeltaServerStream(ServerStream):
             for name in [n for n in sub.sent if n not in sub.names]:
                 del sub.sent[name]
 
+    def changed(self, type_url: str) -> bool:
+        """As every stream's, and a route configuration's change owes its virtual hosts."""
+        owed = False
+        if type_url == ROUTE_CONFIGURATION.type_url and self.asked_for(VIRTUAL_HOST.type_url):
+            self._dirty.add(VIRTUAL_HOST.type_url)
+            owed = True
+        return super().changed(type_url) or owed
+
     def _reply(self, type_url: str, sub: _Subscription) -> Encoded | None:
+        if type_url == VIRTUAL_HOST.type_url and not sub.mode.wildcard:
+            response = vhds_response(self._store, sub, self._nonce)
+            return None if response is None else self._encoder.message(response, delta=True)
         everything = self._faults.send_unrequested or sub.mode.wildcard
         sent = sub.sent
         wanted = self._store.select(type_url, None if everything else sub.names)
@@ -129,15 +145,18 @@ class DeltaServerStream(ServerStream):
                 for n in sub.names
                 if n not in stored and n not in sub.sent and n not in sub.absent
             )
+        if type_url == CLUSTER.type_url and absent:  # on-demand CDS: Missing is a removal
+            removed.extend(absent)
         if not changed and not removed and not absent:
             return None
         nonce = self._nonce()
         version = self._store.type_version(type_url)
-        encoded = self._encoder.delta(type_url, version, changed, removed, absent, nonce)
+        bodiless = () if type_url == CLUSTER.type_url else absent
+        encoded = self._encoder.delta(type_url, version, changed, removed, bodiless, nonce)
         for name, s in changed:
             sub.sent[name] = s.version
         for name in removed:
-            del sub.sent[name]
+            sub.sent.pop(name, None)
         sub.absent.update(absent)
         return encoded
 

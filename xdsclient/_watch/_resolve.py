@@ -1,0 +1,224 @@
+"""On-demand resolution: the outcomes of `XdsClient.resolve` and the bookkeeping behind them.
+
+Why a sans-I/O part: which resolve shares which subscription, which names wait for the first
+on-demand request of their type to be answered, and when a resolved name is released are
+decisions about counts and times, made synchronously with ``now`` passed in; the shell
+(`_resolver`) only registers watchers, sets futures and sleeps on the client's clock.
+
+The rules (Envoy's on-demand CDS, docs/on-demand.md):
+- The outcome of a resolve is `Available` (the server sent a valid value), `Missing` (the
+  server said the name does not exist: a Delta ``removed_resources`` or a resource with no
+  body, a SotW full-state response without it, or gRFC A57's does-not-exist timer) or
+  `TimedOut` (none of those within the caller's timeout). An invalid value (NACKed) is not an
+  outcome: a later one may be valid.
+- Concurrent resolves of one name share one subscription (one hold per name).
+- While the first on-demand request of a type is unanswered, names newly asked of that type
+  wait and go out together in the next request once it is answered (or its resolve timed
+  out); after that each name is subscribed when asked.
+- A name stays subscribed while a resolve waits for it, and for ``grace`` seconds after the
+  last one finished; then its hold is released (the subscription itself stays while anything
+  else watches the name). A resolve in the grace period is answered from the hold at once.
+- A name marked stale (its virtual host table was cleared) is not answered from the hold: the
+  resolve waits for the server to send it again.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeAlias
+
+import attrs
+
+from .._errors import ResourceDoesNotExistError
+from .._protocol import DataError, Event, ResourceChanged
+
+__all__ = [
+    "Ask",
+    "Available",
+    "Missing",
+    "Outcome",
+    "ResolveBook",
+    "TimedOut",
+    "outcome_of",
+]
+
+
+@attrs.frozen(kw_only=True)
+class Available:
+    """The server sent a valid value: ``view`` (the resource type's decoded value)."""
+
+    view: Any = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class Missing:
+    """The server said the resource does not exist; ``error`` says how (a removal, a resource
+    with no body, a full-state response without it, or the does-not-exist timer)."""
+
+    error: ResourceDoesNotExistError = attrs.field(eq=False)
+
+
+@attrs.frozen(kw_only=True)
+class TimedOut:
+    """Neither a value nor a verdict of absence arrived within ``timeout`` seconds."""
+
+    timeout: float
+
+
+#: What `XdsClient.resolve` returns.
+Outcome: TypeAlias = Available | Missing | TimedOut
+
+
+def outcome_of(event: Event) -> Available | Missing | None:
+    """The outcome an event settles, or None when it settles nothing (an invalid value, a
+    server's transient error, an ambient error)."""
+    if isinstance(event, ResourceChanged):
+        return Available(view=event.value)
+    if isinstance(event, DataError) and isinstance(event.error, ResourceDoesNotExistError):
+        return Missing(error=event.error)
+    return None
+
+
+class Ask(enum.Enum):
+    """What the shell does for a new resolve (`ResolveBook.ask`)."""
+
+    ANSWER = "answer"  # the hold knows the outcome: answer at once (`ResolveBook.known`)
+    HOLD = "hold"  # register the hold now: the name is subscribed in the next request
+    QUEUE = "queue"  # wait: the first request of the type is unanswered (`ResolveBook.ready`)
+    JOIN = "join"  # a hold (or a queued one) exists: wait for its outcome
+
+
+class _Phase(enum.Enum):
+    NOT_STARTED = "not started"  # no on-demand request of the type yet
+    AWAITING = "awaiting"  # the first one is out, unanswered: new names queue
+    DONE = "done"  # answered: each name is subscribed when asked
+
+
+@attrs.define
+class _Entry:
+    waiters: int = 0
+    held: bool = False  # the shell holds a watcher of the name
+    known: Available | Missing | None = None  # the hold's latest outcome
+    release_at: float | None = None  # no waiter since; released then
+
+
+Key: TypeAlias = tuple[str, str]  # (type URL, name)
+
+
+class ResolveBook:
+    """Every name being resolved or held, per client (see the module's rules)."""
+
+    def __init__(self, *, grace: float) -> None:
+        self.grace = grace
+        self._entries: dict[Key, _Entry] = {}
+        self._phase: dict[str, _Phase] = {}
+        self._first: dict[str, str] = {}  # type URL -> the name of its first request
+        self._queued: dict[str, list[str]] = {}
+        #: resolves finished, by outcome (``available``, ``missing``, ``timed_out``)
+        self.counts: dict[str, int] = {"available": 0, "missing": 0, "timed_out": 0}
+
+    def ask(self, type_url: str, name: str, *, cached: bool) -> Ask:
+        """A resolve of ``name`` starts. ``cached``: the cache already holds a value or a
+        verdict for it (someone else watches it), so it needs no request of its own."""
+        key = (type_url, name)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry()
+        entry.waiters += 1
+        entry.release_at = None
+        if entry.known is not None:
+            return Ask.ANSWER
+        if entry.held or name in self._queued.get(type_url, ()):
+            return Ask.JOIN
+        phase = self._phase.get(type_url, _Phase.NOT_STARTED)
+        if phase is _Phase.AWAITING and not cached:
+            self._queued.setdefault(type_url, []).append(name)
+            return Ask.QUEUE
+        if phase is _Phase.NOT_STARTED and not cached:
+            self._phase[type_url] = _Phase.AWAITING
+            self._first[type_url] = name
+        entry.held = True
+        return Ask.HOLD
+
+    def known(self, type_url: str, name: str) -> Available | Missing | None:
+        """The hold's latest outcome for ``name``."""
+        entry = self._entries.get((type_url, name))
+        return None if entry is None else entry.known
+
+    def event(self, type_url: str, name: str, event: Event) -> Available | Missing | None:
+        """The hold of ``name`` received ``event``: the outcome to give its waiters, if any."""
+        entry = self._entries.get((type_url, name))
+        if entry is None or not entry.held:
+            return None
+        outcome = outcome_of(event)
+        if outcome is None:
+            if isinstance(event, DataError):
+                entry.known = None  # no usable value: not an outcome, but not Available
+            return None
+        entry.known = outcome
+        return outcome
+
+    def answered(self, type_url: str, name: str) -> list[str]:
+        """``name`` was answered (an outcome, or its resolve timed out). When it was the first
+        on-demand request of its type, the names queued meanwhile, to hold now in one
+        request; else nothing."""
+        if self._first.get(type_url) != name:
+            return []
+        del self._first[type_url]
+        self._phase[type_url] = _Phase.DONE
+        queued = self._queued.pop(type_url, [])
+        for queued_name in queued:
+            self._entries[(type_url, queued_name)].held = True
+        return queued
+
+    def stale(self, type_url: str, names: list[str]) -> None:
+        """Forget what the holds of ``names`` knew: they are answered when the server sends
+        them again (a virtual host table cleared by a route configuration change)."""
+        for name in names:
+            entry = self._entries.get((type_url, name))
+            if entry is not None:
+                entry.known = None
+
+    def held(self, type_url: str) -> list[str]:
+        """The held names of ``type_url``."""
+        return [name for (t, name), entry in self._entries.items() if t == type_url and entry.held]
+
+    def fresh(self, type_url: str, name: str, view: Any) -> Available | None:
+        """The server sent ``name`` again (changed or not) while its hold knew nothing: the
+        outcome to give its waiters."""
+        entry = self._entries.get((type_url, name))
+        if entry is None or not entry.held or entry.known is not None:
+            return None
+        entry.known = Available(view=view)
+        return entry.known
+
+    def finished(self, type_url: str, name: str, outcome: Outcome, now: float) -> float | None:
+        """A resolve of ``name`` returned ``outcome``. Returns when the hold is to be
+        released, if this was its last waiter."""
+        name_of = {Available: "available", Missing: "missing", TimedOut: "timed_out"}
+        self.counts[name_of[type(outcome)]] += 1
+        entry = self._entries[(type_url, name)]
+        entry.waiters -= 1
+        if entry.waiters:
+            return None
+        entry.release_at = now + self.grace
+        return entry.release_at
+
+    def due(self, now: float) -> list[Key]:
+        """The names whose grace period ended with no waiter since: dropped from the book;
+        the shell releases the holds of those it holds."""
+        keys = [
+            key
+            for key, entry in self._entries.items()
+            if entry.waiters == 0 and entry.release_at is not None and entry.release_at <= now
+        ]
+        for key in keys:
+            entry = self._entries.pop(key)
+            if not entry.held:  # queued and timed out before its turn
+                queued = self._queued.get(key[0], [])
+                if key[1] in queued:
+                    queued.remove(key[1])
+        return keys
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,196 @@
+"""The shell of `XdsClient.resolve`: holds, futures and timers around the `ResolveBook`.
+
+Why apart from the book: the book decides (share, queue, release, what an event means); this
+part does what it says with the registry (one watcher, "the hold", per name resolved), the
+client's clock (each resolve's timeout, each hold's grace period) and futures. Everything
+sleeps on the client's `Clock`, so a `FakeClock` drives timeouts and grace periods in tests.
+
+VHDS's table rule (Envoy's): when a route configuration changes, the virtual hosts held for it
+are cleared and must be sent again. The resolver watches the route configuration of every
+virtual host it holds; on a change it forgets what those holds knew, and while any is stale it
+observes the verdicts on each response (``add_observer``), because the server's copy may be
+byte-equal to the cached one, which the cache does not announce again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from .._errors import ClientClosedError
+from .._protocol import DataError, Event, ResourceChanged
+from .._runtime._clock import Clock
+from ..resources import ROUTE_CONFIGURATION, VIRTUAL_HOST
+from ..resources._virtual_host import split_vhds_name
+from ._registry import Registry
+from ._resolve import Ask, Key, Outcome, ResolveBook, TimedOut
+from ._watchers import CallbackWatcher, WatchHandle
+
+__all__ = ["Resolver"]
+
+
+class Resolver:
+    """Resolves names on demand for one client (`XdsClient.resolve`)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        clock: Clock,
+        *,
+        grace: float,
+        add_observer: Callable[[Callable[[Any], None]], Callable[[], None]],
+    ) -> None:
+        self._registry = registry
+        self._add_observer = add_observer
+        self._stop_observing: Callable[[], None] | None = None
+        #: route configuration -> (the watch of it, the virtual hosts held for it)
+        self._tables: dict[str, tuple[WatchHandle, set[str]]] = {}
+        self._clock = clock
+        self.book = ResolveBook(grace=grace)
+        self._holds: dict[Key, WatchHandle] = {}
+        self._waiters: dict[Key, list[asyncio.Future[Outcome]]] = {}
+        self._watcher = CallbackWatcher(self._on_event)
+
+    async def resolve(self, type_url: str, name: str, timeout: float) -> Outcome:
+        """The outcome for ``name`` (a cache key of ``type_url``) within ``timeout``."""
+        key = (type_url, name)
+        cached = self._registry.cache.entry(type_url, name) is not None
+        ask = self.book.ask(type_url, name, cached=cached)
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        if ask is Ask.ANSWER:
+            known = self.book.known(type_url, name)
+            assert known is not None
+            future.set_result(known)
+        else:
+            self._waiters.setdefault(key, []).append(future)
+            if ask is Ask.HOLD:
+                self._hold(type_url, [name])
+        deadline = self._clock.time() + timeout
+        timer = asyncio.ensure_future(self._expire(key, future, deadline, timeout))
+        try:
+            outcome = await future
+        finally:
+            timer.cancel()
+            waiting = self._waiters.get(key)
+            if waiting is not None and future in waiting:
+                waiting.remove(future)
+        release_at = self.book.finished(type_url, name, outcome, self._clock.time())
+        if release_at is not None:
+            self._registry.start_task(self._release(release_at), name="xdsclient-resolve-grace")
+        return outcome
+
+    def _hold(self, type_url: str, names: list[str]) -> None:
+        """Hold each of ``names``, in one synchronous step: their subscriptions go out in one
+        request."""
+        for name in names:
+            self._holds[(type_url, name)] = self._registry.add_watcher(
+                type_url, name, self._watcher, self._closed
+            )
+            if type_url == VIRTUAL_HOST.type_url:
+                self._table_of(name).add(name)
+
+    def _table_of(self, name: str) -> set[str]:
+        """The virtual hosts held for the route configuration of ``name`` (watched from now)."""
+        route_config = split_vhds_name(name)[0]
+        table = self._tables.get(route_config)
+        if table is None:
+            versions: list[str] = []
+
+            def changed(event: Event) -> None:
+                if isinstance(event, ResourceChanged):
+                    if versions:
+                        self._clear(route_config)
+                    versions.append(event.version)
+
+            handle = self._registry.add_watcher(
+                ROUTE_CONFIGURATION.type_url, route_config, CallbackWatcher(changed)
+            )
+            table = self._tables[route_config] = (handle, set())
+        return table[1]
+
+    def _clear(self, route_config: str) -> None:
+        """The route configuration changed: its virtual hosts must be sent again."""
+        names = list(self._tables[route_config][1])
+        self.book.stale(VIRTUAL_HOST.type_url, names)
+        if names and self._stop_observing is None:
+            self._stop_observing = self._add_observer(self._verdict)
+
+    def _verdict(self, event: Any) -> None:
+        """A protocol event, while virtual hosts are stale: a valid one for a stale name
+        answers its waiters with the cached value (the copy was sent again)."""
+        if getattr(event, "type_url", None) != VIRTUAL_HOST.type_url or not getattr(
+            event, "valid", False
+        ):
+            return
+        entry = self._registry.cache.entry(event.type_url, event.name)
+        if entry is None or entry.value is None:
+            return
+        key = (event.type_url, event.name)
+        outcome = self.book.fresh(*key, entry.value)
+        if outcome is not None:
+            for future in self._waiters.pop(key, []):
+                if not future.done():
+                    future.set_result(outcome)
+        if self._stop_observing is not None and all(
+            self.book.known(VIRTUAL_HOST.type_url, name) is not None
+            for name in self.book.held(VIRTUAL_HOST.type_url)
+        ):
+            self._stop_observing()
+            self._stop_observing = None
+
+    def _closed(self) -> None:
+        """The client closed: every waiting resolve raises `ClientClosedError`."""
+        for futures in self._waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(ClientClosedError("the XdsClient closed while resolving"))
+        self._waiters.clear()
+
+    def _on_event(self, event: Event) -> None:
+        if not isinstance(event, ResourceChanged | DataError):
+            return
+        key = (event.type_url, event.name)
+        outcome = self.book.event(*key, event)
+        if outcome is None:
+            return
+        for future in self._waiters.pop(key, []):
+            if not future.done():
+                future.set_result(outcome)
+        self._answered(key)
+
+    def _answered(self, key: Key) -> None:
+        queued = self.book.answered(*key)
+        if queued:
+            self._hold(key[0], queued)
+
+    async def _expire(
+        self, key: Key, future: asyncio.Future[Outcome], deadline: float, timeout: float
+    ) -> None:
+        await self._clock.sleep_until(deadline)
+        if not future.done():
+            future.set_result(TimedOut(timeout=timeout))
+            self._answered(key)
+
+    async def _release(self, when: float) -> None:
+        await self._clock.sleep_until(when)
+        for key in self.book.due(self._clock.time()):
+            handle = self._holds.pop(key, None)
+            if handle is not None:
+                handle.cancel()
+            if key[0] == VIRTUAL_HOST.type_url:
+                self._drop_from_table(key[1])
+
+    def _drop_from_table(self, name: str) -> None:
+        route_config = split_vhds_name(name)[0]
+        table = self._tables.get(route_config)
+        if table is None:
+            return
+        table[1].discard(name)
+        if not table[1]:
+            del self._tables[route_config]
+            table[0].cancel()
+
+    def held(self) -> dict[Key, Any]:
+        """The names held now, each with what its hold knows (for tests and dumps)."""
+        return {key: self.book.known(*key) for key in self._holds}
