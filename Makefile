@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench clean compiled test-compiled test-long docs docs-serve docs-check
+.PHONY: test lint typecheck unit demo bench clean compiled test-compiled test-pure wheel test-long \
+	docs docs-serve docs-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,6 +13,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The suite runs what the wheels ship: the compiled build (XDSCLIENT_REQUIRE_COMPILED=1 fails a
+# test if it did not load); `make test-pure` runs it as Python.
 test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
@@ -25,8 +28,8 @@ typecheck: $(STAMP)
 # Three workers on two cores: most tests wait on real sockets and servers, so the suite takes
 # half the time of one worker (measured: 3:23 against 6:48 on a loaded machine).
 WORKERS ?= 3
-unit: $(STAMP)
-	$(BIN)/pytest -n $(WORKERS)
+unit: $(STAMP) compiled
+	XDSCLIENT_REQUIRE_COMPILED=1 $(BIN)/pytest -n $(WORKERS)
 
 # The property-based and fuzz tests with their full budgets (`make test` runs a fifth of each;
 # tests/fuzz.py). CI runs both.
@@ -35,26 +38,44 @@ PROPERTIES := tests/reliability/test_fuzz.py tests/resources tests/protocol/test
 test-long: $(STAMP)
 	XDSCLIENT_FUZZ=long $(BIN)/pytest -q $(PROPERTIES)
 
-# The optional compiled EDS wire reader (faster decoding of large assignments): mypyc builds it
-# beside its source, where it is imported instead of the .py. Needs a C compiler; without it the
-# upb path does the same work.
-WIRE := xdsclient/resources/_endpoint_wire
-# It is built in a copy of the package: setuptools, which mypyc drives, must not read our
-# pyproject.toml (hatchling's).
-compiled: $(STAMP)
-	rm -rf build/mypyc && mkdir -p build/mypyc && cp -r xdsclient build/mypyc/
-	cd build/mypyc && $(CURDIR)/$(BIN)/mypyc $(WIRE).py
-	cp build/mypyc/$(WIRE).*.so build/mypyc/$(WIRE)__mypyc.*.so xdsclient/resources/
-	rm -rf build
+# The compiled build (what the wheels ship): mypyc compiles the hot modules of the EDS update path,
+# which Python then imports instead of their sources. The list is pyproject.toml's mypyc build hook
+# (xdsclient/_compiled.py names the same modules). `make compiled` builds them in place, in a copy
+# of the package: setuptools, which mypyc drives, must not read our pyproject.toml (hatchling's).
+# Needs a C compiler and Python's headers; it runs again only when one of them changed.
+MYPYC_HOOK := ['tool']['hatch']['build']['targets']['wheel']['hooks']['mypyc']['include']
+COMPILED_SOURCES := $(shell $(PYTHON) -c "import tomllib; \
+	print(' '.join(p.lstrip('/') for p in tomllib.load(open('pyproject.toml', 'rb'))$(MYPYC_HOOK)))")
+COMPILED_STAMP := $(VENV)/.compiled
+MYPYC_BUILD := build/mypyc
 
-# Both paths are tested: `make test` runs the interpreted one, this the compiled one.
+compiled: $(COMPILED_STAMP)
+
+$(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES) pyproject.toml
+	find xdsclient -name '*.so' -delete && rm -f *__mypyc.*.so
+	rm -rf $(MYPYC_BUILD) && mkdir -p $(MYPYC_BUILD) && cp -r xdsclient $(MYPYC_BUILD)/
+	cd $(MYPYC_BUILD) && $(abspath $(BIN))/mypyc $(COMPILED_SOURCES) >/dev/null
+	cd $(MYPYC_BUILD) && find . -name '*.so' -not -path './build/*' -exec cp --parents {} $(CURDIR) \;
+	rm -rf $(MYPYC_BUILD)
+	touch $(COMPILED_STAMP)
+
+# The compiled wheel (the sdist stays pure Python): into dist/.
+wheel: $(STAMP)
+	HATCH_BUILD_HOOK_ENABLE_MYPYC=true $(BIN)/python -m pip wheel -q --no-deps -w dist .
+
+# The pure-Python path: the whole suite again with every module from its source (CI runs both).
+test-pure: $(STAMP)
+	XDSCLIENT_PURE=1 $(BIN)/pytest -n $(WORKERS)
+
+# A quick check of the compiled build alone: the tests of the modules it compiles.
 test-compiled: compiled
-	XDSCLIENT_REQUIRE_COMPILED=1 $(BIN)/pytest -q tests/resources tests/protocol tests/test_dependencies.py
+	XDSCLIENT_REQUIRE_COMPILED=1 $(BIN)/pytest -q tests/resources tests/protocol \
+		tests/test_dependencies.py tests/test_compiled.py
 
 demo: $(STAMP)
 	$(BIN)/python -m xdsclient demo $(ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) compiled
 	$(BIN)/python bench/core.py
 
 # The documentation site: MkDocs with the tools of the `docs` extra, into build/site.
@@ -93,5 +114,5 @@ docs-check: docs
 	XDSCLIENT_REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/docs tests/load/test_html_browser.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build
-	rm -f xdsclient/resources/*.so
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist
+	find xdsclient -name '*.so' -delete && rm -f *__mypyc.*.so

@@ -5,6 +5,16 @@ Pushes one SotW CDS response and one Delta CDS response of N realistic clusters 
 build the ACK) and compares with the floor: parsing the response and unpacking every Any into a
 Cluster with protobuf alone. Prints microseconds per resource and the ratio (target: <= 2x).
 
+The EDS rows are the update path a busy mesh repeats: a session holding N validated endpoint
+assignments (bench/xds_config.py's, 3 endpoints each) receives a SotW response of all N with
+every one changed, with one changed, and with none changed, to its ACK; their floor parses the
+response and every ClusterLoadAssignment.
+
+Times are this process's CPU time (best of ``--repeat``), which other processes on a shared
+machine disturb far less than wall time. Each case runs twice: as installed (compiled where
+the build is: the wheels, `make compiled`) and as pure Python (``XDSCLIENT_PURE=1``, in a
+second process), side by side.
+
     python bench/core.py [--sizes 10000 100000] [--repeat 3]
 """
 
@@ -12,6 +22,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -19,9 +33,16 @@ from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
+from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 
+sys.path.insert(0, os.path.dirname(__file__))
+
+import xds_config as cfg
+
+import xdsclient
 from xdsclient import ProtocolOptions, ResourceType, Session
+from xdsclient.resources import ENDPOINT
 
 # The core's own cost: clusters decode into their protobuf message (bench/views.py measures the
 # validated views on top).
@@ -126,6 +147,59 @@ def core_run(wire: bytes, names: list[str], delta: bool, wildcard: bool) -> Call
     return run
 
 
+def eds_bytes(n: int, generation: int, changed: int | None = None) -> bytes:
+    """A SotW EDS response of N assignments at ``generation`` (only the first ``changed`` of
+    them when given; the rest at generation 0)."""
+    response = discovery_pb2.DiscoveryResponse(
+        type_url=ENDPOINT.type_url, version_info=str(generation), nonce=f"n{generation}"
+    )
+    for i in range(n):
+        g = generation if changed is None or i < changed else 0
+        message = cfg.endpoints(i, generation=g)
+        response.resources.add(type_url=ENDPOINT.type_url, value=message.SerializeToString())
+    wire: bytes = response.SerializeToString()
+    return wire
+
+
+def floor_eds(wire: bytes) -> None:
+    response = discovery_pb2.DiscoveryResponse.FromString(wire)
+    from_string = endpoint_pb2.ClusterLoadAssignment.FromString
+    KEPT[:] = [from_string(packed.value) for packed in response.resources]
+
+
+def eds_run(n: int, update: bytes, events: int) -> Callable[[], None]:
+    """A closure that pushes ``update`` into a session holding N assignments (generation 0,
+    loaded in the untimed setup), to its ACK; ``events``: the changes it must report."""
+    names = [cfg.cluster_name(i) for i in range(n)]
+    initial = eds_bytes(n, 0)
+    state: dict[str, Session] = {}
+
+    def setup() -> None:
+        s = Session(
+            node=base_pb2.Node(id="bench"),
+            resource_types=[ENDPOINT],
+            delta=False,
+            options=ProtocolOptions(),
+        )
+        for name in names:
+            s.subscribe(ENDPOINT.type_url, name)
+        s.connect(0.0)
+        s.requests_to_send(0.0)
+        s.receive(discovery_pb2.DiscoveryResponse.FromString(initial), 0.5)
+        s.requests_to_send(0.5)
+        state["s"] = s
+
+    def run() -> None:
+        s = state["s"]
+        found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
+        (ack,) = s.requests_to_send(1.0)
+        assert len(found) == events, len(found)
+        assert not ack.HasField("error_detail")
+
+    run.setup = setup  # type: ignore[attr-defined]
+    return run
+
+
 def timeit(fn: Callable[[], None], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -134,25 +208,21 @@ def timeit(fn: Callable[[], None], repeat: int) -> float:
         if setup is not None:
             setup()
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-
+def measure(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]]:
+    """(N, case, seconds, floor seconds) for every case at every size."""
     rows = []
-    for n in args.sizes:
+    for n in sizes:
         sotw, names = sotw_bytes(n)
         delta, _ = delta_bytes(n)
-        f_sotw = timeit(partial(floor_sotw, sotw), args.repeat)
-        f_delta = timeit(partial(floor_delta, delta), args.repeat)
-        f_unpack = timeit(partial(floor_any_unpack, sotw), args.repeat)
+        f_sotw = timeit(partial(floor_sotw, sotw), repeat)
+        f_delta = timeit(partial(floor_delta, delta), repeat)
+        f_unpack = timeit(partial(floor_any_unpack, sotw), repeat)
         cases = [
             ("SotW, named", core_run(sotw, names, delta=False, wildcard=False), f_sotw),
             ("SotW, wildcard", core_run(sotw, names, delta=False, wildcard=True), f_sotw),
@@ -161,15 +231,55 @@ def main() -> None:
         ]
         rows.append((n, "SotW floor written with Any.Unpack", f_unpack, f_sotw))
         for label, fn, floor in cases:
-            rows.append((n, label, timeit(fn, args.repeat), floor))
+            rows.append((n, label, timeit(fn, repeat), floor))
+        all_new, one_new, unchanged = eds_bytes(n, 1), eds_bytes(n, 1, changed=1), eds_bytes(n, 0)
+        f_eds = timeit(partial(floor_eds, all_new), repeat)
+        for label, update, events in (
+            ("EDS update all N", all_new, n),
+            ("EDS update 1 of N", one_new, 1),
+            ("EDS resend unchanged", unchanged, 0),
+        ):
+            rows.append((n, label, timeit(eds_run(n, update, events), repeat), f_eds))
+    return rows
 
-    print(f"{'N':>8}  {'case':<38} {'core us/res':>12} {'floor us/res':>13} {'ratio':>6}")
+
+def pure_rows(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]]:
+    """The same cases in a second process with every module from its source."""
+    command = [sys.executable, __file__, "--json", "--sizes", *map(str, sizes)]
+    done = subprocess.run(
+        [*command, "--repeat", str(repeat)],
+        env={**os.environ, "XDSCLIENT_PURE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [(n, label, total, floor) for n, label, total, floor in json.loads(done.stdout)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    rows = measure(args.sizes, args.repeat)
+    if args.json:
+        print(json.dumps(rows))
+        return
+    pure = {(n, label): total for n, label, total, _ in pure_rows(args.sizes, args.repeat)}
+    build = "compiled" if xdsclient.compiled else "pure Python: no compiled build here"
+    print(f"{'N':>8}  {'case':<36} {'core us/res':>11} {'pure us/res':>11} {'floor us/res':>12} "
+          f"{'ratio':>6} {'pure':>6}")  # fmt: skip
     for n, label, total, floor in rows:
-        per, floor_per, ratio = total / n * 1e6, floor / n * 1e6, total / floor
-        print(f"{n:>8}  {label:<38} {per:>12.2f} {floor_per:>13.2f} {ratio:>5.2f}x")
-    print("floor: parse the response + Cluster.FromString of every resource, kept (upb alone).")
+        other = pure[(n, label)]
+        per, pure_per, floor_per = total / n * 1e6, other / n * 1e6, floor / n * 1e6
+        print(f"{n:>8}  {label:<36} {per:>11.2f} {pure_per:>11.2f} {floor_per:>12.2f} "
+              f"{total / floor:>5.2f}x {other / floor:>5.2f}x")  # fmt: skip
+    print(f"core: as installed ({build}); pure: XDSCLIENT_PURE=1, every module from its source.")
+    print("floor: parse the response + FromString of every resource, kept (upb alone).")
     print("core: parse + Session.receive (decode, cache, events) + the ACK request; Clusters are")
-    print("decoded into protobuf messages here (bench/views.py adds the validated views).")
+    print("decoded into protobuf messages here (bench/views.py adds the validated views); EDS")
+    print("rows decode validated ClusterLoadAssignment views, per resource of the response.")
 
 
 if __name__ == "__main__":

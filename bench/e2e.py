@@ -32,7 +32,11 @@ The decode floor, printed beside them and as a ratio, is parsing one SotW respon
 assignments and unpacking every ``Any`` with protobuf alone, in this process. grpcio's client
 runs up to ``--grpcio-max`` (default 1,000: at 10,000 it does not finish in minutes).
 
-    python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient grpcio] [--rounds 3]
+Ours runs twice: as installed (``xdsclient``: compiled where the build is) and as pure Python
+(``xdsclient-pure``, with ``XDSCLIENT_PURE=1``), so the fallback's cost shows too.
+
+    python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient xdsclient-pure grpcio]
+        [--rounds 3]
 """
 
 from __future__ import annotations
@@ -52,11 +56,17 @@ import xds_config as cfg
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 
+import xdsclient
 from xdsclient.resources import ENDPOINT, LISTENER
 from xdsclient.testing import ControlPlane
 
 WORKER = os.path.join(os.path.dirname(__file__), "e2e_worker.py")
 
+
+#: Ours as installed (compiled where the build is: the wheels, `make compiled`), and ours with
+#: every module from its source (``XDSCLIENT_PURE=1``: the sdist's, a platform without a wheel).
+PURE = "xdsclient-pure"
+OURS = ("xdsclient", PURE)
 
 #: The cases, in the order one client process goes through them (each after the previous one).
 CASES = ("full load", "update all N", "update 1 of N", "resend unchanged")
@@ -315,20 +325,22 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
         for i in range(n):
             cp.set(cfg.cluster(i))
             cp.set(cfg.endpoints(i))
+        pure = client == PURE
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             WORKER,
-            client,
+            "xdsclient" if pure else client,
             cp.address,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "XDSCLIENT_PURE": "1"} if pure else None,
         )
         assert process.stdout is not None
         lines = Snapshots(process.stdout)
         cpu = CpuLog(process.pid)
         if not cpu.available:
             print("no /proc: cases may carry the previous one's work", file=sys.stderr)
-        run = Run(cp, n, timeout, lines if client == "xdsclient" else None, cpu)
+        run = Run(cp, n, timeout, lines if client in OURS else None, cpu)
         try:
             if await run.full_load():
                 await run.updates(rounds)
@@ -380,7 +392,7 @@ def _ratio(value: float | None, floor: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--clients", nargs="+", default=["xdsclient", "grpcio"])
+    parser.add_argument("--clients", nargs="+", default=[*OURS, "grpcio"])
     parser.add_argument(
         "--grpcio-max", type=int, default=1_000, help="largest N grpcio's client is run at"
     )
@@ -397,7 +409,7 @@ def main() -> None:
             result = asyncio.run(measure(client, n, args.timeout, args.rounds))
             results.append(result)
             print(f"  measured {client} N={n}: {result.times}", file=sys.stderr, flush=True)
-    line = "{:>7}  {:<10} {:<17} {:>10} {:>8} {:>11} {:>8} {:>10} {:>9} {:>5}"
+    line = "{:>7}  {:<14} {:<17} {:>10} {:>8} {:>11} {:>8} {:>10} {:>9} {:>5}"
     print(
         line.format(
             "N",
@@ -442,14 +454,18 @@ def main() -> None:
     by_n: dict[int, dict[str, Result]] = {}
     for r in results:
         by_n.setdefault(r.n, {})[r.client] = r
+    build = "compiled" if xdsclient.compiled else "pure Python: no compiled build here"
+    print(f"xdsclient: as installed ({build}); {PURE}: XDSCLIENT_PURE=1, every module from source")
     for n, pair in by_n.items():
-        ours, theirs = pair.get("xdsclient"), pair.get("grpcio")
-        if not (ours and theirs):
-            continue
-        for case in CASES:
-            a, b = ours.times[case], theirs.times[case]
-            if a and b:
-                print(f"N={n} {case}: xdsclient {b / a:.1f}x faster to the ACK than grpcio's")
+        theirs = pair.get("grpcio")
+        for client in OURS:
+            ours = pair.get(client)
+            if not (ours and theirs):
+                continue
+            for case in CASES:
+                a, b = ours.times[case], theirs.times[case]
+                if a and b:
+                    print(f"N={n} {case}: {client} {b / a:.1f}x faster to the ACK than grpcio's")
 
 
 if __name__ == "__main__":

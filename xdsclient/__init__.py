@@ -5,6 +5,11 @@ The public API is re-exported here; every other module is private.
 
 from __future__ import annotations
 
+# First: importing it decides whether the compiled modules load as Python (before any of them is).
+from . import _compiled
+
+# isort: split
+
 from ._client import XdsClient
 from ._errors import (
     ClientClosedError,
@@ -146,8 +151,14 @@ __all__ = [
     "XdsError",
     "XdstpName",
     "add_csds_service",
+    "compiled",
     "load_bootstrap",
 ]
+
+#: Whether the hot modules of the EDS update path run compiled with mypyc, as the wheels built
+#: for release ship them; False from the sdist, on a platform without a wheel, or with
+#: ``XDSCLIENT_PURE=1`` (which runs them as Python). ``xdsclient --version`` says the same.
+compiled: bool = _compiled.is_compiled()
 
 
 for _name in __all__:

@@ -3,15 +3,15 @@
 `_endpoint_wire.read_fields` reads the common shape straight from the bytes and returns None
 for anything else. Whatever it returns that is not None must be exactly what upb and ``_lean``
 make of the same bytes; whatever upb rejects it must leave alone. These tests run the module
-as it is imported: interpreted under ``make test``, compiled under ``make test-compiled``
-(where ``XDSCLIENT_REQUIRE_COMPILED=1`` makes sure the compiled build is the one under test).
+as it is imported: compiled under ``make test``, interpreted under ``make test-pure``
+(tests/test_compiled.py makes sure the compiled build is the one under ``make test``).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+import attrs
 import pytest
 from envoy.config.endpoint.v3 import endpoint_pb2
 from google.protobuf.message import DecodeError
@@ -24,6 +24,7 @@ from tests.resources.test_endpoint_differential import _WEIGHTS, _rich, assignme
 from tests.resources.test_mutations import _mutate
 from xdsclient.resources import ClusterLoadAssignmentView, _endpoint, _endpoint_wire
 from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
+from xdsclient.resources._view import is_ip_address
 
 
 def upb_fields(data: bytes) -> Any:
@@ -204,45 +205,40 @@ def test_corrupted_bytes_are_read_as_upb_reads_them_or_left_to_it(data: st.DataO
     assert_agrees(bytes(wire[:cut]))
 
 
-def test_the_compiled_build_is_the_one_under_test_when_required() -> None:
-    if os.environ.get("XDSCLIENT_REQUIRE_COMPILED") != "1":
-        pytest.skip("make test-compiled runs this")
-    assert _endpoint_wire.COMPILED
-    assert _endpoint._read_wire is _endpoint_wire.read_fields
+def test_the_decoder_reads_with_the_wire_reader_exactly_when_it_runs_compiled() -> None:
+    """The compiled reader is the decoder's first step; interpreted, it is left out (upb is
+    faster than it then)."""
+    expected = _endpoint_wire.read_fields if _endpoint_wire.COMPILED else None
+    assert _endpoint._read_wire is expected
 
 
-def _fake_build(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, *, stale: bool) -> None:
-    """Make the wire module look compiled, its build in ``tmp_path`` older or newer than its
-    source there."""
-    built = tmp_path / "_endpoint_wire.cpython-311-x86_64-linux-gnu.so"
-    source = tmp_path / "_endpoint_wire.py"
-    built.write_bytes(b"")
-    source.write_text("")
-    older, newer = (built, source) if stale else (source, built)
-    os.utime(older, (1_000_000, 1_000_000))
-    os.utime(newer, (2_000_000, 2_000_000))
-    monkeypatch.setattr(_endpoint_wire, "COMPILED", True)
-    monkeypatch.setattr(_endpoint_wire, "__file__", str(built))
+def test_a_view_built_through_its_slots_is_the_one_its_init_builds() -> None:
+    """``_of`` sets the view's slots directly: every field as ``__init__`` sets it."""
+    data = _common(3).SerializeToString()
+    name, fields = upb_fields(data)
+    fast = ClusterLoadAssignmentView._of(name, fields, data)
+    slow = ClusterLoadAssignmentView(
+        name=name,
+        priorities=fields[0],
+        drop_overloads=fields[1],
+        overprovisioning_factor=fields[2],
+        raw=data,
+    )
+    for field in attrs.fields(ClusterLoadAssignmentView):
+        assert getattr(fast, field.name) == getattr(slow, field.name), field.name
+    assert fast == slow
+    assert repr(fast) == repr(slow)
 
 
-def test_a_fresh_compiled_build_is_used(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    _fake_build(tmp_path, monkeypatch, stale=False)
-    monkeypatch.delenv("XDSCLIENT_PURE", raising=False)
-    assert _endpoint._compiled_reader() is _endpoint_wire.read_fields
-
-
-def test_a_build_older_than_its_source_is_not_used_and_says_so(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _fake_build(tmp_path, monkeypatch, stale=True)
-    monkeypatch.delenv("XDSCLIENT_PURE", raising=False)
-    with pytest.warns(RuntimeWarning, match="older than its source.*make compiled"):
-        assert _endpoint._compiled_reader() is None
-
-
-def test_xdsclient_pure_turns_the_compiled_build_off(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _fake_build(tmp_path, monkeypatch, stale=False)
-    monkeypatch.setenv("XDSCLIENT_PURE", "1")
-    assert _endpoint._compiled_reader() is None
+@given(st.ip_addresses(v=4).map(str) | st.text("0123456789.", max_size=16))
+def test_a_plain_ipv4_host_is_told_apart_as_is_ip_address_tells_it(host: str) -> None:
+    """The wire reader's dotted-quad check accepts only hosts `is_ip_address` accepts, and
+    every IPv4 address in its plain form."""
+    data = b"\x00" + host.encode() + b"\x00"  # read in place, between other bytes
+    plain_ipv4 = _endpoint_wire._dotted_quad(data, 1, len(data) - 1)
+    if plain_ipv4:
+        assert is_ip_address(host)
+    canonical = host.count(".") == 3 and all(
+        part.isdigit() and str(int(part)) == part and int(part) <= 255 for part in host.split(".")
+    )
+    assert plain_ipv4 == canonical

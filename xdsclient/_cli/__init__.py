@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .._compiled import is_compiled
 from .._errors import XdsError
 from .._version import __version__
 from . import _check, _demo, _dump, _load, _watch
@@ -83,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = Parser(prog="xdsclient", description="xdsclient tools", epilog=epilog,
                     formatter_class=formatter)  # fmt: skip
-    parser.add_argument("--version", action="version", version=f"xdsclient {__version__}")
+    build = "compiled" if is_compiled() else "pure Python"
+    parser.add_argument("--version", action="version", version=f"xdsclient {__version__} ({build})")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS.values():
         command.add_arguments(commands.add_parser(command.name, help=command.help,

@@ -1,9 +1,9 @@
 """A ClusterLoadAssignment read straight from its wire bytes: the optional compiled fast path.
 
 Why: after the lean rewrite, most of an EDS update is spent in upb's accessors (a Python call
-per field read). This module reads the bytes itself; compiled with mypyc (``make compiled``)
-it builds a view's fields in about half the time. Interpreted it is slower than upb, so the
-decoder uses it only when it is compiled (`COMPILED`), and a plain ``pip install`` needs no C
+per field read). This module reads the bytes itself; compiled with mypyc (the wheels,
+``make compiled``) it builds a view's fields in about half the time. Interpreted it is slower
+than upb, so the decoder uses it only when it is compiled (`COMPILED`); the sdist needs no C
 compiler.
 
 It reads only the shape control planes send: names, localities with weights and priorities,
@@ -37,6 +37,11 @@ COMPILED: Final = not __file__.endswith(".py")
 
 _new: Final = tuple.__new__
 _UNKNOWN: Final = HealthStatus.UNKNOWN
+# Final aliases: compiled, they are C statics, not a module dict lookup per record built.
+_ENDPOINT: Final = Endpoint
+_LOCALITY_ENDPOINTS: Final = LocalityEndpoints
+_STATUSES: Final = _HEALTH
+_NO_METADATA_MAP: Final = _NO_METADATA
 
 
 class _Unusual(Exception):
@@ -191,7 +196,8 @@ def _group(
         if endpoint is None:
             return False
         endpoints.append(endpoint)
-    record = _new(LocalityEndpoints, (_locality(where), weight, priority, tuple(endpoints)))
+    locality = _locality(where)
+    record = _new(_LOCALITY_ENDPOINTS, (locality, weight, priority, tuple(endpoints)))
     group_list = by_priority.get(priority)
     if group_list is None:
         by_priority[priority] = [record]
@@ -280,8 +286,8 @@ def _endpoint(
                 return None
             keys.append(checked)
         additional = tuple(keys)
-    status = _HEALTH.get(health, _UNKNOWN)
-    return _new(Endpoint, (key[0], key[1], additional, hostname, status, weight, _NO_METADATA))
+    status = _STATUSES.get(health, _UNKNOWN)
+    return _new(_ENDPOINT, (key[0], key[1], additional, hostname, status, weight, _NO_METADATA_MAP))
 
 
 def _additional(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
@@ -311,6 +317,8 @@ def _address(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
 
 
 def _socket_address(data: bytes, pos: int, end: int) -> tuple[str, int]:
+    """(host, port) of a SocketAddress whose host is an IP address (else `_Unusual`: upb
+    decides, as for every host ``_lean_address`` rejects)."""
     host = ""
     port = -1
     named = False
@@ -319,21 +327,52 @@ def _socket_address(data: bytes, pos: int, end: int) -> tuple[str, int]:
         if field == 2 and wire == 2 and not named:
             start, pos = _span(data, pos, end)
             host = _text(data, start, pos)
+            if not (_dotted_quad(data, start, pos) or is_ip_address(host)):
+                raise _Unusual
             named = True
         elif field == 3 and wire == 0 and port < 0:
             port, pos = _uint32(data, pos, end)
         else:
             raise _Unusual  # protocol, named port, resolver...: upb decides
+    if not named:
+        raise _Unusual  # no host: not an IP address
     return host, max(port, 0)
 
 
 def _check(address: tuple[str, int] | None, seen: set[tuple[str, int]]) -> tuple[str, int] | None:
-    """``_lean_address``'s rules on a read address."""
+    """``_lean_address``'s other rules on a read address (`_socket_address` checked its host)."""
     if address is None:
         return None
-    if address[1] > 65535 or not is_ip_address(address[0]):
+    if address[1] > 65535:
         return None
-    if address in seen:
-        return None
-    seen.add(address)
-    return address
+    count = len(seen)
+    seen.add(address)  # one hash, one boxing of the native tuple: no separate ``in`` test
+    return None if len(seen) == count else address
+
+
+def _dotted_quad(data: bytes, pos: int, end: int) -> bool:
+    """Whether ``data[pos:end]`` is an IPv4 address in its plain form (four decimal parts of at
+    most 255, no leading zeros): the common case, told apart on the bytes without a call into
+    Python. Every such host is one ``is_ip_address`` accepts; anything else is left to it."""
+    if end - pos < 7 or end - pos > 15:
+        return False
+    parts = 0
+    value = 0
+    digits = 0
+    while pos < end:
+        c = data[pos]
+        pos += 1
+        if 48 <= c <= 57:
+            if digits > 0 and value == 0:
+                return False  # a leading zero
+            value = value * 10 + (c - 48)
+            digits += 1
+            if value > 255:
+                return False
+        elif c == 46 and digits > 0 and parts < 3:
+            parts += 1
+            value = 0
+            digits = 0
+        else:
+            return False
+    return parts == 3 and digits > 0
