@@ -37,13 +37,25 @@ def _view() -> ClusterView:
     return ClusterView.from_proto(message)
 
 
+class _Counting(grpc.GenericRpcHandler):
+    """Serves nothing (gRPC answers every call UNIMPLEMENTED) and counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def service(self, handler_call_details: Any) -> None:
+        self.calls += 1
+
+
 @pytest.fixture
-async def no_lrs() -> AsyncIterator[str]:
-    """A gRPC server with no service at all: every method is UNIMPLEMENTED."""
+async def no_lrs() -> AsyncIterator[tuple[str, _Counting]]:
+    """A gRPC server with no service at all: every method is UNIMPLEMENTED (and counted)."""
+    counting = _Counting()
     server = grpc.aio.server()
+    server.add_generic_rpc_handlers([counting])
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    yield f"127.0.0.1:{port}"
+    yield f"127.0.0.1:{port}", counting
     await server.stop(None)
 
 
@@ -102,25 +114,27 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_an_lrs_server_without_the_service_is_failing_in_stats_events_and_one_warning(
-    no_lrs: str, caplog: pytest.LogCaptureFixture
+    no_lrs: tuple[str, _Counting], caplog: pytest.LogCaptureFixture
 ) -> None:
     """UNIMPLEMENTED: the LRS state goes connecting then failing (with the reason), the stats
     count one failure, and one WARNING names LRS and the server, however many retries."""
+    address, server = no_lrs
     clock = FakeClock()
-    async with XdsClient(no_lrs, node_id="n", clock=clock, options=OPTIONS) as client:
+    async with XdsClient(address, node_id="n", clock=clock, options=OPTIONS) as client:
         events = _lrs_events(client)
         client.load_reporter(_view()).call_started(EAST)
-        await _until(lambda: client.stats().servers[no_lrs].lrs_state == "failing")
-        for _ in range(3):  # three more attempts, each UNIMPLEMENTED again
-            clock.advance(120)
-            await asyncio.sleep(0.05)
-        stats = client.stats().servers[no_lrs]
+        await _until(lambda: client.stats().servers[address].lrs_state == "failing")
+        attempts = server.calls
+        # three more attempts, each UNIMPLEMENTED again: the fourth reaching the server means
+        # the client has taken in the failures of the three before it
+        await _until(lambda: server.calls >= attempts + 4, clock)
+        stats = client.stats().servers[address]
         assert (stats.lrs_state, stats.lrs_stream_failures) == ("failing", 1)
         assert [e.state for e in events] == ["connecting", "failing"]
         assert events[1].error is not None
         assert events[1].error.startswith("UNIMPLEMENTED")
     (warning,) = [w for w in _warnings(caplog) if "LRS" in w]
-    assert warning.startswith(f"LRS stream to {no_lrs} failing: UNIMPLEMENTED")
+    assert warning.startswith(f"LRS stream to {address} failing: UNIMPLEMENTED")
     assert not any("xDS server" in w for w in _warnings(caplog))  # not a discovery failure
 
 
