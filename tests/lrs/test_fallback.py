@@ -6,7 +6,6 @@ runs the same story on the fake transport, to see what is opened and closed when
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -124,15 +123,14 @@ async def test_counts_not_yet_reported_at_the_return_go_to_the_fallback_on_its_o
     had, which then ends (nothing is left to report there); the primary gets only what
     follows."""
     primary, fallback = planes
+    fallback.load_reporting.configure(interval=3600)  # its stream's first answer says so
     clock = FakeClock()
     client, view = await _client(primary, fallback, clock)
     try:
         load = client.load_reporter(view)
         _calls(load, EAST, 3)
-        await _until(clock, lambda: _issued(fallback) == {"east": 3})
-        fallback.load_reporting.configure(interval=3600)  # the next report is an hour away
-        await asyncio.sleep(0.05)
-        _calls(load, EAST, 2)
+        await _until(clock, lambda: _issued(fallback) == {"east": 3}, every=300)
+        _calls(load, EAST, 2)  # the next report is an hour away
         await _returned(primary, fallback, clock)
         assert fallback.load_reporting.stream_count == 1  # still up, waiting for its report
         assert _lrs_streams(fallback) == 1  # and not reopened

@@ -1,15 +1,14 @@
 """A failing load reporting stream is seen as a failing discovery stream is: an observer event
 per change of state, the stats' ``lrs_state`` and ``lrs_stream_failures``, the
 ``xdsclient.lrs`` metrics, and one WARNING per change (not per retry) naming LRS and the server.
-Over real grpc.aio on loopback: a server without the LRS service (UNIMPLEMENTED), a port that
-refuses connections, a server that never answers; the client on a fake clock, so retries
-happen when the test says."""
+A server without the LRS service (UNIMPLEMENTED) and a stream the server ends, over real
+grpc.aio on loopback; a refused connection and a server that never answers on the fake
+transport, where the fake clock and a drained loop say what did not happen."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -18,14 +17,14 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.helpers import described, eventually
+from tests.helpers import described, eventually, idle
+from tests.lrs.test_reporting import _answer
 from tests.shell.conftest import OPTIONS
 from tests.shell.test_metrics import _points
 from xdsclient import Locality, XdsClient
 from xdsclient._observe._events import LoadReportingChanged, ProtocolEvent
 from xdsclient.resources import ClusterView
-from xdsclient.testing import ControlPlane, FakeClock
-from xdsclient.testing._lrs_server import LRS_SERVICE
+from xdsclient.testing import ControlPlane, FakeClock, FakeTransport
 from xdsclient.testing.builders import cluster
 
 EAST = Locality(region="r", zone="east")
@@ -57,31 +56,6 @@ async def no_lrs() -> AsyncIterator[tuple[str, _Counting]]:
     await server.start()
     yield f"127.0.0.1:{port}", counting
     await server.stop(None)
-
-
-@pytest.fixture
-async def silent() -> AsyncIterator[str]:
-    """A gRPC server whose LRS method reads every request and never answers."""
-
-    async def serve(requests: AsyncIterator[Any], context: Any) -> None:
-        async for _ in requests:
-            pass
-
-    method: Any = grpc.stream_stream_rpc_method_handler(serve)
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers(
-        [grpc.method_handlers_generic_handler(LRS_SERVICE, {"StreamLoadStats": method})]
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    yield f"127.0.0.1:{port}"
-    await server.stop(None)
-
-
-def _closed_port() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 async def _until(condition: Callable[[], bool], clock: FakeClock | None = None) -> None:
@@ -139,46 +113,59 @@ async def test_an_lrs_server_without_the_service_is_failing_in_stats_events_and_
 
 
 async def test_a_refused_lrs_server_counts_one_failure_in_stats_and_metrics_until_it_answers(
-    caplog: pytest.LogCaptureFixture,
+    fake: FakeTransport, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Connection refused, retried on the fake clock: one failure in the stats and in the
-    ``xdsclient.lrs.stream_failure`` metric, the ``reporting`` gauge 0, one WARNING; once a
-    server listens there and answers, the state is reporting and the gauge 1."""
+    ``xdsclient.lrs.stream_failure`` metric, the ``reporting`` gauge 0, one WARNING, however
+    many retries; once the server accepts and answers, the state is reporting and the gauge 1."""
     caplog.set_level(logging.INFO, logger="xdsclient.lrs")
-    address = _closed_port()
-    clock, reader = FakeClock(), InMemoryMetricReader()
-    async with XdsClient(address, node_id="n", clock=clock, options=OPTIONS) as client:
+    reader = InMemoryMetricReader()
+    fake.refuse("connection refused")
+    async with XdsClient(
+        "fake:1", node_id="n", transport=fake, clock=clock, options=OPTIONS
+    ) as client:
         client.enable_metrics(MeterProvider(metric_readers=[reader]), target="t")
         client.load_reporter(_view()).call_started(EAST)
-        await _until(lambda: client.stats().servers[address].lrs_state == "failing")
-        for _ in range(3):
+        await idle()
+        assert client.stats().servers["fake:1"].lrs_state == "failing"
+        for attempts in (2, 3, 4):  # three more attempts, each refused again
             clock.advance(120)
-            await asyncio.sleep(0.05)
-        assert client.stats().servers[address].lrs_stream_failures == 1
-        labels = {"grpc.target": "t", "grpc.xds.server": address}
+            await idle()
+            assert fake.open_attempts == attempts
+        assert client.stats().servers["fake:1"].lrs_stream_failures == 1
+        labels = {"grpc.target": "t", "grpc.xds.server": "fake:1"}
         points = _points(reader)
         assert points["xdsclient.lrs.stream_failure"] == [(1, labels)]
         assert points["xdsclient.lrs.reporting"] == [(0, labels)]
         assert len([w for w in _warnings(caplog) if w.startswith("LRS stream to")]) == 1
-        async with ControlPlane(port=int(address.rsplit(":", 1)[1])):
-            await _until(lambda: client.stats().servers[address].lrs_state == "reporting", clock)
-            assert _points(reader)["xdsclient.lrs.reporting"] == [(1, labels)]
-    assert f"LRS stream to {address} reporting again" in caplog.messages
+        fake.accept()
+        clock.advance(120)
+        stream = await fake.stream()
+        await stream.request()
+        stream.respond(_answer(send_all=True, every=1))
+        await idle()
+        assert client.stats().servers["fake:1"].lrs_state == "reporting"
+        assert _points(reader)["xdsclient.lrs.reporting"] == [(1, labels)]
+    assert "LRS stream to fake:1 reporting again" in caplog.messages
 
 
 async def test_an_lrs_server_that_never_answers_stays_connecting_without_a_failure(
-    silent: str,
+    fake: FakeTransport, clock: FakeClock
 ) -> None:
-    """A server that takes the stream and never answers: the state says connecting (no
-    report can go out), and no failure is counted."""
-    clock = FakeClock()
-    async with XdsClient(silent, node_id="n", clock=clock, options=OPTIONS) as client:
+    """A server that takes the stream and never answers: however long the clock runs, the
+    state says connecting (no report can go out), no failure is counted and no other stream
+    is opened."""
+    async with XdsClient(
+        "fake:1", node_id="n", transport=fake, clock=clock, options=OPTIONS
+    ) as client:
         client.load_reporter(_view()).call_started(EAST)
-        await _until(lambda: silent in client.stats().servers)
+        stream = await fake.stream()
+        await stream.request()  # read, never answered
         for _ in range(5):
             clock.advance(60)
-            await asyncio.sleep(0.05)
-        stats = client.stats().servers[silent]
+            await idle()
+        assert fake.open_attempts == 1
+        stats = client.stats().servers["fake:1"]
         assert (stats.lrs_state, stats.lrs_stream_failures) == ("connecting", 0)
 
 
