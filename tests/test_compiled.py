@@ -104,6 +104,7 @@ def _checkout(tmp_path: Path, *, built_after_source: bool) -> Path:
 def test_a_fresh_build_is_used(tmp_path: Path) -> None:
     """Built after its sources, the compiled build runs, without a warning."""
     root = _checkout(tmp_path, built_after_source=True)
+    assert all(_compiled._built(str(root), module) for module in _compiled.MODULES)
     assert _compiled.from_sources({}, str(root)) == (False, None)
 
 

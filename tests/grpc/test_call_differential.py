@@ -134,8 +134,9 @@ async def test_fault_aborts_delays_and_max_stream_duration_match_grpcio(
         (r.code, r.details) for r in theirs_[held]
     ]
     assert theirs_[243].code == "DEADLINE_EXCEEDED"
-    assert all(r.seconds < 0.2 + 0.5 for r in theirs_[held]), theirs_[held]  # at most A31's time
-    assert all(0.2 <= r.seconds < 1.0 for r in ours_[held]), ours_[held]  # A31's time
+    # grpcio ends them no later than A31's time, ours at it (upper bounds leave room for a busy CI)
+    assert all(r.seconds < 0.2 + 0.5 + 1.0 for r in theirs_[held]), theirs_[held]
+    assert all(0.2 <= r.seconds < 3.0 for r in ours_[held]), ours_[held]
     assert ours_[245].reply == "echo:hi"
 
 

@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 import grpc
+import pytest
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.type.v3 import percent_pb2
 
@@ -171,6 +172,7 @@ async def _one(channel: XdsChannel, method: str) -> list[str]:
     return ["SENT", ""]
 
 
+@pytest.mark.timeout(120)  # grpcio waits its 15 s does-not-exist timer for the missing ones
 async def test_failed_calls_have_grpcios_codes_and_details() -> None:
     """Each call fails (or goes through) with the code and details grpcio's ``xds:///``
     channel gives it: no route, a missing cluster, no virtual host, a missing listener, a

@@ -62,7 +62,7 @@ async def test_the_deadline_covers_the_wait_for_a_pick(
                 await EchoStub(channel).Say(Text(value="x"), timeout=1.0)
             took = time.monotonic() - started
     assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
-    assert 0.9 <= took < 2.5
+    assert 0.9 <= took < 5.0  # the deadline, not a handshake that never ends (room for a busy CI)
 
 
 @pytest.mark.parametrize("leaves", ["removed", "draining"])
