@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.builders import cluster
-from tests.helpers import eventually
+from tests.helpers import eventually, idle
 from tests.ondemand.conftest import GRACE
 from xdsclient import (
     Available,
@@ -84,6 +84,7 @@ async def test_nothing_decisive_within_the_timeout_is_timed_out(
     stream = await fake.stream()
     await stream.request()
     clock.advance(4.9)
+    await idle()  # what 4.9 s woke has run
     assert not task.done()
     clock.advance(0.1)
     assert await task == TimedOut(timeout=5.0)
@@ -114,9 +115,10 @@ async def test_names_asked_while_the_first_request_is_unanswered_go_out_in_the_n
     stream = await fake.stream()
     assert wanted(await stream.request()) == {"a"}
     later = [resolving(client, "b"), resolving(client, "c")]
-    await eventually(lambda: stream.pending_requests() == [] and all(not t.done() for t in later))
     await eventually(lambda: len(client._resolver.book) == 3)
+    await idle()  # a request for b or c would have been written by now
     assert stream.pending_requests() == []  # queued, not requested
+    assert all(not task.done() for task in later)
     stream.send([cluster("a")])
     assert isinstance(await first, Available)
     ack = await stream.request()
@@ -263,3 +265,27 @@ async def test_metrics_count_resolves_by_outcome(
         for value, attributes in _points(reader)["xdsclient.resolves"]
     }
     assert counts == {"available": 1, "timed_out": 1}  # no point for an outcome not seen
+
+
+async def test_a_cancelled_resolve_counts_nothing_blocks_no_other_and_is_released_later(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient, delta: bool
+) -> None:
+    """A resolve its caller cancels before any answer counts no outcome, lets the next name of
+    its type go out at once (it no longer waits behind it), and its name is unsubscribed the
+    grace period later (it was held for the client's life)."""
+    first = resolving(client, "a")
+    stream = await fake.stream()
+    assert wanted(await stream.request()) == {"a"}
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    later = resolving(client, "b", timeout=10 * GRACE)
+    assert "b" in wanted(await stream.request())  # not queued behind a
+    clock.advance(GRACE)
+    release = await stream.request()
+    if delta:
+        assert list(release.resource_names_unsubscribe) == ["a"]
+    else:
+        assert list(release.resource_names) == ["b"]
+    assert client.stats().resolves == {"available": 0, "missing": 0, "timed_out": 0}
+    later.cancel()

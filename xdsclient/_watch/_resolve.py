@@ -197,6 +197,11 @@ class ResolveBook:
         released, if this was its last waiter."""
         name_of = {Available: "available", Missing: "missing", TimedOut: "timed_out"}
         self.counts[name_of[type(outcome)]] += 1
+        return self.gave_up(type_url, name, now)
+
+    def gave_up(self, type_url: str, name: str, now: float) -> float | None:
+        """A resolve of ``name`` ended with no outcome (its caller cancelled it). Returns when
+        the hold is to be released, if this was its last waiter."""
         entry = self._entries[(type_url, name)]
         entry.waiters -= 1
         if entry.waiters:

@@ -70,6 +70,12 @@ class Resolver:
         timer = asyncio.ensure_future(self._expire(key, future, deadline, timeout))
         try:
             outcome = await future
+        except asyncio.CancelledError:  # the caller gave up: as a timeout, but not counted
+            release_at = self.book.gave_up(type_url, name, self._clock.time())
+            if release_at is not None:
+                self._answered(key)
+                self._registry.start_task(self._release(release_at), name="xdsclient-resolve-grace")
+            raise
         finally:
             timer.cancel()
             waiting = self._waiters.get(key)
