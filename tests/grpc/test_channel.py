@@ -13,7 +13,7 @@ import pytest
 
 from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
-from xdsclient.testing import ControlPlane, bootstrap
+from xdsclient.testing import ControlPlane, bootstrap, builders
 
 from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple
 
@@ -92,6 +92,27 @@ async def test_cancelling_a_call_cancels_it_at_the_caller(
             with pytest.raises(asyncio.CancelledError):
                 await call
             assert await call.code() is grpc.StatusCode.CANCELLED
+
+
+async def test_a_write_to_a_call_that_failed_before_any_attempt_raises_the_calls_error(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A client-streaming call with no route for its method fails before an attempt is sent:
+    ``write`` and ``done_writing`` raise the call's `AioRpcError`, as on a grpc.aio channel
+    (they raised an AttributeError)."""
+    async with echo_backends("a") as (a,):
+        resources = simple("svc", [("c", [a])])
+        resources[1] = builders.route_configuration("svc-routes", {"/elsewhere/": "c"})
+        plane.set_all(resources)
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            call = EchoStub(channel).Collect(timeout=5)
+            for step in (lambda: call.write(Text(value="m")), call.done_writing):
+                with pytest.raises(grpc.aio.AioRpcError) as failed:
+                    await step()
+                assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
+                assert failed.value.details() == "No matching route found in xDS route config"
+            assert await call.code() is grpc.StatusCode.UNAVAILABLE
+    assert not a.calls
 
 
 async def test_a_streaming_call_made_without_an_iterator_takes_writes(

@@ -130,13 +130,21 @@ class XdsCall(
 
     async def write(self, request: Any) -> None:
         """Send one request message (a call made without a request iterator)."""
-        await self._wait_started()
-        await self._current.write(request)
+        await (await self._attempt_call()).write(request)
 
     async def done_writing(self) -> None:
         """No more request messages."""
+        await (await self._attempt_call()).done_writing()
+
+    async def _attempt_call(self) -> Any:
+        """The attempt's grpc.aio call; the call's own error (an `AioRpcError`, as grpc.aio
+        raises it) when the call ended before any attempt was sent (no route, an abort, a
+        drop, the deadline)."""
         await self._wait_started()
-        await self._current.done_writing()
+        if self._current is None:
+            await self._task  # raises the call's error
+            raise grpc.aio.UsageError("the call ended before a request could be written")
+        return self._current
 
     def cancelled(self) -> bool:
         return self._task.cancelled()
