@@ -77,6 +77,11 @@ _QUEUE = PickOutcome.QUEUE
 _FAIL = PickOutcome.FAIL
 
 
+#: calls inside an injected fault, in every channel of the process: A33's ``max_active_faults``
+#: bounds them all, as C-core's one counter does
+ACTIVE_FAULTS = ActiveFaults()
+
+
 class ChannelCore:
     """The shared state of one channel (see the module's docstring)."""
 
@@ -110,7 +115,7 @@ class ChannelCore:
         )
         #: out-of-band ORCA streams, for the clusters whose policy asks for them
         self.oob = OobStreams(self._on_load_report)
-        self.faults = ActiveFaults()
+        self.faults = ACTIVE_FAULTS
         self.config: CallConfig | None = None
         self.snapshot: XdsConfig | None = None
         #: why there is no configuration (UNAVAILABLE), None while none came yet
