@@ -121,13 +121,21 @@ class GuardedPolicy:
         self.error: str | None = None
         #: the locality of each endpoint key, to name it in picks that do not (load reports)
         self._localities: dict[EndpointKey, LocalityEndpoints] = {}
+        self._factory = factory
+        self._config = policy.config
         if factory is None:
             self.error = f"{self._label}: no factory is registered"
             return
+        self._build()
+
+    def _build(self) -> None:
+        assert self._factory is not None
         try:
-            self.policy = factory(policy.config)
+            self.policy = self._factory(self._config)
         except Exception as exc:
             self.error = self._failed("build", exc)
+        else:
+            self.error = None
 
     def _failed(self, what: str, exc: BaseException) -> str:
         logger.exception("%s failed to %s", self._label, what)
@@ -141,6 +149,8 @@ class GuardedPolicy:
         self._localities = {
             key_of(endpoint): locality for locality in localities for endpoint in locality.endpoints
         }
+        if self.policy is None and self._factory is not None:
+            self._build()  # a factory that failed is asked again at each update
         if self.policy is None:
             return
         try:
