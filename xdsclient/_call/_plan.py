@@ -26,7 +26,7 @@ import random
 import attrs
 
 from .. import ProtocolError
-from ..resources import HttpConnectionManager, ListenerView, RouteConfigurationView
+from ..resources import HttpConnectionManager, ListenerView, RouteConfigurationView, VirtualHost
 from ._deadline import capped_deadline, max_stream_duration
 from ._fault import (
     FAULT_FILTER_TYPE,
@@ -38,7 +38,7 @@ from ._fault import (
 from ._hash import call_hash
 from ._request import CallRequest
 from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetryState
-from ._route import RouteChoice, route_call
+from ._route import RouteChoice, Router
 from ._status import Status
 
 __all__ = ["Attempt", "AttemptRecord", "CallConfig", "CallPlan", "CallState", "Delay"]
@@ -47,27 +47,45 @@ __all__ = ["Attempt", "AttemptRecord", "CallConfig", "CallPlan", "CallState", "D
 @attrs.frozen(kw_only=True)
 class CallConfig:
     """What a call is routed by: the listener's HTTP connection manager and, when its routes
-    come from RDS, the RouteConfiguration it names."""
+    come from RDS, the RouteConfiguration it names; the virtual host when the configuration
+    chose it (a snapshot's, which VHDS may have brought), else each call's authority selects
+    one from the routes."""
 
     listener_name: str
     hcm: HttpConnectionManager
     route_config: RouteConfigurationView | None = None
+    virtual_host: VirtualHost | None = None
     #: whether the listener runs a fault filter (most do not: their calls skip fault work)
     has_fault_filters: bool = attrs.field(init=False, eq=False, repr=False)
+    #: this configuration's routing, its answers remembered while the configuration lasts
+    router: Router = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         faulty = any(f.type_url == FAULT_FILTER_TYPE for f in self.hcm.http_filters)
         object.__setattr__(self, "has_fault_filters", faulty)
+        router = Router(
+            self.hcm,
+            listener_name=self.listener_name,
+            route_config=self.route_config,
+            virtual_host=self.virtual_host,
+        )
+        object.__setattr__(self, "router", router)
 
     @classmethod
     def from_listener(
-        cls, listener: ListenerView, route_config: RouteConfigurationView | None = None
+        cls,
+        listener: ListenerView,
+        route_config: RouteConfigurationView | None = None,
+        virtual_host: VirtualHost | None = None,
     ) -> CallConfig:
         """The config of a client (API) listener."""
         if listener.api_listener is None:
             raise ValueError(f"listener {listener.name!r} is not a client (API) listener")
         return cls(
-            listener_name=listener.name, hcm=listener.api_listener, route_config=route_config
+            listener_name=listener.name,
+            hcm=listener.api_listener,
+            route_config=route_config,
+            virtual_host=virtual_host,
         )
 
 
@@ -190,13 +208,7 @@ class CallPlan:
         faults: ActiveFaults,
     ) -> CallPlan:
         """Route ``call`` and decide its deadline, faults, hash and retry policy at ``now``."""
-        routed = route_call(
-            config.hcm,
-            call,
-            rng,
-            listener_name=config.listener_name,
-            route_config=config.route_config,
-        )
+        routed = config.router.route(call, rng)
         if isinstance(routed, Status):
             return cls(
                 choice=None,

@@ -421,7 +421,7 @@ class ChannelCore:
         now = self.clock()
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
-        self.config = CallConfig.from_listener(snapshot.listener, routes)
+        self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
         self.snapshot = snapshot
         self.error = None
         self.picker.update(snapshot, now)
