@@ -1,8 +1,8 @@
 """One RPC on an `XdsChannel`: the call path's plan driven over real attempts.
 
 Why a driver per call: `CallPlan` decides (route, fault, deadline, attempts, retries) and the
-picker picks; what is left is gRPC's call object and the waiting. A task per call runs the plan:
-it waits out delays and backoffs, picks in each attempt's cluster (waiting while the pick
+picker picks; what is left is gRPC's call object and the waiting. The driver runs the plan: it
+waits out delays and backoffs, picks in each attempt's cluster (waiting while the pick
 queues, never past the call's deadline), sends the attempt on that endpoint's connection with
 ``grpc-previous-rpc-attempts``, classifies how it ended, and tells the picker (outlier detection,
 least request, circuit breaking, and the ORCA load report of the attempt's trailers for weighted
@@ -10,6 +10,15 @@ round robin and custom policies) and the cluster's load reporter (with the repor
 metrics). The caller sees grpc.aio's
 call objects: awaitable, iterable, with metadata, code and details, and a failure is always a
 `grpc.aio.AioRpcError` with gRPC's code and details.
+
+Where the driver runs: a unary call runs on the task that awaits it (``await stub.Say(...)``, the
+usual way), so it costs no task, no extra turn of the loop and no done-callbacks; if nobody has
+awaited it by the loop's next turn it starts on a task of its own, as grpc.aio's call starts at
+once. Cancelling a call running on its awaiter's task cancels that task's wait, and the
+cancellation is taken back from the task (``uncancel``): the awaiter sees `CancelledError` as
+from grpc.aio's call, and its own cancellation count is left as it was. The other kinds (their
+messages are read and written from other coroutines while the driver runs) start on a task at
+once.
 
 Attempts of a request-streaming call are committed from the start (the request iterator is
 consumed by the attempt and cannot be replayed), so those calls are never retried; a response
@@ -73,6 +82,7 @@ class XdsCall(
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
+        registry: set[XdsCall] | None = None,
     ) -> None:
         self._core = core
         self._method = method
@@ -87,7 +97,10 @@ class XdsCall(
         self._compression = compression
         self._plan: CallPlan | None = None
         self._current: Any = None
-        self._started = asyncio.Event()
+        #: whether the first attempt was sent or the call ended (`_started_event` is made for a
+        #: waiter only)
+        self._started = False
+        self._started_event: asyncio.Event | None = None
         # only a response stream reads messages one by one
         self._responses: asyncio.Queue[Any] | None = (
             asyncio.Queue() if self._response_streaming else None
@@ -97,14 +110,40 @@ class XdsCall(
         #: the ORCA load report of the last attempt's trailers (None: none came)
         self._load_report: Any = None
         self._closed_by_channel = False
-        self._task: asyncio.Task[Any] = asyncio.ensure_future(self._run())
-        self._task.add_done_callback(self._on_done)
+        #: the calls of the channel still running: the call leaves it when it ends
+        self._registry = registry
+        #: the driver's task, when the call runs on its own
+        self._task: asyncio.Task[Any] | None = None
+        #: the awaiter's task the driver runs on, while it does
+        self._owner: asyncio.Task[Any] | None = None
+        #: whether `cancel` cancelled the owner's wait (taken back when the driver sees it)
+        self._cancelled_owner = False
+        #: how the call ended: None while it runs, else (result, error, cancelled)
+        self._outcome: tuple[Any, BaseException | None, bool] | None = None
+        #: woken when the call ends (made for a waiter only)
+        self._ended_future: asyncio.Future[None] | None = None
+        self._callbacks: list[Callable[[Any], None]] = []
+        self._kick: asyncio.Handle | None = None
+        if kind == (False, False):
+            self._kick = asyncio.get_running_loop().call_soon(self._start_on_task)
+        else:
+            self._start_on_task()
 
     # --- grpc.aio's call interface ---
 
     def __await__(self) -> Generator[Any, None, Any]:
-        response = yield from self._task.__await__()
-        return response
+        if self._outcome is None and not self._running():
+            owner = asyncio.current_task()
+            if owner is not None:  # the usual case: run on the awaiter's task
+                assert self._kick is not None
+                self._kick.cancel()
+                self._kick = None
+                self._owner = owner
+                response = yield from self._run().__await__()
+                return response
+            self._start_on_task()
+        yield from self._ended().__await__()
+        return self._result()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -124,7 +163,8 @@ class XdsCall(
         responses.task_done()
         if message is _END:
             responses.put_nowait(_END)
-            await self._task  # raises the call's error
+            await self._ended()
+            self._result()  # raises the call's error
             return grpc.aio.EOF
         return message
 
@@ -142,15 +182,16 @@ class XdsCall(
         drop, the deadline)."""
         await self._wait_started()
         if self._current is None:
-            await self._task  # raises the call's error
+            await self._ended()
+            self._result()  # raises the call's error
             raise grpc.aio.UsageError("the call ended before a request could be written")
         return self._current
 
     def cancelled(self) -> bool:
-        return self._task.cancelled()
+        return self._outcome is not None and self._outcome[2]
 
     def done(self) -> bool:
-        return self._task.done()
+        return self._outcome is not None
 
     def time_remaining(self) -> float | None:
         if self._deadline is None:
@@ -158,12 +199,15 @@ class XdsCall(
         return max(0.0, self._deadline - self._core.clock())
 
     def cancel(self) -> bool:
-        if self._task.done():
+        if self._outcome is not None:
             return False
-        return self._task.cancel()
+        return self._interrupt()
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
-        self._task.add_done_callback(lambda _: callback(self))
+        if self._outcome is not None:
+            asyncio.get_running_loop().call_soon(callback, self)
+        else:
+            self._callbacks.append(callback)
 
     async def initial_metadata(self) -> grpc.aio.Metadata:
         await self._wait_started()
@@ -183,13 +227,13 @@ class XdsCall(
 
     async def code(self) -> grpc.StatusCode:
         await self._ended()
-        if self._task.cancelled():
+        if self.cancelled():
             return grpc.StatusCode.CANCELLED
         return self._error.code() if self._error is not None else grpc.StatusCode.OK
 
     async def details(self) -> str:
         await self._ended()
-        if self._task.cancelled():
+        if self.cancelled():
             return "Locally cancelled by application!"
         return (self._error.details() or "") if self._error is not None else ""
 
@@ -200,34 +244,104 @@ class XdsCall(
 
     def close_by_channel(self) -> None:
         """The channel closes: the call ends CANCELLED (``Channel closed!``)."""
-        if not self._task.done():
+        if self._outcome is None:
             self._closed_by_channel = True
-            self._task.cancel()
+            self._interrupt()
 
-    @property
-    def task(self) -> asyncio.Task[Any]:
-        """The task running the call."""
-        return self._task
+    def ended(self) -> asyncio.Future[None]:
+        """A future done once the call has ended."""
+        future = self._ended_future
+        if future is None:
+            future = self._ended_future = asyncio.get_running_loop().create_future()
+            if self._outcome is not None:
+                future.set_result(None)
+        return future
+
+    # --- where the driver runs ---
+
+    def _running(self) -> bool:
+        return self._task is not None or self._owner is not None
+
+    def _start_on_task(self) -> None:
+        """Run the driver on a task of its own (nobody awaited the call yet, or its kind
+        needs one)."""
+        self._kick = None
+        if self._outcome is None and not self._running():
+            self._task = asyncio.ensure_future(self._run())
+            self._task.add_done_callback(_retrieve)
+
+    def _interrupt(self) -> bool:
+        """End the call from outside: cancel its driver's wait (or end it before it ran)."""
+        if self._task is not None:
+            return self._task.cancel()
+        if self._owner is not None:
+            self._cancelled_owner = True
+            return self._owner.cancel()
+        if self._kick is not None:
+            self._kick.cancel()
+            self._kick = None
+        self._set_started()
+        if self._responses is not None:
+            self._responses.put_nowait(_END)
+        if self._closed_by_channel:
+            self._end(None, self._failed(CLOSED), False)
+        else:
+            self._end(None, None, True)
+        return True
+
+    def _end(self, result: Any, error: BaseException | None, cancelled: bool) -> None:
+        self._outcome = (result, error, cancelled)
+        if self._registry is not None:
+            self._registry.discard(self)
+        if self._ended_future is not None and not self._ended_future.done():
+            self._ended_future.set_result(None)
+        if self._callbacks:
+            loop = asyncio.get_running_loop()
+            for callback in self._callbacks:
+                loop.call_soon(callback, self)
+            self._callbacks.clear()
+
+    def _result(self) -> Any:
+        """The ended call's response; raises its error (`CancelledError` if cancelled)."""
+        assert self._outcome is not None
+        result, error, cancelled = self._outcome
+        if cancelled:
+            raise asyncio.CancelledError
+        if error is not None:
+            raise error
+        return result
 
     # --- the driver ---
 
     async def _run(self) -> Any:
         try:
-            return await self._drive()
+            result = await self._drive()
         except asyncio.CancelledError:
-            if self._plan is not None and self._plan.state is not CallState.DONE:
-                self._plan.cancel()
+            self._cancel_plan()
+            if self._cancelled_owner and self._owner is not None:
+                self._cancelled_owner = False
+                self._owner.uncancel()  # it was the call's cancellation, not the task's
             if self._closed_by_channel:
-                raise self._failed(CLOSED) from None
+                error = self._failed(CLOSED)
+                self._end(None, error, False)
+                raise error from None
+            self._end(None, None, True)
             raise
-        except BaseException:
-            if self._plan is not None and self._plan.state is not CallState.DONE:
-                self._plan.cancel()
+        except BaseException as error:
+            self._cancel_plan()
+            self._end(None, error, False)
             raise
         finally:
-            self._started.set()
+            self._owner = None
+            self._set_started()
             if self._responses is not None:
                 self._responses.put_nowait(_END)
+        self._end(result, None, False)
+        return result
+
+    def _cancel_plan(self) -> None:
+        if self._plan is not None and self._plan.state is not CallState.DONE:
+            self._plan.cancel()
 
     async def _drive(self) -> Any:
         core = self._core
@@ -352,7 +466,7 @@ class XdsCall(
             compression=self._compression,
         )
         self._current = call
-        self._started.set()
+        self._set_started()
         committed = self._request_streaming
         try:
             responses = self._responses
@@ -385,13 +499,28 @@ class XdsCall(
         self._error = rpc_error(status)
         return self._error
 
+    def _set_started(self) -> None:
+        self._started = True
+        if self._started_event is not None:
+            self._started_event.set()
+
     async def _wait_started(self) -> None:
-        await self._started.wait()
+        if self._started:
+            return
+        if self._outcome is None and not self._running() and self._kick is not None:
+            self._start_on_task()  # asked before its first turn: it starts now
+        if self._started_event is None:
+            self._started_event = asyncio.Event()
+        await self._started_event.wait()
 
     async def _ended(self) -> None:
-        if not self._task.done():
-            await asyncio.wait([self._task])
+        if self._outcome is None:
+            if not self._running():
+                self._start_on_task()
+            await asyncio.shield(self.ended())
 
-    def _on_done(self, task: asyncio.Task[Any]) -> None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the caller may never await a streaming call
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """The driver's error is the call's, given through the call: never unretrieved."""
+    if not task.cancelled():
+        task.exception()

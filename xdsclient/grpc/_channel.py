@@ -112,13 +112,13 @@ class XdsChannel(grpc.aio.Channel):
 
     async def _close(self, grace: float | None) -> None:
         self._core.begin_close()
-        tasks = [call.task for call in self._calls]
-        if tasks and grace:
-            await asyncio.wait(tasks, timeout=grace)
+        ended = [call.ended() for call in self._calls]
+        if ended and grace:
+            await asyncio.wait(ended, timeout=grace)
         for call in list(self._calls):
             call.close_by_channel()
-        if tasks:
-            await asyncio.wait(tasks)
+        if ended:
+            await asyncio.wait(ended)
         await self._core.close()
 
     def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
@@ -256,9 +256,9 @@ class XdsChannel(grpc.aio.Channel):
             credentials=credentials,
             wait_for_ready=wait_for_ready,
             compression=compression,
+            registry=self._calls,
         )
         self._calls.add(call)
-        call.task.add_done_callback(lambda _: self._calls.discard(call))
         return call
 
 
