@@ -429,7 +429,7 @@ class ChannelCore:
         self.connections.hold_only(self.security.update(snapshot.clusters))
         self._connect_wanted()
         for key in self.oob.want(_oob_wanted(snapshot)):
-            connection = self._oob_connection(key) if key in self.connections else None
+            connection = self._connect(key) if key in self.connections else None
             if connection is not None:
                 self.oob.connectivity(
                     key, connection.state, functools.partial(_channel_of, connection)
@@ -444,14 +444,16 @@ class ChannelCore:
         policy; `TlsError` when its certificates cannot be had."""
         return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
-    def _connect(self, key: EndpointKey) -> None:
-        """Connect ahead of a call, under the policy of the first cluster listing ``key``; an
-        endpoint whose certificates cannot be had is in TRANSIENT_FAILURE."""
+    def _connect(self, key: EndpointKey) -> Connection | None:
+        """Connect ahead of a call (or for an ORCA stream), under the policy of the first
+        cluster listing ``key``; an endpoint whose certificates cannot be had is in
+        TRANSIENT_FAILURE (None)."""
         try:
-            self.connections.connect(key, self.security.policy_of_endpoint(key))
+            return self.connections.connect(key, self.security.policy_of_endpoint(key))
         except TlsError as error:
             logger.warning("%s: %s:%s: %s", self.target, key[0], key[1], error)
             self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
+            return None
 
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())
@@ -460,16 +462,8 @@ class ChannelCore:
             self.oob.connectivity(key, state, lambda: self._oob_channel(key))
         self._notify()
 
-    def _oob_connection(self, key: EndpointKey) -> Connection | None:
-        """The connection to ``key`` an ORCA stream runs on: under the TLS policy of the
-        first cluster listing it (None when its certificates cannot be had)."""
-        try:
-            return self.connections.connect(key, self.security.policy_of_endpoint(key))
-        except TlsError:
-            return None
-
     def _oob_channel(self, key: EndpointKey) -> grpc.aio.Channel | None:
-        connection = self._oob_connection(key)
+        connection = self._connect(key)
         return None if connection is None else connection.channel
 
     def _on_load_report(self, key: EndpointKey, report: Any) -> None:
