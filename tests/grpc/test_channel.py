@@ -16,7 +16,7 @@ from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane, bootstrap, builders
 
-from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple
+from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple, until
 
 
 async def test_generated_stub_calls_of_every_kind_reach_the_backend(
@@ -212,3 +212,37 @@ async def test_a_unary_call_nobody_awaits_is_still_sent(
             assert a.calls[SAY] == 1
             assert await call.code() is grpc.StatusCode.OK
             assert await call == Text(value="a:unawaited")
+
+
+async def test_connectivity_reports_of_many_endpoints_share_one_pass_over_them(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """An assignment of 400 endpoints (one backend, the others refusing on other loopback
+    addresses): the first call is answered, every endpoint gets its connection (round robin
+    connects all), and the picker's wanted endpoints are walked far fewer times than there
+    are connectivity reports (each report walked all 400 before: quadratic in endpoints)."""
+    async with echo_backends("a") as (a,):
+        refusing = [(f"127.0.{1 + i // 250}.{1 + i % 250}", a.port) for i in range(399)]
+        resources = simple("svc", [("c", [a])])
+        resources[-1] = builders.cluster_load_assignment("c", [("127.0.0.1", a.port), *refusing])
+        plane.set_all(resources)
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            picker = channel._core.picker
+            counts = {"walks": 0, "reports": 0}
+            wanted, report = picker.wanted_connections, picker.set_endpoint_state
+
+            def walk() -> Any:
+                counts["walks"] += 1
+                return wanted()
+
+            def reported(*args: Any) -> None:
+                counts["reports"] += 1
+                report(*args)
+
+            picker.wanted_connections = walk  # type: ignore[method-assign]
+            picker.set_endpoint_state = reported  # type: ignore[method-assign,assignment]
+            reply = await EchoStub(channel).Say(Text(value="first"), timeout=10)
+            assert reply.value == "a:first"
+            await until(lambda: len(channel._core.connections) == 400, 10)
+            await until(lambda: counts["reports"] >= 800, 10)  # IDLE/CONNECTING, then failed
+        assert counts["walks"] * 4 < counts["reports"], counts

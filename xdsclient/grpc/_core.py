@@ -72,6 +72,9 @@ _FACTORIES = {
     (True, False): "stream_unary",
     (True, True): "stream_stream",
 }
+#: the connections `_connect_wanted` opens in one turn of the loop
+_OPENS_PER_TURN = 64
+_FAILING = ConnectivityState.TRANSIENT_FAILURE
 _COMPLETE = PickOutcome.COMPLETE
 _QUEUE = PickOutcome.QUEUE
 _FAIL = PickOutcome.FAIL
@@ -127,6 +130,8 @@ class ChannelCore:
         self._start: asyncio.Task[None] | None = None
         self._loads: dict[str, ClusterLoad] = {}
         self._multicallables: dict[tuple[Any, ...], Any] = {}
+        #: the pass of `_connect_wanted` due at the next turn of the loop
+        self._connecting: asyncio.Handle | None = None
         self._node_id = client.config.node.id
 
     # --- lifecycle ---
@@ -163,6 +168,8 @@ class ChannelCore:
         self.closed = True
         if self._watch is not None:
             self._watch.cancel()
+        if self._connecting is not None:
+            self._connecting.cancel()
         self._notify()
 
     async def close(self) -> None:
@@ -436,8 +443,29 @@ class ChannelCore:
                 )
 
     def _connect_wanted(self) -> None:
+        """Open the connections the picker wants, once per turn of the loop however many
+        reports asked, at most `_OPENS_PER_TURN` new ones a turn (the rest on the next turns):
+        a call picks as soon as one endpoint is READY, while thousands still open."""
+        if self._connecting is None and not self.closed:
+            self._connecting = asyncio.get_running_loop().call_soon(self._open_wanted)
+
+    def _open_wanted(self) -> None:
+        self._connecting = None
+        if self.closed:
+            return
+        opened = 0
         for endpoint in self.picker.wanted_connections():
-            self._connect(key_of(endpoint))
+            key = key_of(endpoint)
+            policy = self.security.policy_of_endpoint(key)
+            state = self.connections.state_of(key, policy)
+            if state is _FAILING and policy is not None:  # remade if its certificates changed
+                self._connect(key)
+            elif state is None:
+                self._connect(key)
+                opened += 1
+                if opened == _OPENS_PER_TURN:
+                    self._connect_wanted()
+                    return
 
     def connect(self, key: EndpointKey, cluster: str) -> Connection:
         """The connection a call picked in leaf ``cluster`` runs on, under that cluster's TLS
