@@ -28,7 +28,7 @@ stream commits its attempt at its first message.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from typing import Any
 
 import grpc
@@ -45,6 +45,7 @@ from .._call import (
     Finish,
     RetryAt,
     Status,
+    grpc_header_view,
 )
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
@@ -55,6 +56,11 @@ from ._tls import TlsError
 __all__ = ["XdsCall"]
 
 _PREVIOUS = "grpc-previous-rpc-attempts"
+_UNARY = (False, False)
+#: the endpoints' multi-callables a channel's multi-callable keeps, then starts over
+_ENDPOINTS_KEPT = 64
+#: the header view of a call without metadata (the usual call): only gRPC's content-type
+_NO_METADATA_HEADERS = grpc_header_view(())
 _OK = AttemptOutcome(code=Code.OK)
 _END = object()
 Metadata = tuple[tuple[str, str | bytes], ...]
@@ -68,6 +74,36 @@ class XdsCall(
 ):
     """One call of any of the four kinds (the multi-callable decides which methods apply)."""
 
+    # What is None or False at first is a class default (set per call only when it changes).
+    _plan: CallPlan | None = None
+    #: the attempt's grpc.aio call, once one was sent
+    _current: Any = None
+    #: whether the first attempt was sent or the call ended (`_started_event` is made for a
+    #: waiter only)
+    _started = False
+    _started_event: asyncio.Event | None = None
+    #: a response stream's messages, read one by one (None for a unary response)
+    _responses: asyncio.Queue[Any] | None = None
+    _response: Any = None
+    _error: grpc.aio.AioRpcError | None = None
+    #: the ORCA load report of the last attempt's trailers (None: none came)
+    _load_report: Any = None
+    _closed_by_channel = False
+    #: the driver's task, when the call runs on its own
+    _task: asyncio.Task[Any] | None = None
+    #: the awaiter's task the driver runs on, while it does
+    _owner: asyncio.Task[Any] | None = None
+    #: whether `cancel` cancelled the owner's wait (taken back when the driver sees it)
+    _cancelled_owner = False
+    #: how the call ended: None while it runs, else (result, error, cancelled)
+    _outcome: tuple[Any, BaseException | None, bool] | None = None
+    #: woken when the call ends (made for a waiter only)
+    _ended_future: asyncio.Future[None] | None = None
+    #: done callbacks waiting for the end (None: none yet)
+    _callbacks: list[Callable[[Any], None]] | None = None
+    #: the start on a task at the loop's next turn, for a unary call nobody awaited yet
+    _kick: asyncio.Handle | None = None
+
     def __init__(
         self,
         core: ChannelCore,
@@ -78,55 +114,35 @@ class XdsCall(
         serializer: Callable[[Any], bytes] | None,
         deserializer: Callable[[bytes], Any] | None,
         timeout: float | None,
-        metadata: Sequence[tuple[str, str | bytes]] | None,
+        metadata: Iterable[tuple[str, str | bytes]] | None,
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
         registry: set[XdsCall] | None = None,
+        multicallables: dict[Any, Any] | None = None,
     ) -> None:
         self._core = core
         self._method = method
         self._request = request
+        self._kind = kind
         self._request_streaming, self._response_streaming = kind
         self._serializer = serializer
         self._deserializer = deserializer
         self._deadline = None if timeout is None else core.clock() + timeout
-        self._metadata: Metadata = tuple(metadata or ())
+        self._metadata: Metadata = tuple(metadata) if metadata else ()
         self._credentials = credentials
         self._wait_for_ready = bool(wait_for_ready)
         self._compression = compression
-        self._plan: CallPlan | None = None
-        self._current: Any = None
-        #: whether the first attempt was sent or the call ended (`_started_event` is made for a
-        #: waiter only)
-        self._started = False
-        self._started_event: asyncio.Event | None = None
-        # only a response stream reads messages one by one
-        self._responses: asyncio.Queue[Any] | None = (
-            asyncio.Queue() if self._response_streaming else None
-        )
-        self._response: Any = None
-        self._error: grpc.aio.AioRpcError | None = None
-        #: the ORCA load report of the last attempt's trailers (None: none came)
-        self._load_report: Any = None
-        self._closed_by_channel = False
         #: the calls of the channel still running: the call leaves it when it ends
         self._registry = registry
-        #: the driver's task, when the call runs on its own
-        self._task: asyncio.Task[Any] | None = None
-        #: the awaiter's task the driver runs on, while it does
-        self._owner: asyncio.Task[Any] | None = None
-        #: whether `cancel` cancelled the owner's wait (taken back when the driver sees it)
-        self._cancelled_owner = False
-        #: how the call ended: None while it runs, else (result, error, cancelled)
-        self._outcome: tuple[Any, BaseException | None, bool] | None = None
-        #: woken when the call ends (made for a waiter only)
-        self._ended_future: asyncio.Future[None] | None = None
-        self._callbacks: list[Callable[[Any], None]] = []
-        self._kick: asyncio.Handle | None = None
-        if kind == (False, False):
+        #: endpoint channel -> grpc.aio's multi-callable for this call's method (kept by the
+        #: channel's multi-callable, shared by its calls)
+        self._multicallables = multicallables if multicallables is not None else {}
+        if kind == _UNARY:
             self._kick = asyncio.get_running_loop().call_soon(self._start_on_task)
         else:
+            if self._response_streaming:
+                self._responses = asyncio.Queue()
             self._start_on_task()
 
     # --- grpc.aio's call interface ---
@@ -206,6 +222,8 @@ class XdsCall(
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
         if self._outcome is not None:
             asyncio.get_running_loop().call_soon(callback, self)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
         else:
             self._callbacks.append(callback)
 
@@ -299,7 +317,7 @@ class XdsCall(
             loop = asyncio.get_running_loop()
             for callback in self._callbacks:
                 loop.call_soon(callback, self)
-            self._callbacks.clear()
+            self._callbacks = None
 
     def _result(self) -> Any:
         """The ended call's response; raises its error (`CancelledError` if cancelled)."""
@@ -391,8 +409,10 @@ class XdsCall(
             await core.wait_change(core.changed(), until)
 
     async def _attempt(self, step: Attempt, request: CallRequest) -> AttemptOutcome:
+        """Pick (waiting while the pick queues), then send the attempt on the pick's
+        connection and tell the picker, the connections and the load reporter how it went."""
         core = self._core
-        headers = request.headers
+        headers = request.headers if self._metadata else _NO_METADATA_HEADERS
         picked = core.pick_now(step.cluster, headers, step.request_hash)
         if picked is None:  # it queues (or fails a wait-for-ready call): wait for a change
             picked = await core.pick(
@@ -404,29 +424,15 @@ class XdsCall(
             return AttemptOutcome(code=picked.code, details=picked.details)
         if picked.outcome is PickOutcome.DROP:
             raise self._failed(self._dropped(picked))
-        return await self._send(step, picked)
-
-    def _dropped(self, picked: PickResult) -> Status:
-        load = self._core.load_of(picked.cluster)
-        if load is not None:
-            load.call_dropped(picked.drop_category or None)
-        if picked.drop_category:
-            return Status(
-                code=Code.UNAVAILABLE, details=f"EDS-configured drop: {picked.drop_category}"
-            )
-        return Status(code=Code.UNAVAILABLE, details="circuit breaker drop")
-
-    async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
-        core = self._core
-        assert picked.endpoint is not None
+        endpoint = picked.endpoint
+        assert endpoint is not None
         try:
-            connection = core.connect(
-                (picked.endpoint.address, picked.endpoint.port), picked.cluster
-            )
+            connection = core.connect((endpoint.address, endpoint.port), picked.cluster)
         except TlsError as error:  # the pick counted a call (circuit breaking): end it
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
-        core.connections.call_started(connection)
+        connections = core.connections
+        connections.call_started(connection)
         load = core.load_of(picked.cluster)
         locality = picked.locality
         if load is not None and locality is not None:
@@ -444,19 +450,34 @@ class XdsCall(
             core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
             if load is not None and locality is not None:
                 load.call_finished(locality, ok, named_metrics(report))
-            core.connections.call_ended(connection)
+            connections.call_ended(connection)
+
+    def _dropped(self, picked: PickResult) -> Status:
+        load = self._core.load_of(picked.cluster)
+        if load is not None:
+            load.call_dropped(picked.drop_category or None)
+        if picked.drop_category:
+            return Status(
+                code=Code.UNAVAILABLE, details=f"EDS-configured drop: {picked.drop_category}"
+            )
+        return Status(code=Code.UNAVAILABLE, details="circuit breaker drop")
 
     async def _exchange(self, channel: grpc.aio.Channel, step: Attempt) -> AttemptOutcome:
         metadata = self._metadata
         if step.previous_attempts:
             metadata = (*metadata, (_PREVIOUS, str(step.previous_attempts)))
         timeout = None if step.deadline is None else max(0.0, step.deadline - self._core.clock())
-        multicallable = self._core.multicallable(
-            channel,
-            (self._method, self._request_streaming, self._response_streaming),
-            self._serializer,
-            self._deserializer,
-        )
+        cache = self._multicallables
+        multicallable = cache.get(channel)
+        if multicallable is None:
+            if len(cache) >= _ENDPOINTS_KEPT:
+                cache.clear()  # the channels of closed connections are not held for long
+            multicallable = cache[channel] = self._core.multicallable(
+                channel,
+                (self._method, self._request_streaming, self._response_streaming),
+                self._serializer,
+                self._deserializer,
+            )
         call = multicallable(
             self._request,
             timeout=timeout,
