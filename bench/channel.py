@@ -72,6 +72,8 @@ LISTENER = "bench"
 CONCURRENCY = 64
 Text = wrappers_pb2.StringValue
 KINDS = ("unary", "stream")
+#: the first call's timeout at scale (seconds)
+FIRST_CALL_TIMEOUT = 120
 
 _SERVER = r"""
 import asyncio, sys, grpc
@@ -319,7 +321,13 @@ async def first_calls(client: XdsClient, sizes: list[int]) -> None:
                 if name == "grpcio xds"
                 else XdsChannel(target, client=client)
             )
-            await Stub(channel, 1).unary()
+            stub = Stub(channel, 1)
+            try:
+                await stub._say(stub._hello, timeout=FIRST_CALL_TIMEOUT)
+            except grpc.aio.AioRpcError as error:
+                print(f"| {size} | {name} | failed: {error.code().name} | |")
+                await channel.close()
+                continue
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             print(f"| {size} | {name} | {wall * 1e3:.0f} | {cpu * 1e3:.0f} |")
             await channel.close()
