@@ -72,6 +72,7 @@ class HttpConnection:
     __slots__ = (
         "_backoff_task",
         "_owner",
+        "closed",
         "connectivity",
         "held",
         "key",
@@ -89,6 +90,8 @@ class HttpConnection:
         #: requests running on this pool (their responses not yet closed)
         self.requests = 0
         self.held = False
+        #: closed by its owner (unheld and unused, or all closed): it sends no more
+        self.closed = False
         self.connectivity = EndpointConnectivity(owner.backoff)
         self._backoff_task: asyncio.Task[None] | None = None
         self.opener = owner._opener(self)
@@ -109,7 +112,11 @@ class HttpConnection:
         method, path, query, headers (Host included) and body the request's; ``timeout`` caps
         each of httpcore's timeouts. The response's body is not read yet; closing it ends the
         request. httpcore's errors come out as httpx's (a failed TLS check is a
-        ``ConnectError``)."""
+        ``ConnectError``, and so is a send on a connection already closed: ask `connect` for
+        the endpoint's current one)."""
+        if self.closed:
+            host, port = self.key
+            raise httpx.ConnectError(f"the connection to {host}:{port} is closed", request=request)
         owner = self._owner
         owner.request_started(self)
         try:
@@ -306,6 +313,7 @@ class HttpConnections:
         if self._open.get(connection.slot) is not connection:
             return
         del self._open[connection.slot]
+        connection.closed = True
         if connection._backoff_task is not None:
             connection._backoff_task.cancel()
         if connection.key not in self:

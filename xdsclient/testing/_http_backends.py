@@ -80,10 +80,12 @@ class HttpBackend:
         certfile: str | Path | None = None,
         keyfile: str | Path | None = None,
         client_ca: str | Path | None = None,
+        port: int = 0,
     ) -> None:
         self.name = name
         self.certfile, self.keyfile, self.client_ca = certfile, keyfile, client_ca
-        self.port = 0
+        #: where it listens (0 until started on a free port; a restart keeps it)
+        self.port = port
         #: every request received, in order
         self.requests: list[SeenRequest] = []
         #: requests received per path (without the query)
@@ -179,7 +181,7 @@ class HttpBackend:
         await send({"type": "http.response.body", "body": body})
 
     async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1 and serve until `stop`."""
+        """Listen on 127.0.0.1 (on `port`, a free one when 0) and serve until `stop`."""
         try:
             from hypercorn.asyncio import serve
         except ImportError:
@@ -187,7 +189,8 @@ class HttpBackend:
                 "the test HTTP backends need hypercorn: pip install 'xdsclient[dev]'"
             ) from None
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
         listener.listen(128)
         self.port = listener.getsockname()[1]
         config = _config(self)
