@@ -11,8 +11,9 @@ httpcore's ``ConnectError`` naming the matchers and the SANs seen: a connect fai
 what the retry policy and outlier detection see.
 
 A connection opened ahead (`Opener.open_ahead`) is parked until the pool's first connect takes
-it, so the handshake done before a request is not done twice; a parked connection the server
-closed meanwhile, or one parked longer than the keep-alive expiry, is dropped for a new one.
+it, so the handshake done before a request is not done twice; a parked connection parked longer
+than the keep-alive expiry, or (in plaintext) one the server closed meanwhile, is dropped for a
+new one.
 """
 
 from __future__ import annotations
@@ -175,11 +176,17 @@ class Opener(httpcore.AsyncNetworkBackend):
         if parked is None:
             return None
         stream, since = parked
-        if self._clock() - since < self._park_for and not stream.get_extra_info("is_readable"):
+        if self._clock() - since < self._park_for and not self._closed_by_peer(stream):
             return stream
         with contextlib.suppress(Exception):
             await stream.aclose()  # closed by the server, or kept too long
         return None
+
+    def _closed_by_peer(self, stream: _Opened) -> bool:
+        """Whether a parked plaintext connection was closed by the server (its socket is
+        readable before anything was sent). A TLS 1.3 server sends session tickets after the
+        handshake, so a parked TLS connection is readable anyway: only its age counts."""
+        return self._policy is None and bool(stream.get_extra_info("is_readable"))
 
     async def aclose(self) -> None:
         """Stop a connect made ahead and close a parked connection."""

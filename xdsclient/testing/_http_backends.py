@@ -202,7 +202,9 @@ class HttpBackend:
         )
 
     async def stop(self) -> None:
-        """Stop serving (connections still open are closed)."""
+        """Stop serving, once every connection is closed: hypercorn closes idle ones, but
+        an idle TLS connection waits for the client's answer to its close (asyncio's TLS
+        shutdown timeout, 30 s), so close TLS clients first."""
         self._stop.set()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
