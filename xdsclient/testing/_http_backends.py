@@ -230,6 +230,7 @@ def _config(backend: HttpBackend) -> Any:
     config.loglevel = "WARNING"
     config.graceful_timeout = 0.1
     config.keep_alive_timeout = 30
+    config.keep_alive_max_requests = 10**9  # no GOAWAY after hypercorn's default 1000 requests
     if backend.certfile is not None:
         config.certfile, config.keyfile = str(backend.certfile), str(backend.keyfile)
         if backend.client_ca is not None:
