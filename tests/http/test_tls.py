@@ -16,7 +16,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
 from envoy.type.matcher.v3 import regex_pb2, string_pb2
 
 from tests.builders import cluster
-from xdsclient import CertificateProviderConfig
+from xdsclient import CertificateProviderConfig, ClusterConfig
 from xdsclient._plane._tls_policy import (
     CertificateStore,
     SanMatcher,
@@ -25,7 +25,13 @@ from xdsclient._plane._tls_policy import (
     tls_policy,
 )
 from xdsclient.httpx._connections import HttpConnections
-from xdsclient.httpx._tls import TlsContexts, check_peer, http_check, peer_sans
+from xdsclient.httpx._tls import (
+    TlsContexts,
+    check_peer,
+    cluster_security,
+    http_check,
+    peer_sans,
+)
 from xdsclient.lb import ConnectivityState
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import FakeClock, HttpBackend, http_backends
@@ -280,6 +286,35 @@ def test_auto_sni_from_the_http_protocol_options_names_the_requests_host() -> No
     host = policy.for_host("reviews.svc.test")
     assert (host.sni, host.verify_host) == ("reviews.svc.test", "reviews.svc.test")
     assert ROOTS.for_host("reviews.svc.test") is ROOTS
+
+
+def test_a_cluster_whose_matchers_http_cannot_check_is_invalid_and_its_endpoints_blocked() -> None:
+    """The HTTP front end's `ClusterSecurity` refuses a cluster with an otherName matcher
+    (naming it) and keeps its endpoints from plaintext; a cluster with any other matcher, which
+    grpcio would refuse, is valid for HTTP."""
+    from tests.builders import endpoints
+    from xdsclient.resources import ENDPOINT
+
+    def config(matcher: Any) -> ClusterConfig:
+        context = tls_pb2.UpstreamTlsContext()
+        validation = context.common_tls_context.validation_context
+        validation.ca_certificate_provider_instance.instance_name = "roots"
+        validation.match_typed_subject_alt_names.append(matcher)
+        _, assignment = ENDPOINT.decode(endpoints("c").SerializeToString())
+        return ClusterConfig(name="c", cluster=_cluster(context), endpoints=assignment)
+
+    security = cluster_security({"roots": CertificateProviderConfig(ca_certificate_file="/ca")})
+    other = common_pb2.SubjectAltNameMatcher(
+        san_type=common_pb2.SubjectAltNameMatcher.OTHER_NAME, oid="1.2.3", matcher=san(exact="x")
+    )
+    assert security.update({"c": config(other)}) == []
+    assert "otherName" in (security.invalid("c") or "")
+    prefix = common_pb2.SubjectAltNameMatcher(
+        san_type=common_pb2.SubjectAltNameMatcher.URI, matcher=san(prefix="spiffe://")
+    )
+    (slot,) = security.update({"c": config(prefix)})
+    assert security.invalid("c") is None
+    assert slot[1] == security.policy_of_cluster("c")
 
 
 # --- real handshakes ---
