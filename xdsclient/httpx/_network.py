@@ -86,6 +86,8 @@ class Opener(httpcore.AsyncNetworkBackend):
         self._inner = inner or httpcore.AnyIOBackend()
         self._parked: tuple[_Opened, float] | None = None
         self._ahead: asyncio.Future[None] | None = None
+        #: why the last connect made ahead failed (given to the requests that waited for it)
+        self._ahead_error: Exception | None = None
 
     async def connect_tcp(
         self,
@@ -95,10 +97,16 @@ class Opener(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: typing.Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        """A parked connection, or a new one (TCP, TLS and its checks)."""
-        if self._ahead is not None and not self._ahead.done():
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._ahead)
+        """A parked connection, or a new one (TCP, TLS and its checks); while a connect made
+        ahead runs, its outcome (waited for no longer than ``timeout``)."""
+        ahead = self._ahead
+        if ahead is not None and not ahead.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(ahead), timeout)
+            except TimeoutError:
+                raise httpcore.ConnectTimeout("timed out waiting for the connect") from None
+            if self._ahead_error is not None:
+                raise type(self._ahead_error)(str(self._ahead_error))
         parked = await self._take_parked()
         if parked is not None:
             return parked
@@ -168,8 +176,11 @@ class Opener(httpcore.AsyncNetworkBackend):
         self._ahead = asyncio.ensure_future(self._open_ahead(host, port, timeout))
 
     async def _open_ahead(self, host: str, port: int, timeout: float | None) -> None:
-        with contextlib.suppress(Exception):  # reported as FAILED; a request tries again
+        self._ahead_error = None
+        try:
             self._parked = (await self.open(host, port, timeout), self._clock())
+        except Exception as error:  # reported as FAILED, and raised to requests waiting
+            self._ahead_error = error
 
     async def _take_parked(self) -> _Opened | None:
         parked, self._parked = self._parked, None
