@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import sys
 from pathlib import Path
@@ -114,6 +115,25 @@ async def test_tls_backends_record_sni_speak_http2_and_can_require_client_certif
         async with httpx.AsyncClient(verify=mtls) as http:
             assert (await http.get(f"https://localhost:{strict.port}/")).status_code == 200
     assert strict.total == 1
+
+
+async def test_a_tls_backend_stops_at_once_though_a_client_keeps_an_idle_connection(
+    tmp_path: Path,
+) -> None:
+    """A client pool keeping an idle TLS connection (it never reads it) does not hold the
+    backend's stop for asyncio's TLS shutdown timeout: the server does not wait for the
+    client's close_notify."""
+    ca = authority(tmp_path)
+    server = ca.issue(tmp_path, "server", [dns("localhost")])
+    trust = ssl.create_default_context(cafile=str(ca.cert))
+    async with httpx.AsyncClient(verify=trust) as http:
+        backend = HttpBackend("idle", certfile=server.cert, keyfile=server.key)
+        await backend.start()
+        await http.get(f"https://localhost:{backend.port}/")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await backend.stop()
+        assert loop.time() - started < 5
 
 
 async def test_a_stopped_backend_starts_again_on_its_port() -> None:
