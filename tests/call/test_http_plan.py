@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from envoy.config.route.v3 import route_pb2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xdsclient._call import (
     GRPC_RULES,
@@ -164,3 +166,53 @@ def _domains_only() -> Any:
     routes = route_pb2.RouteConfiguration(name="routes")
     add_route(routes.virtual_hosts.add(name="vh", domains=["reviews"]), "/", "c")
     return routes
+
+
+_OUTCOMES = st.sampled_from(
+    [
+        AttemptOutcome(http_status=200),
+        AttemptOutcome(http_status=409),
+        AttemptOutcome(http_status=503),
+        AttemptOutcome(reset=True, endpoint=("10.0.0.1", 80)),
+        AttemptOutcome(connect_failure=True, endpoint=("10.0.0.2", 80)),
+        AttemptOutcome(timed_out=True),
+    ]
+)
+
+
+@given(
+    st.lists(_OUTCOMES, min_size=6, max_size=6),
+    st.integers(min_value=1, max_value=4),
+    st.integers(min_value=0, max_value=2**32),
+)
+def test_any_outcomes_end_within_the_policy(
+    outcomes: list[AttemptOutcome], retries: int, seed: int
+) -> None:
+    """Whatever the attempts' outcomes, a request ends with at most ``num_retries + 1``
+    attempts, never waits past its timeout, and answers either the last response (a status
+    came back) or a local reply (none did)."""
+    routes = route_pb2.RouteConfiguration(name="routes")
+    route = add_route(routes.virtual_hosts.add(name="vh", domains=["*"]), "/", "backend")
+    route.route.timeout.FromSeconds(2)
+    route.route.retry_policy.retry_on = "5xx,retriable-4xx"
+    route.route.retry_policy.num_retries.value = retries
+    route.route.retry_policy.per_try_timeout.FromMilliseconds(500)
+    plan = http_plan(routes, seed=seed)
+    step = plan.start(0.0)
+    now = 0.0
+    while not isinstance(step, Finish):
+        assert plan.deadline is not None
+        if isinstance(step, RetryAt):
+            assert now <= step.at < plan.deadline
+            now = step.at
+            step = plan.backoff_elapsed(now)
+            continue
+        assert isinstance(step, Attempt)
+        assert step.deadline is not None
+        assert step.deadline <= min(now + 0.5, plan.deadline)
+        outcome = outcomes[step.number - 1]
+        now = step.deadline if outcome.timed_out else now + 0.01
+        step = plan.attempt_done(outcome, now)
+    assert 1 <= len(plan.attempts) <= retries + 1
+    last = plan.attempts[-1].outcome
+    assert (step.reply is None) == (last.http_status is not None)

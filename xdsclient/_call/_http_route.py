@@ -41,9 +41,11 @@ from collections.abc import Iterable
 import attrs
 
 from ..resources import (
+    ClusterWeight,
     HeaderAppendAction,
     HeaderToAdd,
     Route,
+    RouteAction,
     RouteActionType,
     RouteConfigurationView,
     VirtualHost,
@@ -54,7 +56,7 @@ from ..resources import (
 )
 from ._reply import LocalReply
 from ._request import CallRequest
-from ._route import RouteChoice, _weighted_pick
+from ._route import RouteChoice
 
 __all__ = [
     "CONSUMED_HEADERS",
@@ -141,7 +143,7 @@ def _cluster(
     if action.cluster:
         return RouteChoice(virtual_host=vhost, route=route, action=action, cluster=action.cluster)
     if action.weighted_clusters:
-        entry = _weighted_pick(action.weighted_clusters, rng)
+        entry = _weighted_pick(action.weighted_clusters, rng.randrange(_total(action)))
         return RouteChoice(
             virtual_host=vhost, route=route, action=action, cluster=entry.name, cluster_weight=entry
         )
@@ -159,6 +161,21 @@ def _cluster(
         f"{source}: cluster specifier plugin {plugin!r} of type "
         f"{type_url.rpartition('/')[2]} is not supported by this client",
     )
+
+
+def _total(action: RouteAction) -> int:
+    return sum(entry.weight for entry in action.weighted_clusters)
+
+
+def _weighted_pick(clusters: tuple[ClusterWeight, ...], draw: int) -> ClusterWeight:
+    """Envoy's pick for a draw in [0, total weight): the first entry whose running total
+    exceeds it."""
+    running = 0
+    for entry in clusters:
+        running += entry.weight
+        if draw < running:
+            return entry
+    return clusters[-1]  # pragma: no cover - the draw is below the total
 
 
 Level = tuple[tuple[str, ...], tuple[HeaderToAdd, ...]]
