@@ -221,19 +221,22 @@ def header_changes(
     pairs = list(original)
     for remove, add in levels:
         pairs = _mutate(pairs, remove, add)
-    changed = sorted(
-        {name for name, _ in original + pairs if _values(original, name) != _values(pairs, name)}
-        | set(consumed)
-    )
-    gone = set(changed)
+    before, after = _grouped(original), _grouped(pairs)
+    gone = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+    gone.update(consumed)
+    changed = sorted(gone)
     added = tuple(
         (name, value) for name, value in pairs if name in gone and name not in CONSUMED_HEADERS
     )
     return tuple(changed), added
 
 
-def _values(pairs: list[tuple[str, str]], name: str) -> list[str]:
-    return [value for key, value in pairs if key == name]
+def _grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each name's values, in order."""
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped
 
 
 def _mutate(
