@@ -15,9 +15,10 @@ per-route filter configs must be of a type gRPC can override (`_filters`); virtu
 at least one domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
 
 What Envoy's HTTP router reads besides (`_route_values`' module docstring) is decoded by
-`_route_http` when present. A route gRPC skips for its query parameter matchers is decoded for
-`VirtualHost.http_routes` only, and left out of them when any part of it is invalid: gRPC never
-reads it, so it cannot change gRPC's verdict.
+`_route_http` when present. A route gRPC skips for its query parameter matchers or its
+``cluster_header`` action is decoded for `VirtualHost.http_routes` only, and left out of them when
+any part of it is invalid (an empty header name included): gRPC never reads it, so it cannot
+change gRPC's verdict.
 
 Decoding is lean: a configuration of thousands of routes is decoded on every update,
 so the common route costs a few upb calls and three slot-set values, and a field path is only
@@ -197,6 +198,7 @@ _m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex, _m_query = slot_se
     _a_host_rewrite,
     _a_timeout,
     _a_http_hashes,
+    _a_cluster_header,
 ) = slot_setters(RouteAction)
 (
     _r_match,
@@ -246,6 +248,7 @@ def _new_route_action(
     retry_policy: RetryPolicy | None,
     hash_policies: tuple[HashPolicy, ...],
     http: Mapping[str, Any] = _NO_HTTP_ACTION,
+    cluster_header: str = "",
 ) -> RouteAction:
     """A RouteAction; ``http``: `action_http_fields`' keyword arguments."""
     action: RouteAction = _new(RouteAction)
@@ -267,6 +270,7 @@ def _new_route_action(
         _a_host_rewrite(action, http["host_rewrite_literal"])
         _a_timeout(action, http["timeout"])
         _a_http_hashes(action, http["http_hash_policies"])
+    _a_cluster_header(action, cluster_header)
     return action
 
 
@@ -327,7 +331,7 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
             keep(parsed)
             if http_routes is not None:
                 http_routes.append(parsed)
-        elif route.match.query_parameters:
+        elif route.match.query_parameters or _header_routed(route):
             extra = _http_only_route(name, path, j, route, plugins)
             if extra is not None:
                 if http_routes is None:
@@ -411,7 +415,7 @@ def _forwarding_route(
     parsed_match = _route_match(name, vhost_path, j, match, with_query)
     if parsed_match is None:
         return None
-    parsed_action = _route_action(name, vhost_path, j, action, plugins)
+    parsed_action = _route_action(name, vhost_path, j, action, plugins, with_query)
     if parsed_action is None:
         return None
     return _new_route(
@@ -428,7 +432,7 @@ def _any_route(
     kind = route.WhichOneof("action")
     action = redirect = direct = None
     if kind == "route":
-        action = _route_action(name, vhost_path, j, route.route, plugins)
+        action = _route_action(name, vhost_path, j, route.route, plugins, with_query)
         if action is None:
             return None  # ignored before its typed_per_filter_config is read, as in C-core
         action_type = _ROUTE
@@ -464,8 +468,9 @@ def _any_route(
 def _http_only_route(
     name: str, vhost_path: str, j: int, route: Any, plugins: Plugins
 ) -> Route | None:
-    """A route gRPC skips for its query parameter matchers, for `VirtualHost.http_routes`; None
-    when any part of it is invalid (gRPC never reads it, so it cannot reject the resource)."""
+    """A route gRPC skips for its query parameter matchers or its ``cluster_header`` action, for
+    `VirtualHost.http_routes`; None when any part of it is invalid (gRPC never reads it, so it
+    cannot reject the resource)."""
     try:
         return _route(name, vhost_path, j, route, plugins, with_query=True)
     except ResourceDecodeError:
@@ -563,15 +568,25 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
     raise invalid(name, path, f"unsupported header matcher {kind or '(none)'}")
 
 
+def _header_routed(route: Any) -> bool:
+    """Whether a route forwards to the cluster a request header names (``cluster_header``)."""
+    return bool(
+        route.WhichOneof("action") == "route"
+        and route.route.WhichOneof("cluster_specifier") == "cluster_header"
+    )
+
+
 def _route_action(
-    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins
+    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins, for_http: bool = False
 ) -> RouteAction | None:
+    """The action, or None when gRPC ignores the route; ``for_http``: decoding it for
+    `VirtualHost.http_routes`, where a ``cluster_header`` action is kept."""
     present = action.ListFields()  # one call finds the common shape: a cluster alone
     if len(present) == 1:
         field, cluster = present[0]
         if field is _CLUSTER_FIELD and cluster:
             return _new_route_action(cluster, (), "", None, None, ())
-    cluster, plugin = "", ""
+    cluster, plugin, header = "", "", ""
     weighted: tuple[ClusterWeight, ...] = ()
     ignored = False  # gRPC ignores the route, once the rest of its action is valid
     kind = action.WhichOneof("cluster_specifier")
@@ -590,6 +605,10 @@ def _route_action(
         if plugin not in plugins:
             raise invalid(name, where, f"no plugin named {plugin!r}")
         ignored = plugins[plugin] is None  # optional, of a type gRPC lacks
+    elif kind == "cluster_header" and for_http:
+        header = action.cluster_header.lower()
+        if not header:
+            raise invalid(name, f"{_at(vhost_path, j)}.route.cluster_header", "must not be empty")
     else:
         ignored = True  # none, or cluster_header: no cluster specifier gRPC supports
     max_duration = (
@@ -607,7 +626,7 @@ def _route_action(
     http = action_http_fields(name, f"{_at(vhost_path, j)}.route", action)
     if ignored:
         return None
-    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes, http)
+    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes, http, header)
 
 
 def _max_stream_duration(name: str, path: str, durations: Any) -> float | None:
