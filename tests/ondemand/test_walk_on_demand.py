@@ -15,7 +15,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
 
-from tests.builders import duration, endpoints, listener, routes
+from tests.builders import cluster, duration, endpoints, listener, routes
 from tests.test_dependencies import Cache, aggregate, full
 from xdsclient import ResourceDecodeError, XdsConfig
 from xdsclient._watch._dependencies import walk
@@ -220,3 +220,19 @@ def test_endpoints_of_the_walked_cluster_are_unchanged_by_a_dynamic_one() -> Non
     after = walk("l", "svc", cache.lookup, before, dynamic=["d"]).config
     assert isinstance(after, XdsConfig)
     assert after.clusters["a"] is before.clusters["a"]
+
+
+def test_a_dynamic_cluster_pending_again_keeps_its_previous_entry() -> None:
+    """A dynamic cluster the server adds after its error waits for its endpoints: the
+    snapshot keeps the entry it had rather than dropping the cluster meanwhile."""
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes("a"))
+    full(cache, "a")
+    cache.missing(C, "late")
+    before = complete(cache, "late")
+    cache.put(CLUSTER, cluster("late"))  # its endpoints not yet in
+    during = walk("l", "svc", cache.lookup, before, dynamic=["late"]).config
+    assert isinstance(during, XdsConfig)
+    assert during.clusters["late"] is before.clusters["late"]
+    assert during == before

@@ -20,7 +20,8 @@ Rules:
   one cluster is reported for that cluster without withholding the others.
 - Dynamic clusters (``dynamic``: clusters a data plane subscribed to at request time, gRFC
   A74's cluster subscriptions) are walked too, but never withhold a snapshot: one still
-  pending is left out of ``clusters`` until it resolves (present, or known missing or broken).
+  pending is left out of ``clusters`` until it resolves (present, or known missing or broken),
+  and one pending again (a new cluster waiting for its endpoints) keeps its previous entry.
 
 Cost: a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
 whose cluster and endpoint views are the very objects it holds (the cache keeps the object of a
@@ -231,8 +232,9 @@ def _dynamic(
     reuse: Mapping[str, ClusterConfig],
 ) -> frozenset[str]:
     """Walk the dynamic clusters ``names`` into ``clusters``: each one resolved with all it
-    needs goes in, one still pending stays out (leaving nothing of it behind). Returns the
-    names added that no route reached."""
+    needs goes in; one pending stays out (leaving nothing of it behind) unless the previous
+    snapshot (``reuse``) has it, whose entries it keeps. Returns the names added that no
+    route reached."""
     added = []
     for name in names:
         if name in clusters:
@@ -240,7 +242,14 @@ def _dynamic(
         scratch: ChainMap[str, ClusterConfig] = ChainMap({}, clusters)  # writes go to the new map
         if _resolve(name, (), scratch, value, reuse) is not None:
             clusters.update(scratch.maps[0])
-            added.append(name)
+        elif name in reuse:
+            entry = reuse[name]
+            for leaf in (name, *entry.leaves):
+                if leaf in reuse and leaf not in clusters:
+                    clusters[leaf] = reuse[leaf]
+        else:
+            continue
+        added.append(name)
     return frozenset(added)
 
 
