@@ -21,12 +21,14 @@ from tests.helpers import idle
 from tests.ondemand.conftest import GRACE
 from xdsclient import (
     Available,
+    ClientClosedError,
     ConfigWatch,
     Missing,
     ResourceTimeoutError,
     TimedOut,
     XdsClient,
     XdsConfig,
+    XdsError,
 )
 from xdsclient.resources import CLUSTER, ENDPOINT
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
@@ -405,3 +407,23 @@ async def test_bad_arguments_are_refused(served: tuple[ConfigWatch, Server]) -> 
     with pytest.raises(ValueError, match="cluster name"):
         watch.subscribe_cluster("")
     watch.cancel()
+
+
+async def test_a_resolve_waiting_for_the_server_when_the_client_closes_raises(
+    fake: FakeTransport, clock: FakeClock
+) -> None:
+    """Closing the client ends a resolve waiting for the server's answer with
+    `ClientClosedError`; the watch, cancelled by the close, refuses new ones."""
+    client = XdsClient("fake:1", node_id="n", transport=fake, clock=clock)
+    await client.start()
+    watch = client.watch_config("svc")
+    server = Server(await fake.stream(), RESOURCES)
+    await settle(server)
+    server.hold(C)
+    task = resolving(watch, "b")
+    await settle(server)
+    await client.close()
+    with pytest.raises(ClientClosedError):
+        await task
+    with pytest.raises(XdsError, match="cancelled"):
+        await watch.resolve_cluster("b")

@@ -111,7 +111,9 @@ class ConfigWatch:
     `AmbientError` when something failed that leaves the last snapshot usable. Only the latest
     snapshot (and the latest ambient error after it) waits for a slow consumer. Leaving
     ``async with`` or `cancel` ends it and its subscriptions, as does closing the client; a watch
-    dropped without either is cancelled with a `ResourceWarning`.
+    dropped without either is cancelled with a `ResourceWarning`. A data plane resolves the
+    clusters of routes that name theirs only per request with `resolve_cluster` (or holds one
+    with `subscribe_cluster`); `latest` is the last complete snapshot published.
     """
 
     def __init__(
@@ -205,7 +207,10 @@ class ConfigWatch:
         exist, `TimedOut` when neither within ``timeout`` seconds of the client's clock. Held
         while it waits, then released (`subscribe_cluster` holds it longer); a name in the
         last snapshot is answered at once. Concurrent resolves share one subscription and
-        are batched as `XdsClient.resolve`'s are (docs/on-demand.md)."""
+        are batched as `XdsClient.resolve`'s are (docs/on-demand.md). A name no cluster can
+        have is `Missing`. Raises `ValueError` for a bad timeout or an empty name, `XdsError`
+        once the watch was cancelled (closing the client cancels it), `ClientClosedError` if
+        the client closes while the server's answer is awaited."""
         if not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         with self.subscribe_cluster(name) as subscription:
