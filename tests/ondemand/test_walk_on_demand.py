@@ -77,7 +77,10 @@ def test_a_cluster_header_route_resolves_at_request_time_with_envoys_default() -
     full(cache, "a")
     config = complete(cache)
     assert list(config.clusters) == ["a"]
+    assert len(config.virtual_host.routes) == 1  # gRPC ignores the header route
     by_cluster, by_header = config.virtual_host.http_routes
+    assert by_header.action is not None
+    assert (by_header.action.cluster_header, by_header.action.clusters) == ("x-c", ())
     assert config.on_demand_timeout(by_cluster) is None
     assert config.on_demand_timeout(by_header) == 5.0
 

@@ -509,7 +509,7 @@ def _route_action(
     action: Any,
     plugins: Mapping[str, Any],
     optional: set[str],
-    for_http: bool = False,
+    http_only: bool = False,
 ) -> RouteAction | None:
     fields: dict[str, Any] = {}
     kind = action.WhichOneof("cluster_specifier")
@@ -529,10 +529,6 @@ def _route_action(
         if plugin not in plugins:
             raise invalid(name, f"{path}.cluster_specifier_plugin", f"no plugin named {plugin!r}")
         fields["cluster_specifier_plugin"] = plugin
-    elif kind == "cluster_header" and for_http:  # Envoy's router: kept for HTTP only
-        if not action.cluster_header:
-            raise invalid(name, f"{path}.cluster_header", "must not be empty")
-        fields["cluster_header"] = action.cluster_header.lower()
     # As C-core: no cluster specifier (or cluster_header) ignores the route, once
     # the rest of the action (durations, retry and hash policies) is valid: see the end
     if action.HasField("max_stream_duration"):
@@ -573,9 +569,10 @@ def _route_action(
             hashes.append(HashPolicy(kind="channel_id", terminal=policy.terminal))
     fields["hash_policies"] = tuple(hashes)
     fields.update(action_http_fields(name, path, action))
-    if kind not in ("cluster", "weighted_clusters", "cluster_specifier_plugin") and not (
-        kind == "cluster_header" and for_http
-    ):
+    if kind == "cluster_header" and http_only and action.cluster_header:
+        # HTTP only: Envoy's router reads the cluster from a request header
+        return RouteAction(**fields, cluster_header=action.cluster_header.lower())
+    if kind not in ("cluster", "weighted_clusters", "cluster_specifier_plugin"):
         return None
     if kind == "cluster_specifier_plugin" and fields["cluster_specifier_plugin"] in optional:
         return None

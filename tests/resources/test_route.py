@@ -395,24 +395,6 @@ def test_a_route_without_a_cluster_specifier_is_ignored() -> None:
     assert [r.match.path for r in v.virtual_hosts[0].routes] == ["/c"]
 
 
-def test_a_cluster_header_route_is_kept_for_http_only() -> None:
-    """Envoy's router reads a ``cluster_header`` action: the route is in ``http_routes`` with
-    the header's lower-case name and no cluster, never in gRPC's routes; one with an empty
-    header name is left out of both without rejecting the resource."""
-    header_pick = route("/h")
-    header_pick.route.cluster_header = "X-Cluster"
-    empty = route("/e")
-    empty.route.cluster_header = ""
-    v = view(config(header_pick, empty, route("/c")))
-    vhost = v.virtual_hosts[0]
-    assert [r.match.path for r in vhost.routes] == ["/c"]
-    assert [r.match.path for r in vhost.http_routes] == ["/h", "/c"]
-    action = vhost.http_routes[0].action
-    assert action is not None
-    assert (action.cluster_header, action.clusters) == ("x-cluster", ())
-    assert v.clusters == {"c"}
-
-
 # ------------------------------------------------------------------ selection and matching
 
 
@@ -633,11 +615,11 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         "host_rewrite_literal": "h",
         "timeout": 2.5,
         "http_hash_policies": (HashPolicy(kind=HashPolicyKind.SOURCE_IP),),
-        "cluster_header": "x-c",
+        "cluster_header": "x-cluster",
     }
     built_match = _route._new_route_match(*match.values())
     grpc_part = list(action.values())[:6]
-    http_part = dict(list(action.items())[6:-1])
+    http_part = dict(list(action.items())[6:])
     built_action = _route._new_route_action(
         grpc_part[0],
         grpc_part[1],
@@ -646,7 +628,6 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         grpc_part[4],
         grpc_part[5],
         http_part,
-        action["cluster_header"],
     )
     routed: dict[str, Any] = {
         "match": built_match,

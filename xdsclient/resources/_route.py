@@ -15,10 +15,9 @@ per-route filter configs must be of a type gRPC can override (`_filters`); virtu
 at least one domain, classified as C-core does (``*``, ``*suffix``, ``prefix*``, exact).
 
 What Envoy's HTTP router reads besides (`_route_values`' module docstring) is decoded by
-`_route_http` when present. A route gRPC skips for its query parameter matchers or its
-``cluster_header`` action is decoded for `VirtualHost.http_routes` only, and left out of them when
-any part of it is invalid (an empty header name included): gRPC never reads it, so it cannot
-change gRPC's verdict.
+`_route_http` when present. A route gRPC skips for its query parameter matchers is decoded for
+`VirtualHost.http_routes` only, and left out of them when any part of it is invalid: gRPC never
+reads it, so it cannot change gRPC's verdict.
 
 Decoding is lean: a configuration of thousands of routes is decoded on every update,
 so the common route costs a few upb calls and three slot-set values, and a field path is only
@@ -248,7 +247,6 @@ def _new_route_action(
     retry_policy: RetryPolicy | None,
     hash_policies: tuple[HashPolicy, ...],
     http: Mapping[str, Any] = _NO_HTTP_ACTION,
-    cluster_header: str = "",
 ) -> RouteAction:
     """A RouteAction; ``http``: `action_http_fields`' keyword arguments."""
     action: RouteAction = _new(RouteAction)
@@ -264,13 +262,14 @@ def _new_route_action(
         _a_host_rewrite(action, "")
         _a_timeout(action, None)
         _a_http_hashes(action, ())
+        _a_cluster_header(action, "")
     else:
         _a_prefix_rewrite(action, http["prefix_rewrite"])
         _a_regex_rewrite(action, http["regex_rewrite"])
         _a_host_rewrite(action, http["host_rewrite_literal"])
         _a_timeout(action, http["timeout"])
         _a_http_hashes(action, http["http_hash_policies"])
-    _a_cluster_header(action, cluster_header)
+        _a_cluster_header(action, http.get("cluster_header", ""))
     return action
 
 
@@ -331,7 +330,7 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
             keep(parsed)
             if http_routes is not None:
                 http_routes.append(parsed)
-        elif route.match.query_parameters or _header_routed(route):
+        elif route.match.query_parameters or _names_cluster_header(route):
             extra = _http_only_route(name, path, j, route, plugins)
             if extra is not None:
                 if http_routes is None:
@@ -355,6 +354,14 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
         http_routes=kept if http_routes is None else tuple(http_routes),
         request_headers_to_add=headers_to_add(vhost.request_headers_to_add),
         request_headers_to_remove=tuple(h.lower() for h in vhost.request_headers_to_remove),
+    )
+
+
+def _names_cluster_header(route: Any) -> bool:
+    """Whether ``route`` forwards to the cluster a request header names (gRPC ignores it)."""
+    return bool(
+        route.WhichOneof("action") == "route"
+        and route.route.WhichOneof("cluster_specifier") == "cluster_header"
     )
 
 
@@ -468,9 +475,8 @@ def _any_route(
 def _http_only_route(
     name: str, vhost_path: str, j: int, route: Any, plugins: Plugins
 ) -> Route | None:
-    """A route gRPC skips for its query parameter matchers or its ``cluster_header`` action, for
-    `VirtualHost.http_routes`; None when any part of it is invalid (gRPC never reads it, so it
-    cannot reject the resource)."""
+    """A route gRPC skips for its query parameter matchers, for `VirtualHost.http_routes`; None
+    when any part of it is invalid (gRPC never reads it, so it cannot reject the resource)."""
     try:
         return _route(name, vhost_path, j, route, plugins, with_query=True)
     except ResourceDecodeError:
@@ -568,19 +574,11 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
     raise invalid(name, path, f"unsupported header matcher {kind or '(none)'}")
 
 
-def _header_routed(route: Any) -> bool:
-    """Whether a route forwards to the cluster a request header names (``cluster_header``)."""
-    return bool(
-        route.WhichOneof("action") == "route"
-        and route.route.WhichOneof("cluster_specifier") == "cluster_header"
-    )
-
-
 def _route_action(
-    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins, for_http: bool = False
+    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins, http_only: bool = False
 ) -> RouteAction | None:
-    """The action, or None when gRPC ignores the route; ``for_http``: decoding it for
-    `VirtualHost.http_routes`, where a ``cluster_header`` action is kept."""
+    """The action, or None when gRPC ignores the route (``http_only``: decoding a route gRPC
+    skips for `VirtualHost.http_routes`, where a ``cluster_header`` action is kept)."""
     present = action.ListFields()  # one call finds the common shape: a cluster alone
     if len(present) == 1:
         field, cluster = present[0]
@@ -605,10 +603,8 @@ def _route_action(
         if plugin not in plugins:
             raise invalid(name, where, f"no plugin named {plugin!r}")
         ignored = plugins[plugin] is None  # optional, of a type gRPC lacks
-    elif kind == "cluster_header" and for_http:
+    elif kind == "cluster_header" and http_only and action.cluster_header:
         header = action.cluster_header.lower()
-        if not header:
-            raise invalid(name, f"{_at(vhost_path, j)}.route.cluster_header", "must not be empty")
     else:
         ignored = True  # none, or cluster_header: no cluster specifier gRPC supports
     max_duration = (
@@ -624,9 +620,11 @@ def _route_action(
     policies = action.hash_policy
     hashes = _hash_policies(name, f"{_at(vhost_path, j)}.route", policies) if policies else ()
     http = action_http_fields(name, f"{_at(vhost_path, j)}.route", action)
+    if header:
+        http["cluster_header"] = header
     if ignored:
         return None
-    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes, http, header)
+    return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes, http)
 
 
 def _max_stream_duration(name: str, path: str, durations: Any) -> float | None:

@@ -12,9 +12,9 @@ HTTP front end (`_http_routing`) finds the rest: a route's ``name``, ``redirect`
 ``direct_response`` (their action type stays UNSUPPORTED, which gRPC fails), request headers to
 add and remove, a match's ``query_parameters``, an action's rewrites, ``timeout`` and
 ``http_hash_policies``, a retry policy's HTTP conditions. gRPC skips a route with query
-parameter matchers or a ``cluster_header`` action: such a route is in `VirtualHost.http_routes`
-(every route an HTTP router considers, in order) and never in `VirtualHost.routes` (gRPC's), and
-`RouteMatch.matches` (gRPC's rule) never matches one with query parameter matchers.
+parameter matchers: such a route is in `VirtualHost.http_routes` (every route an HTTP router
+considers, in order) and never in `VirtualHost.routes` (gRPC's), and `RouteMatch.matches`
+(gRPC's rule) never matches it.
 
 Invariants, as the decoder builds them: a `RouteMatch` with ``path_match`` SAFE_REGEX, and a
 `HeaderMatcher` of kind safe_regex, carry the compiled RE2 ``regex`` (case-insensitive when the
@@ -368,13 +368,13 @@ class RouteAction:
     #: Envoy's: every policy of a kind Envoy hashes (header, cookie, query parameter, source
     #: IP), in order.
     http_hash_policies: tuple[HashPolicy, ...] = ()
-    #: Envoy's ``cluster_header`` (lower-case): the request header naming the cluster, known
-    #: only at request time. Such a route is in `VirtualHost.http_routes` only.
+    #: Envoy's: the request header naming the cluster (a route gRPC ignores: only in
+    #: `VirtualHost.http_routes`).
     cluster_header: str = ""
 
     @property
     def clusters(self) -> tuple[str, ...]:
-        """Every cluster this action can send to (none for a ``cluster_header`` action)."""
+        """Every cluster this action can send to."""
         if self.cluster:
             return (self.cluster,)
         return tuple(w.name for w in self.weighted_clusters)
