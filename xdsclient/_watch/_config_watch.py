@@ -122,6 +122,7 @@ class ConfigWatch:
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,
+        *,
         on_demand: OnDemand | None = None,
     ) -> None:
         self._source = source
@@ -272,7 +273,11 @@ class ConfigWatch:
         """Walk from the listener; subscribe to what it needs, drop what it no longer does."""
         dynamic = () if self._dynamic is None else self._dynamic.names
         result = walk(
-            self.listener, self.authority, self._source.resource_state, self._last, dynamic
+            self.listener,
+            self.authority,
+            self._source.resource_state,
+            self._last,
+            dynamic=dynamic,
         )
         added = sorted(result.wanted - self._handles.keys())
         for type_url, group in itertools.groupby(added, key=operator.itemgetter(0)):

@@ -149,6 +149,7 @@ def walk(
     authority: str,
     lookup: Lookup,
     previous: XdsConfig | None = None,
+    *,
     dynamic: Collection[str] = (),
 ) -> Walk:
     """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds;
@@ -192,7 +193,7 @@ def walk(
                 f'RouteConfiguration "{route_config.name}" has no virtual host for {authority!r}'
             )
         )
-    roots = _roots(manager, virtual_host)
+    roots = _roots(manager, virtual_host, virtual_host.routes)
     clusters: dict[str, ClusterConfig] = {}
     reuse = {} if previous is None else previous.clusters
     # Resolve every root (no short cut) so that everything needed is known in one pass.
@@ -212,13 +213,15 @@ def walk(
     )
 
 
-def _roots(manager: HttpConnectionManager, virtual_host: VirtualHost) -> dict[str, None]:
-    """The clusters the virtual host's routes reach, in order, but for routes that resolve
-    their cluster at request time (a ``cluster_header`` route names none)."""
+def _roots(
+    manager: HttpConnectionManager, virtual_host: VirtualHost, routes: tuple[Route, ...]
+) -> dict[str, None]:
+    """The clusters ``routes`` (of ``virtual_host``) reach, in order, but for routes that
+    resolve their cluster at request time (a ``cluster_header`` route names none)."""
     http_filter = on_demand_filter(manager)
     return dict.fromkeys(
         name
-        for route in virtual_host.routes
+        for route in routes
         if route.action is not None
         and (http_filter is None or odcds_timeout(http_filter, virtual_host, route) is None)
         for name in route.action.clusters
