@@ -427,3 +427,22 @@ async def test_a_resolve_waiting_for_the_server_when_the_client_closes_raises(
         await task
     with pytest.raises(XdsError, match="cancelled"):
         await watch.resolve_cluster("b")
+
+
+async def test_a_subscription_dropped_while_held_warns_and_is_released(
+    served: tuple[ConfigWatch, Server], clock: FakeClock
+) -> None:
+    """A `ClusterSubscription` dropped without `release` says so (ResourceWarning) and lets
+    its cluster go after the grace period, rather than holding it for the watch's life."""
+    watch, server = served
+    subscription = watch.subscribe_cluster("b")
+    task = asyncio.ensure_future(subscription.resolve(timeout=5.0))
+    await settle(server)
+    assert isinstance(await task, Available)
+    del task
+    with pytest.warns(ResourceWarning, match="never released"):
+        del subscription  # the last reference: collected at once
+    clock.advance(GRACE)
+    await settle(server)
+    assert "b" not in latest(watch).clusters
+    watch.cancel()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -89,6 +90,16 @@ class ClusterSubscription:
     def __repr__(self) -> str:
         state = "released" if self._released else "held"
         return f"<ClusterSubscription {self.name!r} {state}>"
+
+    def __del__(self) -> None:
+        if not self._released:  # dropped while held: it would hold the cluster forever
+            warnings.warn(
+                f"{self!r} was never released: use `with` or call release(); it is released now",
+                ResourceWarning,
+                source=self,
+                stacklevel=2,
+            )
+            self.release()
 
 
 class DynamicClusters:
