@@ -99,7 +99,8 @@ class ClusterSubscription:
                 source=self,
                 stacklevel=2,
             )
-            self.release()
+            with contextlib.suppress(RuntimeError):  # no running loop for its grace timer
+                self.release()
 
 
 class DynamicClusters:
