@@ -434,7 +434,7 @@ class ChannelCore:
         self.picker.update(snapshot, now)
         self._loads = {}  # the client gives the same load again per (cluster, service)
         self.connections.hold_only(self.security.update(snapshot.clusters))
-        self._connect_wanted()
+        self._open_wanted()  # the first connections at once, the rest over the next turns
         for key in self.oob.want(_oob_wanted(snapshot)):
             connection = self._connect(key) if key in self.connections else None
             if connection is not None:
@@ -450,7 +450,9 @@ class ChannelCore:
             self._connecting = asyncio.get_running_loop().call_soon(self._open_wanted)
 
     def _open_wanted(self) -> None:
-        self._connecting = None
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
         if self.closed:
             return
         opened = 0
