@@ -458,7 +458,11 @@ class ChannelCore:
         opened = 0
         for endpoint in self.picker.wanted_connections():
             key = key_of(endpoint)
-            policy = self.security.policy_of_endpoint(key)
+            try:
+                policy = self.security.policy_of_endpoint(key)
+            except TlsError:  # refused: `_connect` says so and fails the endpoint
+                self._connect(key)
+                continue
             state = self.connections.state_of(key, policy)
             if state is _FAILING and policy is not None:  # remade if its certificates changed
                 self._connect(key)
