@@ -20,7 +20,7 @@ from xdsclient import _version
 PACKAGE = Path(xdsclient.__file__).parent
 #: packages beside the client: never imported by it, so they may import its facade (``_call``:
 #: the data plane's call path, which the front ends share and which hashes with ``lb``)
-BESIDE = ("lb", "load", "testing", "conformance", "_call", "grpc")
+BESIDE = ("lb", "load", "testing", "conformance", "_call", "grpc", "sync", "httpx")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
@@ -221,6 +221,10 @@ LAYERS: dict[str, frozenset[str]] = {
     # proxyless gRPC over the call path and lb; `_settings` for a target's listener name (A47),
     # computed as the client's watch_config computes it
     "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
+    # the sync facade: the client on a loop thread, through the public API alone
+    "sync": frozenset({"__init__"}),
+    # proxyless HTTP; its sync transport runs on the sync facade's loop thread
+    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_settings", "sync"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),
