@@ -135,3 +135,14 @@ async def test_metrics_example_reads_a78_metrics_and_envoy_stats() -> None:
         "grpc.xds_client.resources{grpc.xds.authority=#old,grpc.xds.cache_state=acked,"
         "grpc.xds.resource_type=envoy.config.cluster.v3.Cluster} 1",
     ]
+
+
+def test_flask_app_serves_the_latest_configuration_without_an_event_loop() -> None:
+    """The Flask example's handlers read through SyncXdsClient from werkzeug's threads, and
+    follow a change the control plane makes while it serves."""
+    lines = load("flask_app").main()
+    assert lines == [
+        "clusters: api, api-primary, api-secondary, web",
+        "limit: 100",
+        "limit after the change: 200",
+    ]
