@@ -231,4 +231,4 @@ def test_xds_sync_transport_takes_a_sync_client_only() -> None:
     from xdsclient import XdsClient
 
     with pytest.raises(TypeError, match="SyncXdsClient"):
-        XdsSyncTransport(client=XdsClient("127.0.0.1:1"), listener="edge")  # type: ignore[arg-type]
+        XdsSyncTransport("edge", client=XdsClient("127.0.0.1:1"))  # type: ignore[arg-type]

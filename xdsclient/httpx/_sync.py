@@ -181,18 +181,21 @@ async def _close_body(chunks: Any, stream: httpx.AsyncByteStream) -> None:
 
 
 class XdsSyncTransport(BridgedTransport):
-    """`XdsTransport` for ``httpx.Client``: ``httpx.Client(transport=XdsSyncTransport(
-    listener="edge"))`` routes, retries, balances and reports each request by xDS, from any
-    number of threads at once.
+    """`XdsTransport` for ``httpx.Client``: ``httpx.Client(transport=XdsSyncTransport("edge"))``
+    routes, retries, balances and load-reports each request by the xDS configuration of the
+    listener, from any number of threads at once.
 
-    Takes the keyword arguments of `XdsTransport`, with ``client`` a `SyncXdsClient` (the
-    transport then runs on that client's loop thread and reads its configuration) instead of
-    an `XdsClient`; without one, the transport makes its client from the bootstrap as
-    `XdsTransport` does, on a loop thread of its own. The transport starts at once and stops
-    with `close` (``httpx.Client`` closes it).
+    Takes the arguments of `XdsTransport` (``http2``, ``rng``, ``idle_timeout``...), with
+    ``client`` a `SyncXdsClient` instead of an `XdsClient`: the transport then runs on that
+    client's loop thread, reads its configuration and leaves it open when it closes. Without
+    one, the transport makes its client from the bootstrap as `XdsTransport` does, on a loop
+    thread of its own, and closes both with itself. It starts at once and stops with `close`
+    (``httpx.Client`` closes it).
     """
 
-    def __init__(self, *, client: SyncXdsClient | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, listener: str, *, client: SyncXdsClient | None = None, **options: Any
+    ) -> None:
         loop_thread = None
         if client is not None:
             if not isinstance(client, SyncXdsClient):
@@ -201,6 +204,6 @@ class XdsSyncTransport(BridgedTransport):
                     f"not {client!r}; an XdsClient belongs with the async XdsTransport"
                 )
             loop_thread = client.loop_thread
-            kwargs["client"] = client.client
+            options["client"] = client.client
         transport = importlib.import_module("xdsclient.httpx._transport").XdsTransport
-        super().__init__(lambda: transport(**kwargs), loop_thread=loop_thread)
+        super().__init__(lambda: transport(listener, **options), loop_thread=loop_thread)
