@@ -7,7 +7,7 @@ import asyncio
 import concurrent.futures
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -15,9 +15,10 @@ import pytest
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from tests.helpers import idle
 from tests.sync.conftest import until
 from xdsclient import ClientClosedError
-from xdsclient.httpx._sync import BridgedTransport, XdsSyncTransport
+from xdsclient.httpx._sync import READ_AHEAD, BridgedTransport, XdsSyncTransport
 from xdsclient.sync import LoopThread
 
 Scope = dict[str, Any]
@@ -232,3 +233,43 @@ def test_xds_sync_transport_takes_a_sync_client_only() -> None:
 
     with pytest.raises(TypeError, match="SyncXdsClient"):
         XdsSyncTransport("edge", client=XdsClient("127.0.0.1:1"))  # type: ignore[arg-type]
+
+
+class Counted(httpx.AsyncByteStream):
+    """An endless body made in memory, counting the chunks it made and whether it closed."""
+
+    def __init__(self) -> None:
+        self.made = 0
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while True:
+            self.made += 1
+            yield str(self.made).encode()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class CountedTransport(httpx.AsyncBaseTransport):
+    def __init__(self) -> None:
+        self.body = Counted()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=self.body)
+
+
+def test_a_slow_reader_holds_the_body_back_and_closing_it_closes_the_stream() -> None:
+    """The loop reads READ_AHEAD chunks ahead of the reader, no more (checked once the loop
+    is idle); closing the response closes the async stream on the loop."""
+    counted = CountedTransport()
+    transport = BridgedTransport(lambda: counted)
+    with httpx.Client(transport=transport) as client:
+        with client.stream("GET", "http://x/") as response:
+            chunks = response.iter_raw()
+            for taken in (1, 2, 3):
+                assert next(chunks) == str(taken).encode()
+                transport.loop_thread.run(idle())
+                assert counted.body.made == taken + READ_AHEAD
+            assert not counted.body.closed
+        assert (counted.body.closed, counted.body.made) == (True, 3 + READ_AHEAD)

@@ -3,8 +3,9 @@
 Why a bridge and not a sync twin of the transport: routing, retries, balancing, load reports and
 the connections all live in the async `XdsTransport` and the client under it, on one event loop.
 The sync transport runs that same transport on a `LoopThread` and hands each request to it:
-``handle_request`` sends the request there and waits for the response's head; the body then
-comes back as a sync stream, one loop step per chunk, so a streamed response stays streamed.
+``handle_request`` sends the request there and waits for the response's head; a task on the
+loop reads the body ahead (a chunk or two) into a queue the caller's thread takes from, so a
+streamed response stays streamed and a short one costs no more hops than its head.
 `BridgedTransport` does this for any ``httpx.AsyncBaseTransport`` (it is tested with httpx's
 own); `XdsSyncTransport` is the bridge over `XdsTransport`.
 
@@ -23,9 +24,11 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import importlib
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -61,7 +64,7 @@ class BridgedTransport(httpx.BaseTransport):
         self._lock = threading.Lock()
         self._closed = False
         #: requests sent and not yet answered, cancelled by `close`
-        self._in_flight: set[concurrent.futures.Future[httpx.Response]] = set()
+        self._in_flight: set[concurrent.futures.Future[Any]] = set()
         try:
             self._transport = loop_thread.run(_entered(make_transport))
         except BaseException:
@@ -83,10 +86,10 @@ class BridgedTransport(httpx.BaseTransport):
         with self._lock:
             if self._closed:
                 raise ClientClosedError("the transport is closed")
-            future = self._runner.submit(self._transport.handle_async_request(request))
+            future = self._runner.submit(_send(self._runner, self._transport, request))
             self._in_flight.add(future)
         try:
-            response = self._runner.wait(future)
+            response, body = self._runner.wait(future)
         except ClientClosedError:
             if self._closed:
                 raise ClientClosedError("the transport closed before the response came") from None
@@ -94,12 +97,10 @@ class BridgedTransport(httpx.BaseTransport):
         finally:
             with self._lock:
                 self._in_flight.discard(future)
-        stream = response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
         return httpx.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_SyncBody(self._runner, stream),
+            stream=body,
             extensions={k: v for k, v in response.extensions.items() if k not in _LOOP_ONLY},
         )
 
@@ -128,56 +129,112 @@ async def _entered(make: Callable[[], httpx.AsyncBaseTransport]) -> httpx.AsyncB
     return transport
 
 
+async def _send(
+    runner: LoopThread, transport: httpx.AsyncBaseTransport, request: httpx.Request
+) -> tuple[httpx.Response, _SyncBody]:
+    """On the loop: the response's head, and its body already being read ahead."""
+    response = await transport.handle_async_request(request)
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)
+    body = _SyncBody(runner, stream)
+    body.start()
+    return response, body
+
+
+#: How many chunks of a body are read ahead of its sync reader (httpcore reads up to 64 KiB
+#: at a time); the pump waits for the reader beyond that.
+READ_AHEAD = 2
+
+
+class _Ended(Exception):
+    """The pump's last item when it was cancelled: its reader gets `ClientClosedError`."""
+
+
 class _SyncBody(httpx.SyncByteStream):
-    """An async response body read from sync code: a loop step per chunk; closed on the loop
-    at its end or on `close`, whichever comes first."""
+    """An async response body read from sync code.
+
+    A task on the loop (the pump) reads the body as it comes into a queue the reader's thread
+    takes from, `READ_AHEAD` chunks ahead at most, so reading a body costs no hop to the loop
+    per chunk and a slow reader holds the connection back as httpx's own would. The pump closes
+    the async stream when the body ends, fails, or the reader closes it early (`close` cancels
+    the pump and waits until the stream is closed); its last item says which.
+    """
 
     def __init__(self, runner: LoopThread, stream: httpx.AsyncByteStream) -> None:
         self._runner = runner
         self._stream = stream
-        self._chunks: Any = None  # the async iterator, once iteration began
-        self._closed = False
+        self._items: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._queued = 0  # chunks put and not yet taken
+        self._room = asyncio.Event()  # set (from the reader) when the queue has room again
+        self._task: asyncio.Task[None] | None = None
+        self._iterated = False
+        self._ended = False  # the reader took the last item
+
+    def start(self) -> None:
+        """On the loop: start reading ahead."""
+        self._task = asyncio.get_running_loop().create_task(self._pump())
+
+    async def _pump(self) -> None:
+        last: BaseException | None = None
+        try:
+            async for chunk in self._stream:
+                self._items.put(chunk)
+                with self._lock:
+                    self._queued += 1
+                    full = self._queued >= READ_AHEAD
+                if full:  # the reader's wake-up comes through the loop, so after this clear
+                    self._room.clear()
+                    await self._room.wait()
+        except asyncio.CancelledError:
+            last = _Ended()
+        except Exception as error:
+            last = error
+        finally:
+            try:
+                await self._stream.aclose()
+            finally:
+                self._items.put(last)
 
     def __iter__(self) -> Iterator[bytes]:
-        if self._chunks is not None:
+        if self._iterated:
             raise httpx.StreamConsumed()
-        self._chunks = self._stream.__aiter__()
-        while not self._closed:
-            chunk = self._runner.run(_next_chunk(self._chunks, self._stream))
-            if chunk is None:
-                self._closed = True  # closed on the loop by the step that ended it
-                return
-            yield chunk
+        self._iterated = True
+        while not self._ended:
+            item = self._items.get()
+            if isinstance(item, bytes):
+                self._took()
+                yield item
+                continue
+            self._ended = True
+            if isinstance(item, _Ended):
+                raise ClientClosedError("the response ended early: its transport closed")
+            if item is not None:
+                raise item
+
+    def _took(self) -> None:
+        with self._lock:
+            self._queued -= 1
+            wake = self._queued == READ_AHEAD - 1
+        if wake:
+            self._runner.call_soon(self._room.set)
 
     def close(self) -> None:
-        """Close the async body on the loop (an unread rest is dropped). Idempotent; quiet once
-        the loop stopped (which ended the body with it)."""
-        if self._closed:
+        """Stop reading (an unread rest is dropped) and wait until the async stream is closed.
+        Idempotent; quiet once the loop stopped (which ended the body with it)."""
+        if self._ended:
             return
-        self._closed = True
-        if not self._runner.running or self._runner.is_loop_thread():
+        self._ended = True
+        task = self._task
+        if task is None or not self._runner.running or self._runner.is_loop_thread():
             return
         with contextlib.suppress(ClientClosedError):  # the loop stopped meanwhile: it ended it
-            self._runner.run(_close_body(self._chunks, self._stream))
+            self._runner.run(_cancelled(task))
 
 
-async def _next_chunk(chunks: Any, stream: httpx.AsyncByteStream) -> bytes | None:
-    """The next chunk, or None at the end, with the stream closed in the same step."""
-    try:
-        chunk: bytes = await chunks.__anext__()
-    except StopAsyncIteration:
-        await stream.aclose()
-        return None
-    except BaseException:
-        await stream.aclose()
-        raise
-    return chunk
-
-
-async def _close_body(chunks: Any, stream: httpx.AsyncByteStream) -> None:
-    if chunks is not None and hasattr(chunks, "aclose"):
-        await chunks.aclose()
-    await stream.aclose()
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.wait((task,))
 
 
 class XdsSyncTransport(BridgedTransport):
