@@ -391,3 +391,34 @@ def test_data_errors_leave_get_waiting_for_a_new_value(plane: Plane, client: Syn
         client.get(CLUSTER, "a", timeout=0.2)
     plane.set(cluster("a", timeout_s=7))
     assert timeout_of(client.get(CLUSTER, "a")) == 7
+
+
+def test_close_inside_a_running_loop_is_refused_and_closes_nothing(
+    plane: Plane, client: SyncXdsClient
+) -> None:
+    """close() in a coroutine raises before it closes anything: the client still answers."""
+    plane.set(cluster("a"))
+
+    async def inside() -> None:
+        client.close()
+
+    with pytest.raises(RuntimeError, match="running event loop"):
+        asyncio.run(inside())
+    assert not client.closed
+    assert client.get(CLUSTER, "a").name == "a"
+
+
+def test_a_watch_read_after_its_client_closed_just_ends(plane: Plane) -> None:
+    """As the async watch's iteration ends when its client closes, so does the sync one's,
+    however late it is read."""
+    plane.set(cluster("a"))
+    with SyncXdsClient(plane.address, node_id="sync") as client:
+        events = client.watch(CLUSTER, "a")
+        assert isinstance(next(events), ResourceChanged)
+    assert list(events) == []
+
+
+def test_a_name_that_is_not_a_string_gets_the_clients_own_error(client: SyncXdsClient) -> None:
+    """get checks nothing itself that the client checks: its TypeError names the mistake."""
+    with pytest.raises(TypeError, match="a resource name is a string"):
+        client.get(CLUSTER, ["a"])  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ and always the latest); `add_watcher` and `add_config_watcher` call back on an e
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import os
 import threading
@@ -161,17 +162,22 @@ class SyncXdsClient:
             self._state = _CLOSED
             self._runner.stop()
             raise
+        atexit.register(self.close)  # a client left open closes its streams at exit
 
     def close(self) -> None:
         """Close the client (every watch ends, every callback watcher stops), stop the loop and
         join its thread. Idempotent; calls that read or watch raise `ClientClosedError`
         afterwards. It does not wait for a callback still running on an executor."""
+        on_loop = self._runner.is_loop_thread()
+        if self._state == _RUNNING and not on_loop:
+            self._runner.check_blocking("SyncXdsClient.close")  # before anything is closed
         with self._lock:
             state, self._state = self._state, _CLOSED
         if state != _RUNNING:
             return
+        atexit.unregister(self.close)
         try:
-            if not self._runner.is_loop_thread():
+            if not on_loop:  # there, the loop cannot wait for the client: its tasks are cancelled
                 self._runner.run(self._client.close(), timeout=CLOSE_TIMEOUT)
         finally:
             self._runner.stop()
@@ -213,8 +219,8 @@ class SyncXdsClient:
         event when none came. `resolve` says instead whether the resource exists.
         """
         _check_timeout(timeout)
-        type_url = resource_type.type_url if isinstance(resource_type, ResourceType) else None
-        latest = self._resources.get((type_url or str(resource_type), name))
+        key = _key(resource_type, name)
+        latest = self._resources.get(key) if key is not None else None
         if latest is not None and self._state == _RUNNING:
             value = latest.value
             if value is not None:
@@ -225,13 +231,13 @@ class SyncXdsClient:
         return self._runner.run(self._get(resource_type, name, float(timeout)))
 
     async def _get(self, resource_type: ResourceType[Any] | str, name: str, timeout: float) -> Any:
-        type_url = resource_type.type_url if isinstance(resource_type, ResourceType) else None
-        key = (type_url or str(resource_type), name)
-        latest = self._resources.get(key)
+        key = _key(resource_type, name)
+        latest = self._resources.get(key) if key is not None else None
         if latest is None:
-            short = key[0].rsplit(".", 1)[-1]
-            latest = Latest(f"{short} {name!r}")
+            latest = Latest(name)
             latest.handle = self._client.add_watcher(resource_type, name, latest)
+            assert key is not None  # add_watcher took the type and the name
+            latest.what = f"{key[0].rsplit('.', 1)[-1]} {name!r}"
             self._resources[key] = latest
         return await latest.wait(timeout)
 
@@ -390,6 +396,16 @@ class SyncXdsClient:
         self._check_running()
         watch = self._runner.call(lambda: self._client.watch_config(listener, authority=authority))
         return SyncWatch(self._runner, watch)
+
+
+def _key(resource_type: object, name: object) -> tuple[str, str] | None:
+    """The key of a name's `Latest`: (type URL, name), or None for arguments that are not a
+    type and a name (the client's own checks then say what is wrong)."""
+    if not isinstance(name, str):
+        return None
+    if isinstance(resource_type, ResourceType):
+        return resource_type.type_url, name
+    return (resource_type, name) if isinstance(resource_type, str) else None
 
 
 def _check_timeout(timeout: object) -> None:

@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar
 from .. import (
     AmbientError,
     CallbackWatcher,
+    ClientClosedError,
     ConfigWatch,
     DataError,
     Event,
@@ -213,7 +214,10 @@ class SyncWatch(Generic[T]):
         return self
 
     def __next__(self) -> T:
-        return next(self._items)
+        try:
+            return next(self._items)
+        except ClientClosedError:  # its client closed (and its loop with it): the watch ended
+            raise StopIteration from None
 
     def cancel(self) -> None:
         """Stop watching; iteration ends. Idempotent, never blocks."""
