@@ -20,7 +20,7 @@ from xdsclient import _version
 PACKAGE = Path(xdsclient.__file__).parent
 #: packages beside the client: never imported by it, so they may import its facade (``_call``:
 #: the data plane's call path, which the front ends share and which hashes with ``lb``)
-BESIDE = ("lb", "load", "testing", "conformance", "_call", "grpc")
+BESIDE = ("lb", "load", "testing", "conformance", "_call", "_plane", "grpc", "httpx")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
@@ -218,9 +218,13 @@ LAYERS: dict[str, frozenset[str]] = {
     "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
     "lb": frozenset({"__init__", "resources"}),
     "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
+    # the asyncio shell of the call path every front end shares
+    "_plane": frozenset({"__init__", "resources", "lb", "_call"}),
     # proxyless gRPC over the call path and lb; `_settings` for a target's listener name (A47),
     # computed as the client's watch_config computes it
-    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
+    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_plane", "_settings"}),
+    # proxyless HTTP over the same call path and shell
+    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_plane", "_settings"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),
