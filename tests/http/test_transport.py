@@ -1,0 +1,92 @@
+"""`XdsTransport` end to end: real HTTP backends on 127.0.0.1, the test control plane, and
+``httpx.AsyncClient``: requests are routed by their authority and path, and answered locally
+(404, 503) with the reason when they cannot be."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from xdsclient import XdsClient
+from xdsclient.httpx import ERROR_HEADER, XdsTransport
+from xdsclient.testing import ControlPlane
+
+from .backends import Backend, backends
+from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
+    async with XdsClient(cp.address, node_id="xds-transport") as xds_client:
+        yield xds_client
+
+
+@pytest.fixture
+async def two() -> AsyncIterator[list[Backend]]:
+    async with backends("a", "b") as started:
+        yield started
+
+
+async def test_requests_are_routed_by_their_authority_and_path(
+    cp: ControlPlane, client: XdsClient, two: list[Backend]
+) -> None:
+    """The Host picks the virtual host (exact before wildcard), the path the route: each
+    request reaches the backend of its cluster, with the path and Host it was sent with."""
+    a, b = two
+    routes = route_config(
+        vhost("reviews", ["reviews.svc"], to("b", "/api/"), to("a")),
+        vhost("rest", ["*.svc"], to("a")),
+    )
+    cp.set_all(resources(routes, cluster_of("a", [a]), cluster_of("b", [b])))
+    async with (
+        XdsTransport(LISTENER, client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        r = await http.get("http://reviews.svc/api/v1/products/7?x=1")
+        assert (r.status_code, r.text) == (200, "b /api/v1/products/7?x=1")
+        r = await http.get("http://reviews.svc/other")
+        assert r.text == "a /other"
+        r = await http.get("http://ratings.svc/")
+        assert r.text == "a /"
+    assert b.headers[0]["host"] == "reviews.svc"
+    assert b.paths["/api/v1/products/7"] == 1
+
+
+async def test_no_virtual_host_answers_404_and_says_why(
+    cp: ControlPlane, client: XdsClient, two: list[Backend]
+) -> None:
+    """A Host no virtual host matches answers 404 with the reason in the body and the
+    ``x-xdsclient-error`` header, as Envoy's router answers; no backend sees it."""
+    a, _ = two
+    cp.set_all(resources(route_config(vhost("only", ["only.svc"], to("a"))), cluster_of("a", [a])))
+    async with (
+        XdsTransport(LISTENER, client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        r = await http.get("http://elsewhere.svc/x")
+    assert r.status_code == 404
+    assert "no virtual host matches the authority elsewhere.svc" in r.headers[ERROR_HEADER]
+    assert "elsewhere.svc" in r.text
+    assert a.served == 0
+
+
+async def test_a_missing_cluster_answers_503_naming_it(
+    cp: ControlPlane, client: XdsClient, two: list[Backend]
+) -> None:
+    """A route to a cluster the server does not have answers 503 naming the cluster and the
+    reason; the routes to clusters it has keep working."""
+    a, _ = two
+    routes = route_config(vhost("v", ["*"], to("ghost", "/ghost"), to("a")))
+    cp.set_all(resources(routes, cluster_of("a", [a])))
+    async with (
+        XdsTransport(LISTENER, client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        assert (await http.get("http://svc/ok")).text == "a /ok"
+        r = await http.get("http://svc/ghost")
+    assert r.status_code == 503
+    assert "CDS resource ghost: does not exist" in r.headers[ERROR_HEADER]
