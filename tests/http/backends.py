@@ -46,10 +46,11 @@ class Backend:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+            while True:
+                kind = (await receive())["type"]
+                await send({"type": f"{kind}.complete"})
+                if kind == "lifespan.shutdown":
+                    return
         while (await receive()).get("more_body"):
             pass
         path = scope["raw_path"].decode()
@@ -64,7 +65,10 @@ class Backend:
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(b"content-length", str(len(body)).encode()), (b"x-backend", self.name.encode())],
+                "headers": [
+                    (b"content-length", str(len(body)).encode()),
+                    (b"x-backend", self.name.encode()),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": body})
@@ -93,7 +97,8 @@ class Backend:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._task, 5)
-        self._sock.close()
+        with contextlib.suppress(OSError):  # hypercorn closed it
+            self._sock.close()
 
 
 @contextlib.asynccontextmanager

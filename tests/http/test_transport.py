@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from xdsclient import XdsClient
+from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.testing import ControlPlane
 
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.timeout(30)
 
 @pytest.fixture
 async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    async with XdsClient(cp.address, node_id="xds-transport") as xds_client:
+    options = ClientOptions(does_not_exist_timeout=1.0)  # a missing cluster is known quickly
+    async with XdsClient(cp.address, node_id="xds-transport", options=options) as xds_client:
         yield xds_client
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 try:
     import httpx as _httpx  # noqa: F401
 except ImportError as error:  # pragma: no cover - the extra is installed in the suite
-    raise ImportError("xdsclient.httpx needs the httpx extra: pip install 'xdsclient[httpx]'") from error
+    raise ImportError(
+        "xdsclient.httpx needs the httpx extra: pip install 'xdsclient[httpx]'"
+    ) from error
 
 from .._call import ERROR_HEADER
 from ._transport import XdsTransport

@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from .. import XdsClient, XdsConfig, XdsError
+from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, Code, LocalReply, Status
 from .._plane import PlaneCore, resource_details
 from .._settings._targets import listener_for
@@ -216,7 +216,7 @@ class HttpCore(PlaneCore):
         if len(snapshots) == 1:
             self.use_snapshot(snapshots[0])
             return
-        clusters = {}
+        clusters: dict[str, ClusterConfig] = {}
         for snapshot in snapshots:
             clusters.update(snapshot.clusters)
         self.use_snapshot(attrs.evolve(snapshots[-1], clusters=clusters))

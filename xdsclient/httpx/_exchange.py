@@ -29,6 +29,7 @@ from .._call import (
     HTTP_RULES,
     Attempt,
     AttemptOutcome,
+    CallConfig,
     CallPlan,
     CallRequest,
     CallState,
@@ -140,6 +141,12 @@ class Exchange:
         if isinstance(config, LocalReply):
             return local_response(config)
         if isinstance(config, Status):
+            if config is DEADLINE:
+                config = Status(
+                    code=Code.UNAVAILABLE,
+                    details=f"listener {core.listener}: no configuration for {authority} in "
+                    f"{wait} s",
+                )
             return local_response(_status_reply(config))
         route.in_flight += 1
         try:
@@ -168,7 +175,7 @@ class Exchange:
             grpc_rules=False,
         )
 
-    async def _routed(self, call: CallRequest, config: object) -> httpx.Response:
+    async def _routed(self, call: CallRequest, config: CallConfig) -> httpx.Response:
         core = self._core
         now = core.clock()
         plan = self._plan = CallPlan.begin(
@@ -243,7 +250,7 @@ class Exchange:
         key = (endpoint.address, endpoint.port)
         try:
             conn = core.connect(key, picked.cluster)
-        except Exception as error:  # noqa: BLE001 - TLS refused: a connect failure
+        except Exception as error:
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(connect_failure=True, endpoint=key, details=str(error))
         ending = _Ending(core, picked, conn)
@@ -296,12 +303,17 @@ class Exchange:
                 extensions=request.extensions,
             )
         return httpx.Request(
-            request.method, url, headers=headers, stream=request.stream, extensions=request.extensions
+            request.method,
+            url,
+            headers=headers,
+            stream=request.stream,
+            extensions=request.extensions,
         )
 
     def _hand_over(self) -> httpx.Response:
         response, ending = self._response, self._ending
-        assert response is not None and ending is not None
+        assert response is not None
+        assert ending is not None
         self._response = self._ending = None
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)
