@@ -4,7 +4,8 @@ route to them, for the `XdsTransport` tests.
 Each `Backend` answers ``<name> <path>`` with the request's headers echoed as ``x-seen-<name>``
 response headers, and counts what it served (per path), so tests check at the backends what the
 transport did. A request with ``x-status: <code>`` is answered with that status; a backend's
-``status`` (None: 200) answers every request so.
+``status`` (None: 200) answers every request so. ``/stream`` answers ``first`` at once and
+``second`` only once the test sets the backend's ``gate``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Backend:
         self.headers: list[dict[str, str]] = []
         #: the status every request gets (None: 200, or the request's ``x-status``)
         self.status: int | None = None
+        #: what ``/stream`` waits for before its second chunk
+        self.gate = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -60,6 +63,12 @@ class Backend:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.headers.append(headers)
         status = self.status or int(headers.get("x-status", "200"))
+        if scope["path"] == "/stream":
+            await send({"type": "http.response.start", "status": status, "headers": []})
+            await send({"type": "http.response.body", "body": b"first", "more_body": True})
+            await self.gate.wait()
+            await send({"type": "http.response.body", "body": b"second"})
+            return
         body = f"{self.name} {path}".encode()
         await send(
             {

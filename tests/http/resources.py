@@ -8,6 +8,7 @@ from typing import Any
 
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
+from tests.call.builders import listener
 from xdsclient.testing import builders
 
 from .backends import Backend
@@ -48,9 +49,10 @@ def to(cluster: str, prefix: str = "/") -> Any:
     return route
 
 
-def resources(routes: Any, *clusters: list[Any]) -> list[Any]:
-    """Listener `LISTENER` over ``routes``, with the clusters (each `cluster_of`'s list)."""
-    found: list[Any] = [builders.api_listener(LISTENER, route_config_name=routes.name), routes]
+def resources(routes: Any, *clusters: list[Any], faults: Sequence[Any] = ()) -> list[Any]:
+    """Listener `LISTENER` over ``routes`` (with HTTP fault filters ``faults`` before the
+    router), with the clusters (each `cluster_of`'s list)."""
+    found: list[Any] = [listener(name=LISTENER, rds=routes.name, faults=tuple(faults)), routes]
     for cluster in clusters:
         found += cluster
     return found
