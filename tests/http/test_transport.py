@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, bootstrap
 
 from .backends import Backend, backends
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
@@ -91,3 +92,53 @@ async def test_a_missing_cluster_answers_503_naming_it(
         r = await http.get("http://svc/ghost")
     assert r.status_code == 503
     assert "CDS resource ghost: does not exist" in r.headers[ERROR_HEADER]
+
+
+async def test_without_a_client_the_transport_reads_the_bootstrap_and_closes_its_client(
+    cp: ControlPlane, two: list[Backend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No client: the transport makes one from ``GRPC_XDS_BOOTSTRAP_CONFIG`` as XdsChannel
+    does, and ``aclose`` closes it; a request after that raises."""
+    a, _ = two
+    cp.set_all(resources(route_config(vhost("v", ["*"], to("a"))), cluster_of("a", [a])))
+    monkeypatch.setenv("GRPC_XDS_BOOTSTRAP_CONFIG", json.dumps(bootstrap([cp], node_id="from-env")))
+    transport = XdsTransport(LISTENER)
+    async with httpx.AsyncClient(transport=transport) as http:
+        assert (await http.get("http://svc/env")).text == "a /env"
+        assert transport.client.config.node.id == "from-env"
+    assert transport.client.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        await transport.handle_async_request(httpx.Request("GET", "http://svc/late"))
+
+
+async def test_a_shared_client_stays_open_after_the_transport_closes(
+    cp: ControlPlane, client: XdsClient, two: list[Backend]
+) -> None:
+    """A client given is shared: closing the transport leaves it open."""
+    a, _ = two
+    cp.set_all(resources(route_config(vhost("v", ["*"], to("a"))), cluster_of("a", [a])))
+    async with XdsTransport(LISTENER, client=client) as transport:
+        assert transport.listener == LISTENER
+    assert not client.closed
+
+
+async def test_an_unknown_host_waits_for_its_virtual_host_on_demand(
+    cp: ControlPlane, two: list[Backend]
+) -> None:
+    """A route configuration with VHDS and no virtual hosts of its own: a request for a host
+    the server knows waits for its virtual host (asked for on demand) and reaches its
+    cluster; a host the server does not know answers 404."""
+    a, _ = two
+    routes = route_config()
+    routes.vhds.config_source.ads.SetInParent()
+    known = vhost(f"{routes.name}/x", ["x.io"], to("a"))
+    cp.set_all([*resources(routes, cluster_of("a", [a])), known])
+    async with (
+        XdsClient(cp.address, node_id="vhds", delta=True) as client,
+        XdsTransport(LISTENER, client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        assert (await http.get("http://x.io/on-demand")).text == "a /on-demand"
+        r = await http.get("http://y.io/")
+    assert r.status_code == 404
+    assert "no virtual host matches the authority y.io" in r.headers[ERROR_HEADER]
