@@ -5,7 +5,7 @@ Each `Backend` answers ``<name> <path>`` with the request's headers echoed as ``
 response headers, and counts what it served (per path), so tests check at the backends what the
 transport did. A request with ``x-status: <code>`` is answered with that status; a backend's
 ``status`` (None: 200) answers every request so. ``/stream`` answers ``first`` at once and
-``second`` only once the test sets the backend's ``gate``.
+``second`` only once the test sets the backend's ``gate``; ``/hold`` answers only then.
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ class Backend:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.headers.append(headers)
         status = self.status or int(headers.get("x-status", "200"))
+        if scope["path"] == "/hold":
+            await self.gate.wait()
         if scope["path"] == "/stream":
             await send({"type": "http.response.start", "status": status, "headers": []})
             await send({"type": "http.response.body", "body": b"first", "more_body": True})

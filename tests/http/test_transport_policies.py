@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from envoy.config.route.v3 import route_components_pb2
+from envoy.extensions.retry.host.previous_hosts.v3 import previous_hosts_pb2
 
 from tests.call.builders import fault
 from tests.helpers import eventually
@@ -213,3 +214,73 @@ async def test_the_response_body_is_streamed_not_buffered(
         assert await asyncio.wait_for(anext(chunks), 5) == b"first"
         a.gate.set()
         assert [chunk async for chunk in chunks] == [b"second"]
+
+
+async def test_the_routes_timeout_answers_504(
+    cp: ControlPlane, client: XdsClient, three: list[Backend]
+) -> None:
+    """A backend that does not answer within the route's timeout: Envoy's 504 ``upstream
+    request timeout``."""
+    a, _, _ = three
+    route = to("c")
+    route.route.timeout.FromMilliseconds(200)
+    cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        r = await http.get("http://svc/hold")
+        a.gate.set()
+    assert (r.status_code, r.content) == (504, b"upstream request timeout")
+
+
+async def test_a_retry_after_a_per_try_timeout_avoids_the_host_tried(
+    cp: ControlPlane, client: XdsClient, three: list[Backend]
+) -> None:
+    """Ring hash by ``x-user`` with one backend that never answers: a request whose hash
+    lands on it times out its try and is retried elsewhere (the ``previous_hosts``
+    predicate), so every user's request ends 200; some did land on it first."""
+    a, b, c = three
+    b.gate.set()
+    c.gate.set()
+    route = to("c")
+    route.route.hash_policy.add().header.header_name = "x-user"
+    policy = route.route.retry_policy
+    policy.retry_on = "5xx"
+    policy.num_retries.value = 1
+    policy.per_try_timeout.FromMilliseconds(200)
+    policy.host_selection_retry_max_attempts = 10
+    predicate = policy.retry_host_predicate.add(name="envoy.retry_host_predicates.previous_hosts")
+    predicate.typed_config.Pack(previous_hosts_pb2.PreviousHostsPredicate())
+    cp.set_all(
+        resources(
+            route_config(vhost("v", ["*"], route)), cluster_of("c", three, lb_policy="ring_hash")
+        )
+    )
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        for user in range(20):
+            r = await http.get("http://svc/hold", headers={"x-user": str(user)})
+            assert r.status_code == 200, (user, r.status_code)
+        a.gate.set()
+    assert a.paths["/hold"] > 0
+
+
+async def test_direct_responses_and_redirects_are_answered_locally(
+    cp: ControlPlane, client: XdsClient, three: list[Backend]
+) -> None:
+    """A route's direct response and redirect are answered by the transport; no backend sees
+    them."""
+    a, _, _ = three
+    direct = route_components_pb2.Route()
+    direct.match.prefix = "/direct"
+    direct.direct_response.status = 418
+    direct.direct_response.body.inline_string = "teapot"
+    moved = route_components_pb2.Route()
+    moved.match.prefix = "/old"
+    moved.redirect.path_redirect = "/new"
+    cp.set_all(
+        resources(route_config(vhost("v", ["*"], direct, moved, to("c"))), cluster_of("c", [a]))
+    )
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        r = await http.get("http://svc/direct")
+        assert (r.status_code, r.text) == (418, "teapot")
+        r = await http.get("http://svc/old")
+        assert (r.status_code, r.headers["location"]) == (301, "http://svc/new")
+    assert a.served == 0

@@ -47,9 +47,10 @@ from ._core import HttpCore
 
 __all__ = ["Exchange", "local_response"]
 
-#: how many picks an attempt makes to find a host it need not avoid (Envoy's
-#: ``host_selection_retry_max_attempts`` default, plus the first)
-_AVOID_PICKS = 2
+#: moves a ring-hash request hash to another place on the ring for a pick again (the 64-bit
+#: golden ratio: successive picks spread over the ring)
+_REHASH = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
 _CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
 _RESETS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
 
@@ -219,10 +220,21 @@ class Exchange:
             return picked
         return await self._send(step, picked)
 
+    def _picks(self, step: Attempt) -> int:
+        """How many picks an attempt may make to find a host it need not avoid: one, and
+        with hosts to avoid Envoy's ``host_selection_retry_max_attempts`` more."""
+        choice = self._plan.choice if self._plan is not None else None
+        if not step.avoid or choice is None:
+            return 1
+        policy = choice.action.retry_policy or choice.virtual_host.retry_policy
+        return 1 + (policy.host_selection_retry_max_attempts if policy is not None else 1)
+
     async def _pick(self, step: Attempt, call: CallRequest) -> PickResult | AttemptOutcome:
         core = self._core
-        for tries in range(_AVOID_PICKS):
-            picked = core.pick_now(step.cluster, call.headers, step.request_hash, step.deadline)
+        picks = self._picks(step)
+        request_hash = step.request_hash
+        for tries in range(picks):
+            picked = core.pick_now(step.cluster, call.headers, request_hash, step.deadline)
             if isinstance(picked, PickWait):
                 picked = await core.wait_pick(picked)
             if isinstance(picked, Status):
@@ -237,10 +249,11 @@ class Exchange:
             endpoint = picked.endpoint
             assert endpoint is not None
             avoided = (endpoint.address, endpoint.port) in step.avoid
-            if not avoided or tries == _AVOID_PICKS - 1:
-                return picked
+            if not avoided or tries == picks - 1:
+                return picked  # Envoy too takes the last host picked when all are avoided
             # given back unused: it counted as a call for circuit breaking and least request
             core.picker.call_finished(picked, True, core.clock())
+            request_hash = (request_hash + _REHASH) & _MASK  # ring hash: elsewhere on the ring
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
