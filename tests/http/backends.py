@@ -33,8 +33,9 @@ class Backend:
         self.port = 0
         #: path -> requests served
         self.paths: collections.Counter[str] = collections.Counter()
-        #: every request's headers, in order
+        #: every request's headers and body, in order
         self.headers: list[dict[str, str]] = []
+        self.bodies: list[bytes] = []
         #: the status every request gets (None: 200, or the request's ``x-status``)
         self.status: int | None = None
         #: what ``/stream`` waits for before its second chunk
@@ -54,8 +55,13 @@ class Backend:
                 await send({"type": f"{kind}.complete"})
                 if kind == "lifespan.shutdown":
                     return
-        while (await receive()).get("more_body"):
-            pass
+        body_in = b""
+        while True:
+            message = await receive()
+            body_in += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.bodies.append(body_in)
         path = scope["raw_path"].decode()
         if scope.get("query_string"):
             path += "?" + scope["query_string"].decode()

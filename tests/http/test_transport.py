@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from tests.helpers import eventually
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
-from xdsclient.testing import ControlPlane, bootstrap
+from xdsclient.resources import CLUSTER
+from xdsclient.testing import ControlPlane, FakeClock, bootstrap
 
 from .backends import Backend, backends
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
@@ -142,3 +144,33 @@ async def test_an_unknown_host_waits_for_its_virtual_host_on_demand(
         r = await http.get("http://y.io/")
     assert r.status_code == 404
     assert "no virtual host matches the authority y.io" in r.headers[ERROR_HEADER]
+
+
+async def test_an_authority_no_request_used_for_the_idle_timeout_is_released(
+    cp: ControlPlane, client: XdsClient, two: list[Backend]
+) -> None:
+    """The config watch of a host no request used for ``idle_timeout`` is released at a
+    later request (on the transport's clock): the clusters only it reached are no longer
+    subscribed; a host in use keeps its watch."""
+    a, b = two
+    routes = route_config(vhost("old", ["old.svc"], to("b")), vhost("new", ["new.svc"], to("a")))
+    cp.set_all(resources(routes, cluster_of("a", [a]), cluster_of("b", [b])))
+    clock = FakeClock()
+    async with (
+        XdsTransport(LISTENER, client=client, idle_timeout=10) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        transport._core.clock = clock.time
+        assert (await http.get("http://old.svc/")).text == "b /"
+        clock.advance(5)
+        assert (await http.get("http://new.svc/")).text == "a /"
+        assert _subscribed(cp) == {"a", "b"}
+        clock.advance(6)
+        assert (await http.get("http://new.svc/")).text == "a /"
+        await eventually(lambda: _subscribed(cp) == {"a"}, what="b unsubscribed")
+
+
+def _subscribed(cp: ControlPlane) -> set[str]:
+    """The clusters the client's last CDS request names."""
+    requests = [r for r in cp.requests if r.type_url == CLUSTER.type_url]
+    return set(requests[-1].message.resource_names) if requests else set()

@@ -284,3 +284,26 @@ async def test_direct_responses_and_redirects_are_answered_locally(
         r = await http.get("http://svc/old")
         assert (r.status_code, r.headers["location"]) == (301, "http://svc/new")
     assert a.served == 0
+
+
+async def test_a_request_body_is_sent_again_with_each_retry_unless_it_is_a_stream(
+    cp: ControlPlane, client: XdsClient, three: list[Backend]
+) -> None:
+    """A body given whole is sent with every attempt; a body given as a stream can be read
+    only once, so its request is tried once, as Envoy does once its buffer is gone."""
+    a, _, _ = three
+    route = to("c")
+    route.route.retry_policy.retry_on = "5xx"
+    route.route.retry_policy.num_retries.value = 2
+    route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
+    cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
+    a.status = 503
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"once"
+
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        assert (await http.post("http://svc/p", content=b"whole")).status_code == 503
+        assert a.bodies == [b"whole"] * 3
+        assert (await http.post("http://svc/p", content=chunks())).status_code == 503
+    assert a.bodies[3:] == [b"once"]

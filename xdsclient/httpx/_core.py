@@ -94,7 +94,8 @@ class HttpCore(PlaneCore):
         #: why no request can be routed at all (a bad listener name), None otherwise
         self.error: LocalReply | None = None
         self._routes: dict[str, RouteWatch] = {}
-        self._swept = clock()
+        #: when idle watches were last looked for (None: before the first request)
+        self._swept: float | None = None
 
     # --- the plane's hooks ---
 
@@ -151,7 +152,9 @@ class HttpCore(PlaneCore):
     def route(self, authority: str) -> RouteWatch:
         """The config watch of ``authority``, started at its first request."""
         now = self.clock()
-        if now - self._swept >= self.idle_timeout / 4:
+        if self._swept is None:
+            self._swept = now
+        elif now - self._swept >= self.idle_timeout / 4:
             self._sweep(now)
         route = self._routes.get(authority)
         if route is None:
