@@ -218,13 +218,14 @@ LAYERS: dict[str, frozenset[str]] = {
     "__init__": frozenset(),  # the facade: anything but the programs and BESIDE (below)
     "lb": frozenset({"__init__", "resources"}),
     "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
-    # the asyncio shell of the call path every front end shares
-    "_plane": frozenset({"__init__", "resources", "lb", "_call"}),
     # proxyless gRPC over the call path and lb; `_settings` for a target's listener name (A47),
     # computed as the client's watch_config computes it
-    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_plane", "_settings"}),
-    # proxyless HTTP over the same call path and shell
-    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_plane", "_settings"}),
+    # the asyncio shell of the call path every front end shares, and what they share beyond
+    # it (the TLS policy and certificates)
+    "_plane": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
+    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
+    # proxyless HTTP: the same parts as gRPC's front end
+    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),

@@ -32,14 +32,17 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import httpx
 
 from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, Code, LocalReply, Status
 from .._plane import PlaneCore, resource_details
+from .._plane._tls_policy import ClusterSecurity, TlsError
 from .._settings._targets import listener_for
-from ..lb import ConnectivityState, EndpointKey, key_of
+from ..lb import ConnectivityState, EndpointKey
 from ..resources import LISTENER, ROUTE_CONFIGURATION, ListenerView, RouteConfigurationView
-from ._connections import HttpConnection, HttpConnections
+from ._connections import DEFAULT_LIMITS, HttpConnection, HttpConnections
+from ._tls import TlsContexts, http_check
 
 __all__ = ["ACTIVE_FAULTS", "HttpCore", "RouteWatch"]
 
@@ -83,13 +86,24 @@ class HttpCore(PlaneCore):
         owns_client: bool,
         rng: random.Random,
         clock: Callable[[], float] = time.monotonic,
+        http1: bool = True,
         http2: bool = False,
+        limits: httpx.Limits = DEFAULT_LIMITS,
         idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         super().__init__(client, owns_client=owns_client, rng=rng, clock=clock)
         self.listener = listener
         self.idle_timeout = idle_timeout
-        self.connections = HttpConnections(self.on_connectivity, http2=http2)
+        #: each cluster's TLS policy and the bootstrap's certificates (as the gRPC channel's)
+        self.security = ClusterSecurity(client.config.certificate_providers, check=http_check)
+        self.connections = HttpConnections(
+            self.on_connectivity,
+            http1=http1,
+            http2=http2,
+            limits=limits,
+            tls=TlsContexts(self.security.store, clock=clock),
+            rng=rng,
+        )
         self.faults = ACTIVE_FAULTS
         #: why no request can be routed at all (a bad listener name), None otherwise
         self.error: LocalReply | None = None
@@ -111,25 +125,30 @@ class HttpCore(PlaneCore):
                 route.watch.cancel()
 
     def _hold(self, snapshot: XdsConfig | None) -> None:
-        held: set[EndpointKey] = set()
-        if snapshot is not None:
-            for entry in snapshot.clusters.values():
-                if entry.endpoints is not None:
-                    held.update(key_of(e) for e in entry.endpoints.healthy_endpoints())
-        self.connections.hold_only(held)
+        if snapshot is None:
+            self.connections.hold_only(())
+        else:
+            self.connections.hold_only(self.security.update(snapshot.clusters))
 
     async def _close_connections(self) -> None:
         await self.connections.close()
 
+    def _refused(self, cluster: str) -> str | None:
+        return self.security.invalid(cluster)
+
     def _connect(self, key: EndpointKey) -> None:
+        """Connect ahead of a request, under the policy of the first cluster listing ``key``;
+        an endpoint whose TLS cannot be set up is in TRANSIENT_FAILURE."""
         try:
-            self.connections.connect(key, None)
-        except RuntimeError:  # closed
+            self.connections.connect(key, self.security.policy_of_endpoint(key))
+        except (TlsError, RuntimeError) as error:  # RuntimeError: closed
+            logger.warning("%s: %s:%s: %s", self.listener, key[0], key[1], error)
             self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
 
     def connect(self, key: EndpointKey, cluster: str) -> HttpConnection:
-        """The connection a request picked in leaf ``cluster`` runs on."""
-        return self.connections.connect(key, None)
+        """The connection a request picked in leaf ``cluster`` runs on, under that cluster's
+        TLS policy."""
+        return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
     # --- configurations per authority ---
 

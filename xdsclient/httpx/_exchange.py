@@ -42,6 +42,7 @@ from .._call import (
     apply_header_changes,
 )
 from .._plane import DEADLINE, PickWait
+from .._plane._tls_policy import TlsError
 from ..lb import PickOutcome, PickResult
 from ._core import HttpCore
 
@@ -51,7 +52,9 @@ __all__ = ["Exchange", "local_response"]
 #: golden ratio: successive picks spread over the ring)
 _REHASH = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
-_CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+_CONNECT_FAILURES = (httpx.ConnectError,)
+#: how early a timeout may fire and still be the attempt's deadline (timers are not exact)
+_EARLY = 0.05
 _RESETS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
 
 
@@ -61,20 +64,19 @@ def local_response(reply: LocalReply) -> httpx.Response:
 
 
 class _Ending:
-    """Ends one attempt once: the picker, the load report and the connection learn it."""
+    """Ends one attempt once: the picker and the load report learn it (the connection counts
+    its requests itself, until their responses close)."""
 
-    __slots__ = ("_conn", "_core", "_load", "_picked", "_started", "done")
+    __slots__ = ("_core", "_load", "_picked", "_started", "done")
 
-    def __init__(self, core: HttpCore, picked: PickResult, conn: object) -> None:
+    def __init__(self, core: HttpCore, picked: PickResult) -> None:
         self._core = core
         self._picked = picked
-        self._conn = conn
         self._load = core.load_of(picked.cluster)
         self._started = core.clock()
         self.done = False
         if self._load is not None and picked.locality is not None:
             self._load.call_started(picked.locality)
-        core.connections.request_started(conn)  # type: ignore[arg-type]
 
     def end(self, ok: bool) -> None:
         if self.done:
@@ -85,7 +87,6 @@ class _Ending:
         core.picker.call_finished(picked, ok, now, elapsed=now - self._started)
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
-        core.connections.request_ended(self._conn)  # type: ignore[arg-type]
 
 
 class _Body(httpx.AsyncByteStream):
@@ -263,17 +264,23 @@ class Exchange:
         key = (endpoint.address, endpoint.port)
         try:
             conn = core.connect(key, picked.cluster)
-        except Exception as error:
+        except (TlsError, RuntimeError) as error:  # TLS refused, or closed: a connect failure
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(connect_failure=True, endpoint=key, details=str(error))
-        ending = _Ending(core, picked, conn)
-        outgoing = self._outgoing(step, key)
+        ending = _Ending(core, picked)
+        outgoing = self._outgoing(step)
         timeout = None if step.deadline is None else max(0.0, step.deadline - core.clock())
         committed = self._body is None
         try:
             response = await conn.send(outgoing, timeout)
-        except (TimeoutError, httpx.PoolTimeout):
+        except httpx.TimeoutException as error:
             ending.end(False)
+            if isinstance(error, httpx.ConnectTimeout):
+                return AttemptOutcome(
+                    connect_failure=True, endpoint=key, details=str(error), committed=committed
+                )
+            if step.deadline is None or core.clock() < step.deadline - _EARLY:
+                raise  # the caller's own (httpx) timeout, not the route's: httpx raises it
             return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
         except _CONNECT_FAILURES as error:
             ending.end(False)
@@ -296,7 +303,7 @@ class Exchange:
             code=Code.OK if status < 500 else Code.UNAVAILABLE,
         )
 
-    def _outgoing(self, step: Attempt, key: tuple[str, int]) -> httpx.Request:
+    def _outgoing(self, step: Attempt) -> httpx.Request:
         request = self._request
         headers = apply_header_changes(
             ((k, v) for k, v in request.headers.multi_items() if k.lower() != "host"),
@@ -304,9 +311,8 @@ class Exchange:
             step.headers_to_add,
         )
         headers.insert(0, ("host", step.authority))
-        url = request.url.copy_with(
-            scheme="http", host=key[0], port=key[1], raw_path=step.path.encode("ascii")
-        )
+        # the connection sends to its endpoint, with its scheme: only the target is ours
+        url = request.url.copy_with(raw_path=step.path.encode("ascii"))
         if self._body is not None:
             return httpx.Request(
                 request.method,

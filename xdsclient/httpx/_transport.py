@@ -16,6 +16,7 @@ from types import TracebackType
 import httpx
 
 from .. import XdsClient
+from ._connections import DEFAULT_LIMITS
 from ._core import IDLE_TIMEOUT, HttpCore
 from ._exchange import Exchange
 
@@ -39,7 +40,10 @@ class XdsTransport(httpx.AsyncBaseTransport):
 
     With no ``client``, the transport makes an `XdsClient` from the bootstrap (as
     `xdsclient.grpc.XdsChannel` does) and closes it with itself (`aclose`); a ``client`` given
-    is shared and left open. ``http2``: speak HTTP/2 to the endpoints. ``rng`` seeds every
+    is shared and left open. ``http1``, ``http2``: the protocols spoken to the endpoints (both:
+    HTTP/2 where TLS's ALPN agrees; only ``http2`` in plaintext: prior knowledge); ``limits``:
+    each endpoint's pool's (httpx's). A cluster with an ``UpstreamTlsContext`` gets TLS from
+    the bootstrap's certificate providers, its subject alt names checked. ``rng`` seeds every
     random choice (weighted clusters, faults, retries' jitter, picks). ``idle_timeout``: how
     long the configuration of an authority is kept after its last request (seconds).
     """
@@ -49,7 +53,9 @@ class XdsTransport(httpx.AsyncBaseTransport):
         listener: str,
         *,
         client: XdsClient | None = None,
+        http1: bool = True,
         http2: bool = False,
+        limits: httpx.Limits = DEFAULT_LIMITS,
         rng: random.Random | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
@@ -59,7 +65,9 @@ class XdsTransport(httpx.AsyncBaseTransport):
             client if client is not None else XdsClient(),
             owns_client=owns,
             rng=rng if rng is not None else random.Random(),
+            http1=http1,
             http2=http2,
+            limits=limits,
             idle_timeout=idle_timeout,
         )
 
