@@ -1,24 +1,30 @@
 """The xDS resources the `XdsTransport` tests serve: a listener ``edge`` over RDS, clusters over
-`Backend` s, and route configurations built route by route."""
+backends (`xdsclient.testing.HttpBackend`), and route configurations built route by route."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from envoy.config.route.v3 import route_components_pb2, route_pb2
 
 from tests.call.builders import listener
 from xdsclient.testing import builders
 
-from .backends import Backend
+
+class Served(Protocol):
+    """A backend: what a cluster needs of it."""
+
+    @property
+    def port(self) -> int: ...
+
 
 LISTENER = "edge"
 ROUTES = "edge-routes"
 
 
 def cluster_of(
-    name: str, backends: Sequence[Backend], *, lrs: bool = False, lb_policy: str = "round_robin"
+    name: str, backends: Sequence[Served], *, lrs: bool = False, lb_policy: str = "round_robin"
 ) -> list[Any]:
     """A round-robin EDS cluster ``name`` over ``backends`` (one locality, zone ``z-<name>``)
     and its assignment; ``lrs``: it reports load to the control plane."""

@@ -19,10 +19,10 @@ from tests.call.builders import fault
 from tests.helpers import eventually
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import XdsTransport
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import Behaviour, ControlPlane, HttpBackend, http_backends
 
 from ..lrs.test_end_to_end import _totals
-from .backends import Backend, backends
+from .backends import streaming_backend
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
 pytestmark = pytest.mark.timeout(30)
@@ -36,9 +36,19 @@ async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
 
 
 @pytest.fixture
-async def three() -> AsyncIterator[list[Backend]]:
-    async with backends("a", "b", "c") as started:
+async def three() -> AsyncIterator[list[HttpBackend]]:
+    async with http_backends(names=("a", "b", "c")) as started:
         yield started
+
+
+def answering(backend: HttpBackend, status: int, path: str = "*") -> None:
+    """``backend`` answers every request (to ``path``) with ``status`` from now on."""
+    backend.script(path, then=Behaviour(status=status))
+
+
+def holding(backend: HttpBackend, path: str = "/hold") -> None:
+    """``backend`` answers requests to ``path`` only after 5 s."""
+    backend.script(path, then=Behaviour(delay=5))
 
 
 def http_of(transport: XdsTransport) -> httpx.AsyncClient:
@@ -57,7 +67,7 @@ async def answers(
 
 
 async def test_a_weighted_split_sends_each_cluster_its_share(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """Weights 80/20 over 400 requests: each cluster gets its share within 4 standard
     deviations (binomial, sd 8)."""
@@ -78,7 +88,7 @@ async def test_a_weighted_split_sends_each_cluster_its_share(
 
 
 async def test_retries_reach_the_backends_each_with_a_new_pick(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """``retry_on: 5xx`` with 2 retries: a request to a cluster whose backends all answer 503
     is tried 3 times (counted at the backends) and answers the last 503; with one healthy
@@ -89,18 +99,19 @@ async def test_retries_reach_the_backends_each_with_a_new_pick(
     route.route.retry_policy.num_retries.value = 2
     route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a, b])))
-    a.status = b.status = 503
+    answering(a, 503)
+    answering(b, 503)
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
         r = await http.get("http://svc/x")
         assert r.status_code == 503
-        assert a.served + b.served == 3
-        b.status = None
+        assert a.total + b.total == 3
+        b.clear()
         seen = await answers(http, 10)
     assert seen == {"b": 10}
 
 
 async def test_a_fault_abort_answers_its_status_at_its_rate(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """The HTTP fault filter aborting 30% with 503: of 300 requests, the aborted share is
     within 4 standard deviations (sd ~7.9), and only the others reach the backend."""
@@ -112,11 +123,11 @@ async def test_a_fault_abort_answers_its_status_at_its_rate(
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
         seen = await answers(http, 300)
     assert abs(seen["503"] - 90) <= 32
-    assert seen["a"] == a.served == 300 - seen["503"]
+    assert seen["a"] == a.total == 300 - seen["503"]
 
 
 async def test_ring_hash_keeps_a_header_on_one_backend(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """A ring-hash cluster with a header hash policy: every request of one ``x-user`` reaches
     the same backend, and different users reach more than one."""
@@ -137,7 +148,7 @@ async def test_ring_hash_keeps_a_header_on_one_backend(
 
 
 async def test_requests_are_reported_to_the_lrs_server_per_locality(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """A cluster with ``lrs_server``: 4 answered requests and 2 answered 500 reach the
     control plane's LRS server as issued 6, succeeded 4, errored 2 for its locality."""
@@ -145,13 +156,14 @@ async def test_requests_are_reported_to_the_lrs_server_per_locality(
     cp.load_reporting.configure(send_all_clusters=True, interval=1)
     cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a], lrs=True)))
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        answering(a, 500, "/fail")
         await answers(http, 4)
-        await answers(http, 2, headers={"x-status": "500"})
+        await answers(http, 2, "http://svc/fail")
         await eventually(lambda: _totals(cp.load_reports).get(("c", "", "z-c")) == [6, 4, 2], 8)
 
 
 async def test_outlier_detection_ejects_a_backend_answering_5xx(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """Failure-percentage outlier detection fed by real responses: a backend answering 500
     to every request is ejected, and requests then reach only the healthy ones."""
@@ -166,7 +178,7 @@ async def test_outlier_detection_ejects_a_backend_answering_5xx(
     detection.failure_percentage_request_volume.value = 3
     detection.enforcing_success_rate.value = 0
     cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), [cluster, assignment]))
-    a.status = 500
+    answering(a, 500)
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
 
         async def ejected() -> bool:
@@ -174,12 +186,12 @@ async def test_outlier_detection_ejects_a_backend_answering_5xx(
             return seen["a"] == 0 and seen["500"] == 0
 
         await eventually(ejected, 10, what="backend a ejected")
-        assert b.served > 0
-        assert c.served > 0
+        assert b.total > 0
+        assert c.total > 0
 
 
 async def test_a_nack_keeps_the_last_configuration_in_use(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """A route configuration the client NACKs changes nothing: requests keep going where the
     last good one sent them."""
@@ -196,50 +208,49 @@ async def test_a_nack_keeps_the_last_configuration_in_use(
         cp.set(bad)
         await eventually(lambda: cp.nacks(), 5, what="a NACK")
         assert await answers(http, 3) == {"a": 3}
-    assert b.served == 0
+    assert b.total == 0
 
 
 async def test_the_response_body_is_streamed_not_buffered(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient
 ) -> None:
     """A response's first chunk reaches the caller while the backend still holds its second."""
-    a, _, _ = three
-    cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a])))
     async with (
+        streaming_backend() as a,
         XdsTransport(LISTENER, client=client) as transport,
         http_of(transport) as http,
-        http.stream("GET", "http://svc/stream") as response,
     ):
-        chunks = response.aiter_raw()
-        assert await asyncio.wait_for(anext(chunks), 5) == b"first"
-        a.gate.set()
-        assert [chunk async for chunk in chunks] == [b"second"]
+        cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a])))
+        async with http.stream("GET", "http://svc/stream") as response:
+            chunks = response.aiter_raw()
+            assert await asyncio.wait_for(anext(chunks), 5) == b"first"
+            a.gate.set()
+            assert [chunk async for chunk in chunks] == [b"second"]
 
 
 async def test_the_routes_timeout_answers_504(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """A backend that does not answer within the route's timeout: Envoy's 504 ``upstream
     request timeout``."""
     a, _, _ = three
+    holding(a)
     route = to("c")
     route.route.timeout.FromMilliseconds(200)
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
         r = await http.get("http://svc/hold")
-        a.gate.set()
     assert (r.status_code, r.content) == (504, b"upstream request timeout")
 
 
 async def test_a_retry_after_a_per_try_timeout_avoids_the_host_tried(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """Ring hash by ``x-user`` with one backend that never answers: a request whose hash
     lands on it times out its try and is retried elsewhere (the ``previous_hosts``
     predicate), so every user's request ends 200; some did land on it first."""
-    a, b, c = three
-    b.gate.set()
-    c.gate.set()
+    a, _, _ = three
+    holding(a)
     route = to("c")
     route.route.hash_policy.add().header.header_name = "x-user"
     policy = route.route.retry_policy
@@ -258,12 +269,11 @@ async def test_a_retry_after_a_per_try_timeout_avoids_the_host_tried(
         for user in range(20):
             r = await http.get("http://svc/hold", headers={"x-user": str(user)})
             assert r.status_code == 200, (user, r.status_code)
-        a.gate.set()
-    assert a.paths["/hold"] > 0
+    assert a.counts["/hold"] > 0
 
 
 async def test_direct_responses_and_redirects_are_answered_locally(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """A route's direct response and redirect are answered by the transport; no backend sees
     them."""
@@ -283,11 +293,11 @@ async def test_direct_responses_and_redirects_are_answered_locally(
         assert (r.status_code, r.text) == (418, "teapot")
         r = await http.get("http://svc/old")
         assert (r.status_code, r.headers["location"]) == (301, "http://svc/new")
-    assert a.served == 0
+    assert a.total == 0
 
 
 async def test_a_request_body_is_sent_again_with_each_retry_unless_it_is_a_stream(
-    cp: ControlPlane, client: XdsClient, three: list[Backend]
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:
     """A body given whole is sent with every attempt; a body given as a stream can be read
     only once, so its request is tried once, as Envoy does once its buffer is gone."""
@@ -297,13 +307,13 @@ async def test_a_request_body_is_sent_again_with_each_retry_unless_it_is_a_strea
     route.route.retry_policy.num_retries.value = 2
     route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
-    a.status = 503
+    answering(a, 503)
 
     async def chunks() -> AsyncIterator[bytes]:
         yield b"once"
 
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
         assert (await http.post("http://svc/p", content=b"whole")).status_code == 503
-        assert a.bodies == [b"whole"] * 3
+        assert [r.body for r in a.requests] == [b"whole"] * 3
         assert (await http.post("http://svc/p", content=chunks())).status_code == 503
-    assert a.bodies[3:] == [b"once"]
+    assert [r.body for r in a.requests[3:]] == [b"once"]
