@@ -34,7 +34,7 @@ from ._http_route import HttpRoute, route_http
 from ._reply import LocalReply, code_of_http
 from ._request import CallRequest
 from ._retry import Finish
-from ._rules import CallRules, Decided, decide_faults
+from ._rules import CallRules, Decisions, decide_faults
 from ._status import Code, Status
 
 __all__ = ["FAULT_ABORT_BODY", "HTTP_RULES", "HttpRules", "route_timeout"]
@@ -56,8 +56,14 @@ class HttpRules(CallRules):
     __slots__ = ()
 
     def decide(
-        self, call: CallRequest, config: CallConfig, *, now: float, rng: random.Random
-    ) -> Decided:
+        self,
+        plan: Decisions,
+        call: CallRequest,
+        config: CallConfig,
+        *,
+        now: float,
+        rng: random.Random,
+    ) -> None:
         hcm = config.hcm
         routes = hcm.route_config if hcm.route_config is not None else config.route_config
         if routes is None:
@@ -69,30 +75,32 @@ class HttpRules(CallRules):
         )
         routed = route_http(routes, call, rng, source=source)
         if isinstance(routed, LocalReply):
-            return Decided(
+            plan.decided(
                 choice=None,
                 failure=_status_of(routed),
                 reply=routed,
                 deadline=call.deadline,
                 retry=HttpRetryState(None, call.deadline, call.headers),
             )
-        return self._forward(routed, call, config, now, rng)
+        else:
+            self._forward(plan, routed, call, config, now, rng)
 
     def _forward(
         self,
+        plan: Decisions,
         routed: HttpRoute,
         call: CallRequest,
         config: CallConfig,
         now: float,
         rng: random.Random,
-    ) -> Decided:
+    ) -> None:
         choice = routed.choice
         deadline = call.deadline
         timeout = route_timeout(choice.action.timeout)
         if timeout is not None:
             deadline = now + timeout if deadline is None else min(deadline, now + timeout)
         policy = choice.action.retry_policy or choice.virtual_host.retry_policy
-        return Decided(
+        plan.decided(
             choice=choice,
             deadline=deadline,
             faults=decide_faults(call, config, choice, rng),

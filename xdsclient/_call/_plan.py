@@ -32,10 +32,13 @@ import attrs
 
 from .. import ProtocolError
 from ._config import CallConfig
-from ._fault import ActiveFaults
+from ._fault import ActiveFaults, FaultDecision
+from ._reply import LocalReply
 from ._request import CallRequest
 from ._retry import AttemptOutcome, Finish, RetryAt
-from ._rules import GRPC_RULES, CallRules, Decided
+from ._route import RouteChoice
+from ._rules import GRPC_RULES, CallRules, Retries
+from ._status import Status
 
 __all__ = ["Attempt", "AttemptRecord", "CallConfig", "CallPlan", "CallState", "Delay"]
 
@@ -117,11 +120,16 @@ class CallPlan:
 
     __slots__ = (
         "_allowed",
-        "_decided",
+        "_authority",
+        "_avoid_previous",
         "_delay_started",
         "_fault_index",
         "_faults",
+        "_headers_to_add",
+        "_headers_to_remove",
         "_holding_fault",
+        "_path",
+        "_per_try_timeout",
         "_retry",
         "_rng",
         "_rules",
@@ -135,36 +143,64 @@ class CallPlan:
         "state",
     )
 
-    def __init__(
-        self,
-        decided: Decided,
-        *,
-        rules: CallRules,
-        active_faults: ActiveFaults,
-        rng: random.Random,
-    ) -> None:
+    #: the route and cluster, None when the call ends at start (``failure`` says why)
+    choice: RouteChoice | None
+    failure: Status | None
+    #: HTTP: the local answer when the call ends at start
+    reply: LocalReply | None
+    #: the call's deadline (gRPC: after the route's max stream duration; HTTP: the route's
+    #: timeout)
+    deadline: float | None
+    request_hash: int
+
+    def __init__(self, *, rules: CallRules, active_faults: ActiveFaults, rng: random.Random):
+        """A plan before its decisions: `begin` makes one and has ``rules`` decide it."""
         self.state = CallState.START
-        #: the route and cluster, None when the call ends at start (``failure`` says why)
-        self.choice = decided.choice
-        self.failure = decided.failure
-        #: HTTP: the local answer when the call ends at start
-        self.reply = decided.reply
-        #: the call's deadline (gRPC: after the route's max stream duration; HTTP: the
-        #: route's timeout)
-        self.deadline = decided.deadline
-        self.request_hash = decided.request_hash
         self.active_faults = active_faults
         #: every finished attempt, in order
         self.attempts: list[AttemptRecord] = []
-        self._decided = decided
         self._rules = rules
-        self._faults = decided.faults
         self._fault_index = 0
         self._delay_started = False
         self._holding_fault = False
-        self._retry = decided.retry
         self._rng = rng
         self._allowed: frozenset[CallState] = frozenset()
+
+    def decided(
+        self,
+        *,
+        choice: RouteChoice | None,
+        retry: Retries,
+        failure: Status | None = None,
+        reply: LocalReply | None = None,
+        deadline: float | None = None,
+        faults: tuple[FaultDecision, ...] = (),
+        request_hash: int = 0,
+        path: str = "",
+        authority: str = "",
+        headers_to_add: tuple[tuple[str, str], ...] = (),
+        headers_to_remove: tuple[str, ...] = (),
+        per_try_timeout: float | None = None,
+        avoid_previous: bool = False,
+    ) -> None:
+        """The rules' decisions (`CallRules.decide`, once, from `begin`): the route (None
+        with ``failure``, and for HTTP the local ``reply``, when the call ends at start), the
+        retry state, the deadline, the faults, the request hash, and what each attempt sends
+        (HTTP: the rewritten path and authority, the header changes, the per-try timeout,
+        whether retries avoid the endpoints tried)."""
+        self.choice = choice
+        self.failure = failure
+        self.reply = reply
+        self.deadline = deadline
+        self.request_hash = request_hash
+        self._retry = retry
+        self._faults = faults
+        self._path = path
+        self._authority = authority
+        self._headers_to_add = headers_to_add
+        self._headers_to_remove = headers_to_remove
+        self._per_try_timeout = per_try_timeout
+        self._avoid_previous = avoid_previous
 
     @classmethod
     def begin(
@@ -179,8 +215,9 @@ class CallPlan:
     ) -> CallPlan:
         """Route ``call`` and decide its deadline, faults, hash and retry policy at ``now``, by
         ``rules`` (gRPC's unless told otherwise)."""
-        decided = rules.decide(call, config, now=now, rng=rng)
-        return cls(decided, rules=rules, active_faults=faults, rng=rng)
+        plan = cls(rules=rules, active_faults=faults, rng=rng)
+        rules.decide(plan, call, config, now=now, rng=rng)
+        return plan
 
     # --- inputs ---
 
@@ -248,22 +285,20 @@ class CallPlan:
             return self._finish(self._rules.deadline_finish(now))
         assert self.choice is not None
         self._to(CallState.ATTEMPTING)
-        decided = self._decided
         deadline = self.deadline
-        if decided.per_try_timeout:
-            per_try = now + decided.per_try_timeout
+        if self._per_try_timeout:
+            per_try = now + self._per_try_timeout
             deadline = per_try if deadline is None else min(deadline, per_try)
-        avoid = self._retry.avoid if decided.avoid_previous else _NO_HOSTS
         return Attempt(
             number=self._retry.attempts + 1,
             cluster=self.choice.cluster,
             request_hash=self.request_hash,
             deadline=deadline,
-            path=decided.path,
-            authority=decided.authority,
-            headers_to_add=decided.headers_to_add,
-            headers_to_remove=decided.headers_to_remove,
-            avoid=avoid,
+            path=self._path,
+            authority=self._authority,
+            headers_to_add=self._headers_to_add,
+            headers_to_remove=self._headers_to_remove,
+            avoid=self._retry.avoid if self._avoid_previous else _NO_HOSTS,
         )
 
     def _finish(self, finish: Finish) -> Finish:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import random
 from typing import Protocol
 
-import attrs
-
 from ._config import CallConfig
 from ._deadline import capped_deadline, max_stream_duration
 from ._fault import FaultDecision, decide_fault, fault_policies
@@ -25,7 +23,7 @@ from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetrySta
 from ._route import RouteChoice, route_call
 from ._status import Status
 
-__all__ = ["GRPC_RULES", "CallRules", "Decided", "GrpcRules", "Retries", "decide_faults"]
+__all__ = ["GRPC_RULES", "CallRules", "Decisions", "GrpcRules", "Retries", "decide_faults"]
 
 
 class Retries(Protocol):
@@ -44,30 +42,27 @@ class Retries(Protocol):
         """The decision after an attempt ended with ``outcome`` at ``now``."""
 
 
-@attrs.frozen(kw_only=True)
-class Decided:
-    """Everything a call's plan is decided from at its start (the rules' `CallRules.decide`)."""
+class Decisions(Protocol):
+    """What the rules write their decisions to: the call's plan (`CallPlan.decided`)."""
 
-    #: the route and cluster; None when the call ends at once (``failure`` says why)
-    choice: RouteChoice | None
-    failure: Status | None = None
-    #: HTTP: the local answer when the call ends at once
-    reply: LocalReply | None = None
-    #: the call's deadline (absolute), None: none
-    deadline: float | None = None
-    faults: tuple[FaultDecision, ...] = ()
-    retry: Retries
-    request_hash: int = 0
-    #: what each attempt sends: the path and authority (after rewrites), and the request
-    #: headers to remove, then to add (HTTP)
-    path: str = ""
-    authority: str = ""
-    headers_to_add: tuple[tuple[str, str], ...] = ()
-    headers_to_remove: tuple[str, ...] = ()
-    #: HTTP: each attempt's own timeout (seconds), None: only the call's deadline
-    per_try_timeout: float | None = None
-    #: HTTP: retries avoid the endpoints already tried (``previous_hosts``)
-    avoid_previous: bool = False
+    def decided(
+        self,
+        *,
+        choice: RouteChoice | None,
+        retry: Retries,
+        failure: Status | None = None,
+        reply: LocalReply | None = None,
+        deadline: float | None = None,
+        faults: tuple[FaultDecision, ...] = (),
+        request_hash: int = 0,
+        path: str = "",
+        authority: str = "",
+        headers_to_add: tuple[tuple[str, str], ...] = (),
+        headers_to_remove: tuple[str, ...] = (),
+        per_try_timeout: float | None = None,
+        avoid_previous: bool = False,
+    ) -> None:
+        """Record a call's decisions (see `CallPlan.decided`)."""
 
 
 class CallRules:
@@ -82,9 +77,16 @@ class CallRules:
         return f"<{self.name} call rules>"
 
     def decide(
-        self, call: CallRequest, config: CallConfig, *, now: float, rng: random.Random
-    ) -> Decided:
-        """Route ``call`` and decide its deadline, faults, hash and retries at ``now``."""
+        self,
+        plan: Decisions,
+        call: CallRequest,
+        config: CallConfig,
+        *,
+        now: float,
+        rng: random.Random,
+    ) -> None:
+        """Route ``call`` and decide its deadline, faults, hash and retries at ``now``, into
+        ``plan`` (one `Decisions.decided` call)."""
         raise NotImplementedError
 
     def deadline_finish(self, at: float) -> Finish:
@@ -115,8 +117,14 @@ class GrpcRules(CallRules):
     __slots__ = ()
 
     def decide(
-        self, call: CallRequest, config: CallConfig, *, now: float, rng: random.Random
-    ) -> Decided:
+        self,
+        plan: Decisions,
+        call: CallRequest,
+        config: CallConfig,
+        *,
+        now: float,
+        rng: random.Random,
+    ) -> None:
         routed = route_call(
             config.hcm,
             call,
@@ -125,17 +133,18 @@ class GrpcRules(CallRules):
             route_config=config.route_config,
         )
         if isinstance(routed, Status):
-            return Decided(
+            plan.decided(
                 choice=None,
                 failure=routed,
                 deadline=call.deadline,
                 retry=RetryState(None, call.deadline),
             )
+            return
         deadline = capped_deadline(
             call.deadline, now, max_stream_duration(routed.action, config.hcm)
         )
         retry_policy = routed.action.retry_policy or routed.virtual_host.retry_policy
-        return Decided(
+        plan.decided(
             choice=routed,
             deadline=deadline,
             faults=decide_faults(call, config, routed, rng),
