@@ -136,6 +136,29 @@ class HttpCore(PlaneCore):
     def _refused(self, cluster: str) -> str | None:
         return self.security.invalid(cluster)
 
+    def _unreachable(self, cluster: str) -> str | None:
+        """When every endpoint of ``cluster`` fails to connect: the words naming one and why
+        its last connect failed (a refused connection, a TLS check)."""
+        snapshot = self.snapshot
+        if (
+            snapshot is None
+            or self.picker.cluster_state(cluster) is not ConnectivityState.TRANSIENT_FAILURE
+        ):
+            return None
+        entry = snapshot.clusters.get(cluster)
+        leaves = entry.leaves if entry is not None else ()
+        for leaf in leaves:
+            assignment = snapshot.clusters[leaf].endpoints if leaf in snapshot.clusters else None
+            for endpoint in assignment.healthy_endpoints() if assignment is not None else ():
+                key = (endpoint.address, endpoint.port)
+                error = self.connections.last_error(key)
+                if error is not None:
+                    return (
+                        f"cluster {cluster}: no endpoint is reachable; the last connect to "
+                        f"{key[0]}:{key[1]} failed: {error}"
+                    )
+        return None
+
     def _connect(self, key: EndpointKey) -> None:
         """Connect ahead of a request, under the policy of the first cluster listing ``key``;
         an endpoint whose TLS cannot be set up is in TRANSIENT_FAILURE."""
