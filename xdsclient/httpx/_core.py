@@ -237,9 +237,12 @@ class HttpCore(PlaneCore):
             route.snapshot = update
             route.reply = None
         elif isinstance(update, XdsError):
-            logger.warning("%s (%s): no configuration: %s", self.listener, route.authority, update)
             route.config = route.snapshot = None
             route.reply = self._reply_for(route.authority, update)
+            level = logging.INFO if route.reply.status == 404 else logging.WARNING
+            logger.log(
+                level, "%s (%s): no configuration: %s", self.listener, route.authority, update
+            )
         else:
             logger.info(
                 "%s (%s): %s (the last configuration stays in use)",
