@@ -32,6 +32,7 @@ PACKAGES = (
     "xdsclient.lb.aio",
     "xdsclient.load",
     "xdsclient.grpc",
+    "xdsclient.httpx",
     "xdsclient.sync",
 )
 

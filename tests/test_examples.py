@@ -55,6 +55,17 @@ async def test_grpc_aio_balancer_fails_over_and_back_with_real_backends() -> Non
     assert results["a back"] == {"a": 20}
 
 
+async def test_http_transport_splits_pins_and_answers_404_itself() -> None:
+    results = await load("http_transport").main(requests=200)
+    split = results["split"]
+    assert split["stable"] + split["canary"] == 200
+    assert 5 <= split["canary"] <= 40  # 10% of 200, within 4 standard deviations
+    assert results["pinned"] == {"canary": 20}
+    status, why = results["no virtual host"]
+    assert status == 404
+    assert "ratings.svc" in why
+
+
 async def test_xds_channel_splits_and_pins_calls_of_a_stub() -> None:
     results = await load("xds_channel").main(calls=200)
     split = results["split"]

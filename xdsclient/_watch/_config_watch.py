@@ -114,10 +114,14 @@ class ConfigWatch:
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,
+        *,
+        http_rules: bool = False,
     ) -> None:
         self._source = source
         self.listener = listener
         self.authority = authority
+        #: the virtual host and its routes are chosen as Envoy's HTTP router does
+        self.http_rules = http_rules
         self._handles: dict[tuple[str, str], WatchHandle] = {}
         self._feeder = _Feeder(self)
         self._published: XdsConfig | XdsError | None = None
@@ -202,7 +206,13 @@ class ConfigWatch:
 
     def _full_walk(self) -> XdsConfig | XdsError | None:
         """Walk from the listener; subscribe to what it needs, drop what it no longer does."""
-        result = walk(self.listener, self.authority, self._source.resource_state, self._last)
+        result = walk(
+            self.listener,
+            self.authority,
+            self._source.resource_state,
+            self._last,
+            http_rules=self.http_rules,
+        )
         added = sorted(result.wanted - self._handles.keys())
         for type_url, group in itertools.groupby(added, key=operator.itemgetter(0)):
             keys = list(group)

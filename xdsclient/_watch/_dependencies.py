@@ -7,7 +7,9 @@ never does I/O, so every graph shape is tested without a server (gRFC A74's XdsD
 
 Rules:
 - The listener must be an API listener; its routes come from RDS or inline.
-- The virtual host is chosen for the authority; the clusters are those its routes reach. When
+- The virtual host is chosen for the authority (gRPC's rules, or Envoy's HTTP router's with
+  ``http_rules``: `RouteConfigurationView.http_virtual_host_for`, its routes
+  `VirtualHost.http_routes`); the clusters are those its routes reach. When
   none of the route configuration's matches and it carries ``vhds``, the virtual host of the
   authority is asked for on demand over VHDS (``<route configuration>/<authority>``): the
   snapshot waits for it, and a host the server does not know is "no virtual host".
@@ -126,10 +128,16 @@ def _value(lookup: Lookup, type_url: str, name: str) -> Any:
 
 
 def walk(
-    listener_name: str, authority: str, lookup: Lookup, previous: XdsConfig | None = None
+    listener_name: str,
+    authority: str,
+    lookup: Lookup,
+    previous: XdsConfig | None = None,
+    *,
+    http_rules: bool = False,
 ) -> Walk:
     """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds;
-    ``previous``: the last snapshot, whose unchanged cluster entries are reused."""
+    ``previous``: the last snapshot, whose unchanged cluster entries are reused; ``http_rules``:
+    choose the virtual host and its routes as Envoy's HTTP router does."""
     wanted: set[tuple[str, str]] = set()
     add = wanted.add
 
@@ -155,7 +163,10 @@ def walk(
             return done(None)
         if isinstance(route_config, XdsError):
             return done(route_config)
-    virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
+    if http_rules:
+        virtual_host = route_config.http_virtual_host_for(authority)
+    else:
+        virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
     if virtual_host is None and route_config.vhds:
         on_demand = _on_demand_virtual_host(route_config.name, authority, value)
         if on_demand is _PENDING:
@@ -170,7 +181,7 @@ def walk(
         )
     roots = dict.fromkeys(
         name
-        for route in virtual_host.routes
+        for route in (virtual_host.http_routes if http_rules else virtual_host.routes)
         if route.action is not None
         for name in route.action.clusters
     )

@@ -287,12 +287,14 @@ class Registry:
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
+        *,
+        http_rules: bool = False,
     ) -> ConfigWatch:
         """A `ConfigWatch` of the listener resource ``listener`` over this registry, ended by
-        `close` if not before."""
+        `close` if not before (``http_rules``: the walk follows Envoy's HTTP router)."""
         name = self.name(LISTENER.type_url, listener)
         self._open_subscriber().check_type(LISTENER.type_url)
-        config_watch = ConfigWatch(self, name, authority, callback)
+        config_watch = ConfigWatch(self, name, authority, callback, http_rules=http_rules)
         self._config_watches.add(config_watch)
         return config_watch
 
