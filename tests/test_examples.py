@@ -149,11 +149,13 @@ async def test_metrics_example_reads_a78_metrics_and_envoy_stats() -> None:
 
 
 def test_flask_app_serves_the_latest_configuration_without_an_event_loop() -> None:
-    """The Flask example's handlers read through SyncXdsClient from werkzeug's threads, and
-    follow a change the control plane makes while it serves."""
+    """The Flask example's handlers read through SyncXdsClient from werkzeug's threads, follow
+    a change the control plane makes while it serves, and call a backend through
+    XdsSyncTransport."""
     lines = load("flask_app").main()
     assert lines == [
         "clusters: api, api-primary, api-secondary, web",
         "limit: 100",
         "limit after the change: 200",
+        "reviews: 200 from reviews-1",
     ]

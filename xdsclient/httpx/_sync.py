@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import importlib
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -37,6 +36,7 @@ import httpx
 
 from .. import ClientClosedError
 from ..sync import LoopThread, SyncXdsClient
+from ._transport import XdsTransport
 
 __all__ = ["BridgedTransport", "XdsSyncTransport"]
 
@@ -262,5 +262,4 @@ class XdsSyncTransport(BridgedTransport):
                 )
             loop_thread = client.loop_thread
             options["client"] = client.client
-        transport = importlib.import_module("xdsclient.httpx._transport").XdsTransport
-        super().__init__(lambda: transport(listener, **options), loop_thread=loop_thread)
+        super().__init__(lambda: XdsTransport(listener, **options), loop_thread=loop_thread)
