@@ -1,47 +1,89 @@
-"""What the sync side costs: reads through `SyncXdsClient`, and HTTP requests through the sync
-bridge (`xdsclient.httpx._sync.BridgedTransport`, which `XdsSyncTransport` is) against httpx's
-own sync transport, in one run.
+"""What the sync side costs, in one run: reads through `SyncXdsClient`, and ``httpx.Client``
+requests through the sync bridge and `XdsSyncTransport` against httpx's own sync transport.
 
 Reads: `SyncXdsClient.get` of a name already read (answered in the caller's thread) against
 `SyncXdsClient.resource_state` (one hop to the loop thread and back), microseconds per call.
 
-HTTP: one hypercorn backend on 127.0.0.1 (in this process, on a loop thread of its own), read
-by ``httpx.Client`` over ``httpx.HTTPTransport`` (plain) and over the bridge running
-``httpx.AsyncHTTPTransport`` on a loop thread, from 1 and from 32 threads: p50 and p99
-latency, requests per second and the process's CPU time per request (the backend's included,
-the same for both: the column least disturbed by a busy machine). The bridge alone, first:
-over ``httpx.MockTransport``, which answers at once, sync and async.
+The bridge alone: ``httpx.Client`` over ``httpx.MockTransport`` (sync and async at once,
+answering at once), called directly and through the bridge (`BridgedTransport`, which
+`XdsSyncTransport` is), from 1 and from 32 threads.
 
-    python bench/sync.py [--reads 20000] [--requests 2000]
+HTTP: one HTTP/1.1 backend (`xdsclient.testing.HttpBackend` in a child process, so its CPU is
+not this process's) answers ``GET /bench``; the test control plane (on a loop thread here, idle
+while requests run) routes listener ``bench`` to it. ``httpx.Client`` sends through
+``httpx.HTTPTransport`` (plain), through the bridge over ``httpx.AsyncHTTPTransport``, and
+through `XdsSyncTransport`, from 1 and from 32 threads. The machine may be shared, so the
+clients run interleaved for ``--rounds`` rounds (each starting with another client): p50 and
+p99 pool every round, requests per second and this process's CPU time per request are the
+median of the rounds.
+
+    python bench/sync.py [--reads 20000] [--requests 1000] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import concurrent.futures
-import socket
+import contextlib
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
-from envoy.config.cluster.v3 import cluster_pb2
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
 
+from xdsclient.httpx import XdsSyncTransport
 from xdsclient.httpx._sync import BridgedTransport
 from xdsclient.resources import CLUSTER
 from xdsclient.sync import LoopThread, SyncXdsClient
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, builders
+
+THREADS = (1, 32)
+
+_SERVER = r"""
+import asyncio, sys
+from xdsclient.testing import http_backends
+async def main():
+    async with http_backends(names=("bench",)) as (backend,):
+        print(backend.port, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+asyncio.run(main())
+"""
 
 
-async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] != "http":
-        return
-    await send({"type": "http.response.start", "status": 200, "headers": []})
-    await send({"type": "http.response.body", "body": b"ok"})
+@contextlib.contextmanager
+def backend() -> Iterator[int]:
+    """The backend's port, served by a child process until the context ends."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        yield int(process.stdout.readline())
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def _started(port: int) -> ControlPlane:
+    plane = ControlPlane()
+    await plane.start()
+    plane.set_all(
+        [
+            builders.api_listener("bench"),
+            builders.route_configuration("bench-routes", "bench-cluster"),
+            builders.cluster("bench-cluster"),
+            builders.cluster_load_assignment("bench-cluster", [("127.0.0.1", port)]),
+        ]
+    )
+    return plane
 
 
 def _per_call(function: Callable[[], object], count: int) -> float:
@@ -52,111 +94,115 @@ def _per_call(function: Callable[[], object], count: int) -> float:
     return (time.perf_counter() - start) / count * 1e6
 
 
-def reads(thread: LoopThread, count: int) -> list[tuple[str, float]]:
-    async def started() -> ControlPlane:
-        plane = ControlPlane()
-        await plane.start()
-        cluster = cluster_pb2.Cluster(name="web", type=cluster_pb2.Cluster.EDS)
-        cluster.eds_cluster_config.eds_config.ads.SetInParent()
-        plane.set(cluster)
-        return plane
-
-    plane = thread.run(started())
-    try:
-        with SyncXdsClient(plane.address, node_id="bench") as xds:
-            xds.get(CLUSTER, "web")
-            return [
-                ("get (a name already read)", _per_call(lambda: xds.get(CLUSTER, "web"), count)),
-                (
-                    "resource_state (a hop to the loop)",
-                    _per_call(lambda: xds.resource_state(CLUSTER, "web"), count // 10),
-                ),
-            ]
-    finally:
-        thread.run(plane.stop())
+def reads(xds: SyncXdsClient, count: int) -> list[tuple[str, float]]:
+    xds.get(CLUSTER, "bench-cluster")
+    return [
+        ("get (a name already read)", _per_call(lambda: xds.get(CLUSTER, "bench-cluster"), count)),
+        (
+            "resource_state (a hop to the loop)",
+            _per_call(lambda: xds.resource_state(CLUSTER, "bench-cluster"), count // 10),
+        ),
+    ]
 
 
-def _answer_at_once(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, content=b"ok")
-
-
-def overhead(total: int) -> list[tuple[str, int, dict[str, float]]]:
-    """The bridge alone: ``httpx.MockTransport`` (sync and async at once) answering at once,
-    called directly and through the bridge."""
-    rows = []
-    for threads in (1, 32):
-        with httpx.Client(transport=httpx.MockTransport(_answer_at_once)) as plain:
-            rows.append(("MockTransport, sync", threads, _http(plain, "http://x/", threads, total)))
-        bridge = BridgedTransport(lambda: httpx.MockTransport(_answer_at_once))
-        with httpx.Client(transport=bridge) as bridged:
-            rows.append(
-                ("bridge over MockTransport", threads, _http(bridged, "http://x/", threads, total))
-            )
-    return rows
-
-
-def _http(client: httpx.Client, url: str, threads: int, total: int) -> dict[str, float]:
+def measure(client: httpx.Client, url: str, threads: int, total: int) -> dict[str, Any]:
+    """Latencies, requests per second and CPU per request of ``total`` requests by
+    ``threads`` threads."""
     per_thread = total // threads
 
     def work(_: int) -> list[float]:
         latencies = []
         for _ in range(per_thread):
             start = time.perf_counter()
-            client.get(url).read()
+            response = client.get(url)
             latencies.append(time.perf_counter() - start)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url}: {response.status_code} {response.text}")
         return latencies
 
     for _ in range(20):  # warm the pool
         client.get(url)
     start, cpu = time.perf_counter(), time.process_time()
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        latencies = sorted(x for batch in pool.map(work, range(threads)) for x in batch)
+        latencies = [x for batch in pool.map(work, range(threads)) for x in batch]
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {
-        "p50": statistics.median(latencies) * 1e6,
-        "p99": latencies[int(len(latencies) * 0.99)] * 1e6,
-        "rps": len(latencies) / elapsed,
-        "cpu": cpu / len(latencies) * 1e6,
-    }
+    return {"latencies": latencies, "rps": len(latencies) / elapsed, "cpu": cpu / len(latencies)}
 
 
-def http(thread: LoopThread, total: int) -> list[tuple[str, int, dict[str, float]]]:
-    listening = socket.create_server(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{listening.getsockname()[1]}/"
-    config = Config()
-    config.bind = [f"fd://{listening.detach()}"]
-    config.accesslog = config.errorlog = None
+def _answer_at_once(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=b"ok")
 
-    async def event() -> asyncio.Event:
-        return asyncio.Event()
 
-    stop = thread.run(event())
-    serving = thread.submit(serve(_app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+Make = Callable[[httpx.Limits], httpx.BaseTransport]
+
+
+def interleaved(
+    clients: dict[str, tuple[Make, str]], args: argparse.Namespace
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """Each client's rows, measured round by round, each round starting with another one."""
     rows = []
-    try:
-        for threads in (1, 32):
-            limits = httpx.Limits(max_connections=threads)
-            with httpx.Client(transport=httpx.HTTPTransport(limits=limits)) as plain:
-                rows.append(("httpx.HTTPTransport", threads, _http(plain, url, threads, total)))
-            bridge = BridgedTransport(lambda: httpx.AsyncHTTPTransport(limits=limits))  # noqa: B023
-            with httpx.Client(transport=bridge) as bridged:
-                rows.append(
-                    ("bridge over AsyncHTTPTransport", threads, _http(bridged, url, threads, total))
+    for threads in THREADS:
+        limits = httpx.Limits(max_connections=threads, max_keepalive_connections=threads)
+        samples: dict[str, list[dict[str, Any]]] = {name: [] for name in clients}
+        names = list(clients)
+        for round_ in range(args.rounds):
+            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                make, url = clients[name]
+                with httpx.Client(transport=make(limits)) as client:
+                    samples[name].append(measure(client, url, threads, args.requests))
+        for name in names:
+            runs = samples[name]
+            latencies = sorted(x for run in runs for x in run["latencies"])
+            rows.append(
+                (
+                    name,
+                    threads,
+                    {
+                        "p50": statistics.median(latencies) * 1e6,
+                        "p99": latencies[int(len(latencies) * 0.99)] * 1e6,
+                        "rps": statistics.median(run["rps"] for run in runs),
+                        "cpu": statistics.median(run["cpu"] for run in runs) * 1e6,
+                    },
                 )
-    finally:
-        thread.call_soon(stop.set)
-        serving.result(10)
+            )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reads", type=int, default=20_000)
-    parser.add_argument("--requests", type=int, default=2_000)
+    parser.add_argument("--requests", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with LoopThread(name="bench-servers") as thread:
-        read_rows = reads(thread, args.reads)
-        http_rows = overhead(args.requests) + http(thread, args.requests)
+    mock: dict[str, tuple[Make, str]] = {
+        "MockTransport, sync": (lambda _: httpx.MockTransport(_answer_at_once), "http://x/"),
+        "bridge over MockTransport": (
+            lambda _: BridgedTransport(lambda: httpx.MockTransport(_answer_at_once)),
+            "http://x/",
+        ),
+    }
+    with backend() as port, LoopThread(name="bench-control-plane") as thread:
+        plane = thread.run(_started(port))
+        try:
+            with SyncXdsClient(plane.address, node_id="bench") as xds:
+                url = f"http://127.0.0.1:{port}/bench"
+                http: dict[str, tuple[Make, str]] = {
+                    "httpx.HTTPTransport": (lambda limits: httpx.HTTPTransport(limits=limits), url),
+                    "bridge over AsyncHTTPTransport": (
+                        lambda limits: BridgedTransport(
+                            lambda: httpx.AsyncHTTPTransport(limits=limits)
+                        ),
+                        url,
+                    ),
+                    "XdsSyncTransport": (
+                        lambda limits: XdsSyncTransport("bench", client=xds, limits=limits),
+                        "http://bench.svc/bench",
+                    ),
+                }
+                read_rows = reads(xds, args.reads)
+                rows = interleaved(mock, args) + interleaved(http, args)
+        finally:
+            thread.run(plane.stop())
     print(f"{'read':40} {'us/call':>10}")
     for name, micros in read_rows:
         print(f"{name:40} {micros:10.2f}")
@@ -165,7 +211,7 @@ def main() -> None:
         f"{'HTTP client':34} {'threads':>7} {'p50 us':>9} {'p99 us':>9} {'req/s':>9} "
         f"{'CPU us/req':>11}"
     )
-    for name, threads, result in http_rows:
+    for name, threads, result in rows:
         print(
             f"{name:34} {threads:7d} {result['p50']:9.0f} {result['p99']:9.0f} "
             f"{result['rps']:9.0f} {result['cpu']:11.0f}"

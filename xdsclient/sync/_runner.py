@@ -172,19 +172,21 @@ class LoopThread:
         """Wait for a future from `submit`, as `run` does (cancelling it when the wait ends
         early)."""
         try:
-            done, _ = concurrent.futures.wait((future,), timeout)
-        except BaseException:  # KeyboardInterrupt, SystemExit: the caller gave up
-            future.cancel()
-            raise
-        if not done:
-            future.cancel()
-            raise TimeoutError(f"the call on {self._name} did not finish within {timeout:g}s")
-        try:
-            return future.result()
+            return future.result(timeout)
         except concurrent.futures.CancelledError:
             raise ClientClosedError(
                 f"the event loop thread {self._name} stopped before the call finished"
             ) from None
+        except TimeoutError:
+            if future.done():  # the coroutine's own TimeoutError (or it ended just now)
+                return future.result()
+            future.cancel()
+            raise TimeoutError(
+                f"the call on {self._name} did not finish within {timeout:g}s"
+            ) from None
+        except BaseException:  # KeyboardInterrupt, SystemExit: the caller gave up
+            future.cancel()
+            raise
 
     def check_blocking(self, what: str) -> None:
         """Raise `RuntimeError` naming ``what`` when the calling thread must not block on the
