@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -273,3 +274,27 @@ def test_a_slow_reader_holds_the_body_back_and_closing_it_closes_the_stream() ->
                 assert counted.body.made == taken + READ_AHEAD
             assert not counted.body.closed
         assert (counted.body.closed, counted.body.made) == (True, 3 + READ_AHEAD)
+
+
+class Recording(io.BytesIO):
+    """A file that records the threads it was read on."""
+
+    def __init__(self, content: bytes) -> None:
+        super().__init__(content)
+        self.threads: set[str] = set()
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.threads.add(threading.current_thread().name)
+        return super().read(size)
+
+
+def test_an_upload_is_read_in_the_callers_thread_never_on_the_loop(
+    backend: tuple[Backend, str],
+) -> None:
+    """A multipart upload's file is read by the thread that sends it, and arrives whole."""
+    _, url = backend
+    upload = Recording(b"file content")
+    with httpx.Client(transport=bridge(), base_url=url) as client:
+        echoed = client.post("/echo", files={"f": ("a.txt", upload)})
+    assert b"file content" in echoed.content
+    assert upload.threads == {threading.current_thread().name}

@@ -12,8 +12,9 @@ own); `XdsSyncTransport` is the bridge over `XdsTransport`.
 Rules:
 - One transport serves any number of threads at once: each request is its own task on the
   loop; the caller's thread only waits.
-- A sync request body (a generator) is read in the caller's thread before sending: the loop
-  must never block on the caller's iterator, and a retry must be able to send it again.
+- A request body that is not bytes already (a generator, a multipart upload's files) is read in
+  the caller's thread before sending: the loop must never block on the caller's iterator or
+  files, and a retry must be able to send it again.
 - Closing a response early closes its async stream on the loop (the connection goes back to the
   pool, or closes); closing the transport closes the async transport, then the loop thread if
   the transport started it. A request still waiting for its response is cancelled first, and
@@ -81,8 +82,8 @@ class BridgedTransport(httpx.BaseTransport):
         """Send ``request`` through the async transport and wait for the response's head; its
         body streams from the loop as it is read."""
         self._runner.check_blocking("XdsSyncTransport.handle_request")
-        if not isinstance(request.stream, httpx.AsyncByteStream):
-            request.read()  # a sync body: read here, never by the loop (see the module's rules)
+        if not isinstance(request.stream, httpx.ByteStream):
+            request.read()  # read here, never by the loop (see the module's rules)
         with self._lock:
             if self._closed:
                 raise ClientClosedError("the transport is closed")
