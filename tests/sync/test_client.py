@@ -422,3 +422,30 @@ def test_a_name_that_is_not_a_string_gets_the_clients_own_error(client: SyncXdsC
     """get checks nothing itself that the client checks: its TypeError names the mistake."""
     with pytest.raises(TypeError, match="a resource name is a string"):
         client.get(CLUSTER, ["a"])  # type: ignore[arg-type]
+
+
+def test_metrics_are_exported_from_the_loop_thread(plane: Plane, client: SyncXdsClient) -> None:
+    """enable_metrics reports A78's metrics of the client on its loop; stop ends it."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    stop = client.enable_metrics(MeterProvider(metric_readers=[reader]), target="sync")
+    plane.set(cluster("a"))
+    client.get(CLUSTER, "a")
+
+    def names() -> set[str]:
+        data = reader.get_metrics_data()
+        if data is None:
+            return set()
+        return {
+            metric.name
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+        }
+
+    until(lambda: "grpc.xds_client.resource_updates_valid" in names(), what="the A78 counter")
+    stop()
+    client.close()
+    stop()  # after close: nothing to stop, and no error

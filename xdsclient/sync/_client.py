@@ -306,6 +306,20 @@ class SyncXdsClient:
             lambda: self._client.csds_json(scope=scope, include_resources=include_resources)
         )
 
+    def enable_metrics(
+        self, meter_provider: Any = None, *, target: str = "#xdsclient"
+    ) -> Callable[[], None]:
+        """`XdsClient.enable_metrics`: gRFC A78's metrics through OpenTelemetry (the
+        ``metrics`` extra). Returns the function that stops reporting (callable from any
+        thread)."""
+        stop = self._call(lambda: self._client.enable_metrics(meter_provider, target=target))
+
+        def stop_reporting() -> None:
+            if self._state == _RUNNING:
+                self._runner.call(stop)
+
+        return stop_reporting
+
     # ------------------------------------------------------------------ watchers
 
     def add_watcher(
