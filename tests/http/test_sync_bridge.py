@@ -298,3 +298,19 @@ def test_an_upload_is_read_in_the_callers_thread_never_on_the_loop(
         echoed = client.post("/echo", files={"f": ("a.txt", upload)})
     assert b"file content" in echoed.content
     assert upload.threads == {threading.current_thread().name}
+
+
+def test_closing_inside_a_running_loop_is_refused_and_closes_nothing(
+    backend: tuple[Backend, str],
+) -> None:
+    """close() in a coroutine raises before anything is closed; the transport still serves."""
+    _, url = backend
+    transport = bridge()
+
+    async def inside() -> None:
+        transport.close()
+
+    with httpx.Client(transport=transport, base_url=url) as client:
+        with pytest.raises(RuntimeError, match="running event loop"):
+            asyncio.run(inside())
+        assert client.get("/hello").text == "hello "

@@ -81,7 +81,7 @@ class BridgedTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the async transport and wait for the response's head; its
         body streams from the loop as it is read."""
-        self._runner.check_blocking("XdsSyncTransport.handle_request")
+        self._runner.check_blocking(f"{type(self).__name__}.handle_request")
         if not isinstance(request.stream, httpx.ByteStream):
             request.read()  # read here, never by the loop (see the module's rules)
         with self._lock:
@@ -107,7 +107,10 @@ class BridgedTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         """Close the async transport (and the loop thread, when this transport started it).
-        Idempotent."""
+        Idempotent; refused (`RuntimeError`) before it closes anything inside a running event
+        loop, as a request would be."""
+        if not self._closed and self._runner.running:
+            self._runner.check_blocking(f"{type(self).__name__}.close")
         with self._lock:
             if self._closed:
                 return
