@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -338,3 +339,22 @@ async def test_a_response_header_the_policy_names_is_retried(
     assert r.status_code == 200
     assert "x-retry" not in r.headers
     assert a.counts["/again"] == 2
+
+
+async def test_a_fault_delay_holds_the_request_before_it_is_sent(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """The fault filter delaying every request by 0.3 s: the request takes at least that long
+    and then reaches the backend."""
+    a, _, _ = three
+    delay = fault(delay_s=0.3, delay_percent=(100, 0))
+    cp.set_all(
+        resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a]), faults=[delay])
+    )
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        await answers(http, 1)  # the configuration is in place
+        started = time.monotonic()
+        r = await http.get("http://svc/late")
+        took = time.monotonic() - started
+    assert r.headers["x-backend"] == "a"
+    assert took >= 0.3
