@@ -27,6 +27,11 @@ execution from the front end (it sleeps and fails). Each rule, and where it come
   a delay starts only while fewer faults are active and counts as one until it ends; an abort
   applies after a delay that started or, without one, only while fewer faults are active
   (C-core's ``InjectionDecision``). A call is delayed first, then aborted.
+
+The same policies and decisions serve Envoy's HTTP fault filter (`HTTP_RULES`): Envoy reads
+the same fields and headers, and the decision keeps the abort's HTTP status (`FaultDecision.
+abort_http`: the configured ``http_status`` or the ``x-envoy-fault-abort-request`` header) for
+the HTTP answer; only how an aborted call ends differs (`CallRules.abort_finish`).
 """
 
 from __future__ import annotations

@@ -112,31 +112,41 @@ class HttpRetryState:
     def __init__(
         self, policy: RetryPolicy | None, deadline: float | None, headers: Mapping[str, str]
     ) -> None:
-        retry_on = set(policy.http_retry_on) if policy else set()
-        grpc_on = set(policy.retry_on) if policy else set()
-        for condition in headers.get(RETRY_ON_HEADER, "").split(","):
-            condition = condition.strip()
-            if condition in _HEADER_CONDITIONS:
-                retry_on.add(condition)
         self._policy = policy
-        self._retry_on = frozenset(retry_on)
-        self._grpc_codes = frozenset(_GRPC_CODES[name] for name in grpc_on)
-        self._codes = frozenset(policy.retriable_status_codes) if policy else frozenset()
-        retries = policy.num_retries if policy else 1
-        header = headers.get(MAX_RETRIES_HEADER, "").strip()
-        if (retry_on or grpc_on) and header.isascii() and header.isdigit():
-            retries = int(header)
-        #: retries still allowed (none without a condition)
-        self.retries_left = retries if (retry_on or grpc_on) else 0
         #: attempts finished so far
         self.attempts = 0
         self.deadline = deadline
+        self._tried: set[tuple[str, int]] = set()
+        header = headers.get(RETRY_ON_HEADER)
+        if policy is None and header is None:  # the usual request: nothing to retry on
+            self._retry_on: frozenset[str] = frozenset()
+            self._grpc_codes: frozenset[Code] = frozenset()
+            self._codes: frozenset[int] = frozenset()
+            #: retries still allowed (none without a condition)
+            self.retries_left = 0
+            self._interval = self._max_interval = 25
+            return
+        retry_on = set(policy.http_retry_on) if policy else set()
+        for condition in (header or "").split(","):
+            condition = condition.strip()
+            if condition in _HEADER_CONDITIONS:
+                retry_on.add(condition)
+        self._retry_on = frozenset(retry_on)
+        self._grpc_codes = (
+            frozenset(_GRPC_CODES[name] for name in policy.retry_on) if policy else frozenset()
+        )
+        self._codes = frozenset(policy.retriable_status_codes) if policy else frozenset()
+        retries = policy.num_retries if policy else 1
+        count = headers.get(MAX_RETRIES_HEADER, "").strip()
+        on = bool(self._retry_on or self._grpc_codes)
+        if on and count.isascii() and count.isdigit():
+            retries = int(count)
+        self.retries_left = retries if on else 0
         base = policy.base_interval if policy else 0.025
         self._interval = max(1, round(base * 1000))  # ms, Envoy's integer milliseconds
         self._max_interval = max(
             self._interval, round((policy.max_interval if policy else 10 * base) * 1000)
         )
-        self._tried: set[tuple[str, int]] = set()
 
     @property
     def avoid(self) -> frozenset[tuple[str, int]]:

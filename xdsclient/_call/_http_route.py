@@ -36,25 +36,27 @@ decides per request, following Envoy's router (``source/common/router/router.cc`
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 import attrs
 
 from ..resources import (
+    ClusterWeight,
     HeaderAppendAction,
     HeaderToAdd,
     Route,
+    RouteAction,
     RouteActionType,
     RouteConfigurationView,
     VirtualHost,
-    match_http_route,
+    http_route_matches,
     redirect_location,
-    rewrite_authority,
     rewrite_path,
 )
 from ._reply import LocalReply
 from ._request import CallRequest
-from ._route import RouteChoice, _weighted_pick
+from ._route import RouteChoice
 
 __all__ = [
     "CONSUMED_HEADERS",
@@ -66,6 +68,7 @@ __all__ = [
 #: Request headers Envoy's router reads and never forwards.
 CONSUMED_HEADERS = ("x-envoy-retry-on", "x-envoy-max-retries")
 _PPM = 1_000_000
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 Pairs = tuple[tuple[str, str], ...]
 
 
@@ -94,7 +97,7 @@ def route_http(
         return LocalReply.error(
             404, f"{source}: no virtual host matches the authority {call.authority}"
         )
-    route = match_http_route(vhost, call.path, call.headers, rng.randrange(_PPM))
+    route = _first_match(vhost, call, rng)
     if route is None:
         return LocalReply.error(
             404,
@@ -118,14 +121,31 @@ def route_http(
     chosen = _cluster(routes, vhost, route, call, rng, source)
     if isinstance(chosen, LocalReply):
         return chosen
-    remove, add = header_changes(call.metadata, _levels(route, vhost, routes))
+    remove, add = header_changes(call.metadata, _levels(route, vhost, routes), call.headers)
+    path = call.path
+    if action.prefix_rewrite or action.regex_rewrite is not None:
+        path = rewrite_path(route, path)
     return HttpRoute(
         choice=chosen,
-        path=rewrite_path(route, call.path),
-        authority=rewrite_authority(action, call.authority),
+        path=path,
+        authority=action.host_rewrite_literal or call.authority,
         headers_to_remove=remove,
         headers_to_add=add,
     )
+
+
+def _first_match(vhost: VirtualHost, call: CallRequest, rng: random.Random) -> Route | None:
+    """`match_http_route`'s rules over the request's own header view: one roll per request
+    for every runtime fraction, drawn only when a route has one."""
+    path = call.path
+    roll = -1
+    for route in vhost.http_routes:
+        match = route.match
+        if roll < 0 and match.runtime_fraction_ppm is not None:
+            roll = rng.randrange(_PPM)
+        if http_route_matches(match, path, call.headers if match.headers else _NO_HEADERS, roll):
+            return route
+    return None
 
 
 def _cluster(
@@ -141,7 +161,7 @@ def _cluster(
     if action.cluster:
         return RouteChoice(virtual_host=vhost, route=route, action=action, cluster=action.cluster)
     if action.weighted_clusters:
-        entry = _weighted_pick(action.weighted_clusters, rng)
+        entry = _weighted_pick(action.weighted_clusters, rng.randrange(_total(action)))
         return RouteChoice(
             virtual_host=vhost, route=route, action=action, cluster=entry.name, cluster_weight=entry
         )
@@ -161,6 +181,21 @@ def _cluster(
     )
 
 
+def _total(action: RouteAction) -> int:
+    return sum(entry.weight for entry in action.weighted_clusters)
+
+
+def _weighted_pick(clusters: tuple[ClusterWeight, ...], draw: int) -> ClusterWeight:
+    """Envoy's pick for a draw in [0, total weight): the first entry whose running total
+    exceeds it."""
+    running = 0
+    for entry in clusters:
+        running += entry.weight
+        if draw < running:
+            return entry
+    return clusters[-1]  # pragma: no cover - the draw is below the total
+
+
 Level = tuple[tuple[str, ...], tuple[HeaderToAdd, ...]]
 
 
@@ -174,31 +209,34 @@ def _levels(route: Route, vhost: VirtualHost, routes: RouteConfigurationView) ->
 
 
 def header_changes(
-    metadata: Iterable[tuple[str, str | bytes]], levels: list[Level]
+    metadata: Iterable[tuple[str, str | bytes]], levels: list[Level], view: Mapping[str, str]
 ) -> tuple[tuple[str, ...], Pairs]:
     """The names to remove and the pairs to add that turn the request's headers into what
     Envoy's header mutations at ``levels`` (in order) make of them, with the consumed retry
-    headers gone."""
-    original = [(name.lower(), value) for name, value in metadata if isinstance(value, str)]
-    consumed = tuple(name for name in CONSUMED_HEADERS if any(n == name for n, _ in original))
+    headers gone (``view``: the request's headers by lower-case name)."""
+    consumed = tuple(name for name in CONSUMED_HEADERS if name in view)
     if not levels:
         return consumed, ()
+    original = [(name.lower(), value) for name, value in metadata if isinstance(value, str)]
     pairs = list(original)
     for remove, add in levels:
         pairs = _mutate(pairs, remove, add)
-    changed = sorted(
-        {name for name, _ in original + pairs if _values(original, name) != _values(pairs, name)}
-        | set(consumed)
-    )
-    gone = set(changed)
+    before, after = _grouped(original), _grouped(pairs)
+    gone = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+    gone.update(consumed)
+    changed = sorted(gone)
     added = tuple(
         (name, value) for name, value in pairs if name in gone and name not in CONSUMED_HEADERS
     )
     return tuple(changed), added
 
 
-def _values(pairs: list[tuple[str, str]], name: str) -> list[str]:
-    return [value for key, value in pairs if key == name]
+def _grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each name's values, in order."""
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped
 
 
 def _mutate(
