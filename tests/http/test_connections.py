@@ -253,6 +253,43 @@ async def test_asking_for_an_endpoint_connects_ahead_and_the_first_request_takes
     assert harness.of(backend.address) == [CONNECTING, READY]
 
 
+async def test_a_request_waiting_for_the_connect_made_ahead_takes_its_failure(
+    harness: Harness,
+) -> None:
+    """A request sent while the connect made ahead runs waits for it and, when it fails,
+    fails with it (ConnectError) instead of connecting a second time."""
+    key = ("127.0.0.1", free_port())
+    connections = harness(clock=FakeClock())
+    connections.hold_only([key])
+    with pytest.raises(httpx.ConnectError):
+        await get(connections.connect(key))
+    assert harness.network.connects == 1
+    assert harness.of(key) == [CONNECTING, FAILURE]
+
+
+async def test_a_request_waits_for_the_connect_made_ahead_no_longer_than_its_connect_timeout(
+    harness: Harness,
+) -> None:
+    """A connect made ahead that hangs (a listener that never answers the TLS handshake) is
+    waited for only as long as the request's own connect timeout: ConnectTimeout."""
+    from xdsclient._plane._tls_policy import TlsPolicy
+    from xdsclient.httpx._tls import TlsContexts, cluster_security
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        key = silent.getsockname()
+        tls = TlsContexts(cluster_security({}).store)
+        connections = harness(clock=FakeClock(), tls=tls, timeout=httpx.Timeout(30))
+        connections.hold_only([key])
+        connection = connections.connect(key, TlsPolicy(system_roots=True))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(httpx.ConnectTimeout):
+            await get(connection, "https://svc.test/", timeout=0.3)
+        assert loop.time() - started < 2
+
+
 async def test_a_parked_connection_the_server_closed_is_replaced(harness: Harness) -> None:
     """A connection opened ahead that the server closed before any request is dropped and a
     new one made: the request succeeds on the restarted backend."""

@@ -11,8 +11,9 @@ httpcore's ``ConnectError`` naming the matchers and the SANs seen: a connect fai
 what the retry policy and outlier detection see.
 
 A connection opened ahead (`Opener.open_ahead`) is parked until the pool's first connect takes
-it, so the handshake done before a request is not done twice; a parked connection the server
-closed meanwhile, or one parked longer than the keep-alive expiry, is dropped for a new one.
+it, so the handshake done before a request is not done twice; a parked connection parked longer
+than the keep-alive expiry, or (in plaintext) one the server closed meanwhile, is dropped for a
+new one.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class Opener(httpcore.AsyncNetworkBackend):
         self._inner = inner or httpcore.AnyIOBackend()
         self._parked: tuple[_Opened, float] | None = None
         self._ahead: asyncio.Future[None] | None = None
+        #: why the last connect made ahead failed (given to the requests that waited for it)
+        self._ahead_error: Exception | None = None
 
     async def connect_tcp(
         self,
@@ -96,10 +99,16 @@ class Opener(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: typing.Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        """A parked connection, or a new one (TCP, TLS and its checks)."""
-        if self._ahead is not None and not self._ahead.done():
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._ahead)
+        """A parked connection, or a new one (TCP, TLS and its checks); while a connect made
+        ahead runs, its outcome (waited for no longer than ``timeout``)."""
+        ahead = self._ahead
+        if ahead is not None and not ahead.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(ahead), timeout)
+            except TimeoutError:
+                raise httpcore.ConnectTimeout("timed out waiting for the connect") from None
+            if self._ahead_error is not None:
+                raise type(self._ahead_error)(str(self._ahead_error))
         parked = await self._take_parked()
         if parked is not None:
             return parked
@@ -171,19 +180,28 @@ class Opener(httpcore.AsyncNetworkBackend):
         self._ahead = asyncio.ensure_future(self._open_ahead(host, port, timeout))
 
     async def _open_ahead(self, host: str, port: int, timeout: float | None) -> None:
-        with contextlib.suppress(Exception):  # reported as FAILED; a request tries again
+        self._ahead_error = None
+        try:
             self._parked = (await self.open(host, port, timeout), self._clock())
+        except Exception as error:  # reported as FAILED, and raised to requests waiting
+            self._ahead_error = error
 
     async def _take_parked(self) -> _Opened | None:
         parked, self._parked = self._parked, None
         if parked is None:
             return None
         stream, since = parked
-        if self._clock() - since < self._park_for and not stream.get_extra_info("is_readable"):
+        if self._clock() - since < self._park_for and not self._closed_by_peer(stream):
             return stream
         with contextlib.suppress(Exception):
             await stream.aclose()  # closed by the server, or kept too long
         return None
+
+    def _closed_by_peer(self, stream: _Opened) -> bool:
+        """Whether a parked plaintext connection was closed by the server (its socket is
+        readable before anything was sent). A TLS 1.3 server sends session tickets after the
+        handshake, so a parked TLS connection is readable anyway: only its age counts."""
+        return self._policy is None and bool(stream.get_extra_info("is_readable"))
 
     async def aclose(self) -> None:
         """Stop a connect made ahead and close a parked connection."""

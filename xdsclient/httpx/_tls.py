@@ -23,19 +23,28 @@ import ipaddress
 import ssl
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._plane._tls_policy import (
     Certificates,
     CertificateStore,
+    ClusterSecurity,
     TlsError,
     TlsPolicy,
     dns_name_match,
 )
+from .._settings._certificates import CertificateProviderConfig
 
-__all__ = ["TlsContexts", "build_context", "check_peer", "http_check", "peer_sans"]
+__all__ = [
+    "TlsContexts",
+    "build_context",
+    "check_peer",
+    "cluster_security",
+    "http_check",
+    "peer_sans",
+]
 
 _VERSIONS = {
     "TLSv1_0": ssl.TLSVersion.TLSv1,
@@ -66,6 +75,12 @@ def http_check(policy: TlsPolicy) -> str | None:
         if why is not None:
             return why
     return None
+
+
+def cluster_security(providers: Mapping[str, CertificateProviderConfig]) -> ClusterSecurity:
+    """The HTTP front end's `ClusterSecurity`: each snapshot's policies, refusing what
+    `http_check` refuses; its ``store`` is what `TlsContexts` takes."""
+    return ClusterSecurity(providers, check=http_check)
 
 
 class TlsContexts:

@@ -202,12 +202,25 @@ class HttpBackend:
         )
 
     async def stop(self) -> None:
-        """Stop serving (connections still open are closed)."""
+        """Stop serving (hypercorn closes idle connections, and ends those whose requests
+        are still running)."""
         self._stop.set()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+class _ClosingAtOnce(ssl.SSLObject):
+    """A server-side TLS connection that sends its close_notify and closes without waiting for
+    the client's (allowed since TLS 1.3): asyncio otherwise waits for it up to 30 s, and a
+    client pool keeping an idle connection never answers, so a backend's `stop` would hang."""
+
+    def unwrap(self) -> Any:
+        try:
+            return super().unwrap()
+        except ssl.SSLWantReadError:
+            return None
 
 
 def _config(backend: HttpBackend) -> Any:
@@ -222,12 +235,14 @@ def _config(backend: HttpBackend) -> Any:
                     backend.server_names.append(server_name)
 
                 context.sni_callback = record
+                context.sslobject_class = _ClosingAtOnce
             return context
 
     config = _Config()
     config.loglevel = "WARNING"
     config.graceful_timeout = 0.1
     config.keep_alive_timeout = 30
+    config.keep_alive_max_requests = 10**9  # no GOAWAY after hypercorn's default 1000 requests
     if backend.certfile is not None:
         config.certfile, config.keyfile = str(backend.certfile), str(backend.keyfile)
         if backend.client_ca is not None:
