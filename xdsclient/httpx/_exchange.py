@@ -341,20 +341,16 @@ class Exchange:
             )
             headers.insert(0, ("host", step.authority))
         # the connection sends to its endpoint, with its scheme: only the target is ours
-        url = request.url.copy_with(raw_path=step.path.encode("ascii"))
-        if self._body is not None:
-            return httpx.Request(
-                request.method,
-                url,
-                headers=headers,
-                content=self._body,
-                extensions=request.extensions,
-            )
+        url = request.url
+        target = step.path.encode("ascii")
+        if target != url.raw_path:  # rewritten
+            url = url.copy_with(raw_path=target)
+        body = self._body
         return httpx.Request(
             request.method,
             url,
             headers=headers,
-            stream=request.stream,
+            stream=request.stream if body is None else httpx.ByteStream(body),
             extensions=request.extensions,
         )
 
