@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -179,3 +180,33 @@ def _subscribed(cp: ControlPlane) -> set[str]:
     """The clusters the client's last CDS request names."""
     requests = [r for r in cp.requests if r.type_url == CLUSTER.type_url]
     return set(requests[-1].message.resource_names) if requests else set()
+
+
+async def test_a_missing_listener_answers_503_naming_it(
+    cp: ControlPlane, client: XdsClient
+) -> None:
+    """A listener the server does not have: requests answer 503 naming the LDS resource and
+    that it does not exist (the client's does-not-exist timer, 1 s here, bounds the wait)."""
+    async with (
+        XdsTransport("nope", client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        r = await http.get("http://svc/")
+    assert r.status_code == 503
+    assert "LDS resource nope: does not exist" in r.headers[ERROR_HEADER]
+
+
+async def test_concurrent_requests_for_a_new_host_share_one_configuration(
+    cp: ControlPlane, client: XdsClient, two: list[HttpBackend]
+) -> None:
+    """64 requests at once for a host not seen before all wait for its one config watch and
+    all reach the backends."""
+    a, b = two
+    cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a, b])))
+    async with (
+        XdsTransport(LISTENER, client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        answers = await asyncio.gather(*(http.get(f"http://svc/{i}") for i in range(64)))
+    assert {r.status_code for r in answers} == {200}
+    assert a.total + b.total == 64

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -317,3 +318,43 @@ async def test_a_request_body_is_sent_again_with_each_retry_unless_it_is_a_strea
         assert [r.body for r in a.requests] == [b"whole"] * 3
         assert (await http.post("http://svc/p", content=chunks())).status_code == 503
     assert [r.body for r in a.requests[3:]] == [b"once"]
+
+
+async def test_a_response_header_the_policy_names_is_retried(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """``retriable-headers``: a 200 carrying ``x-retry`` is retried, and the answer without it
+    is the response; the backend saw both attempts."""
+    a, _, _ = three
+    route = to("c")
+    policy = route.route.retry_policy
+    policy.retry_on = "retriable-headers"
+    policy.num_retries.value = 2
+    policy.retry_back_off.base_interval.FromMilliseconds(1)
+    policy.retriable_headers.add(name="x-retry").present_match = True
+    cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
+    a.script("/again", Behaviour(headers=(("x-retry", "1"),)))
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        r = await http.get("http://svc/again")
+    assert r.status_code == 200
+    assert "x-retry" not in r.headers
+    assert a.counts["/again"] == 2
+
+
+async def test_a_fault_delay_holds_the_request_before_it_is_sent(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """The fault filter delaying every request by 0.3 s: the request takes at least that long
+    and then reaches the backend."""
+    a, _, _ = three
+    delay = fault(delay_s=0.3, delay_percent=(100, 0))
+    cp.set_all(
+        resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a]), faults=[delay])
+    )
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        await answers(http, 1)  # the configuration is in place
+        started = time.monotonic()
+        r = await http.get("http://svc/late")
+        took = time.monotonic() - started
+    assert r.headers["x-backend"] == "a"
+    assert took >= 0.3

@@ -37,12 +37,12 @@ import httpx
 from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, Code, LocalReply, Status
 from .._plane import PlaneCore, resource_details
-from .._plane._tls_policy import ClusterSecurity, TlsError
+from .._plane._tls_policy import TlsError
 from .._settings._targets import listener_for
 from ..lb import ConnectivityState, EndpointKey
 from ..resources import LISTENER, ROUTE_CONFIGURATION, ListenerView, RouteConfigurationView
 from ._connections import DEFAULT_LIMITS, HttpConnection, HttpConnections
-from ._tls import TlsContexts, http_check
+from ._tls import TlsContexts, cluster_security
 
 __all__ = ["ACTIVE_FAULTS", "HttpCore", "RouteWatch"]
 
@@ -95,7 +95,7 @@ class HttpCore(PlaneCore):
         self.listener = listener
         self.idle_timeout = idle_timeout
         #: each cluster's TLS policy and the bootstrap's certificates (as the gRPC channel's)
-        self.security = ClusterSecurity(client.config.certificate_providers, check=http_check)
+        self.security = cluster_security(client.config.certificate_providers)
         self.connections = HttpConnections(
             self.on_connectivity,
             http1=http1,

@@ -53,6 +53,8 @@ __all__ = ["Exchange", "local_response"]
 _REHASH = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
 _CONNECT_FAILURES = (httpx.ConnectError,)
+#: the request header naming response headers a retry looks at (Envoy's)
+_RETRIABLE_HEADERS = "x-envoy-retriable-header-names"
 #: how early a timeout may fire and still be the attempt's deadline (timers are not exact)
 _EARLY = 0.05
 _RESETS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
@@ -166,7 +168,9 @@ class Exchange:
             (":scheme", request.url.scheme),
         )
         headers = tuple(
-            (name, value) for name, value in request.headers.multi_items() if name != "host"
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in request.headers.raw
+            if name.lower() != b"host"
         )
         return CallRequest(
             authority=authority,
@@ -297,35 +301,56 @@ class Exchange:
         status = response.status_code
         return AttemptOutcome(
             http_status=status,
-            headers=tuple((k.lower(), v) for k, v in response.headers.multi_items()),
+            headers=self._response_headers(response),
             endpoint=key,
             committed=committed,
             code=Code.OK if status < 500 else Code.UNAVAILABLE,
         )
 
+    def _response_headers(self, response: httpx.Response) -> tuple[tuple[str, str], ...]:
+        """A response's headers (lower-case names) when a retry may look at them
+        (``retriable-headers``, the route's or the request's ``x-envoy-retriable-header-names``),
+        else none: most requests never need them."""
+        choice = self._plan.choice if self._plan is not None else None
+        policy = None
+        if choice is not None:
+            policy = choice.action.retry_policy or choice.virtual_host.retry_policy
+        wanted = (policy is not None and policy.retriable_headers) or (
+            _RETRIABLE_HEADERS in self._request.headers
+        )
+        if not wanted:
+            return ()
+        return tuple((k.lower(), v) for k, v in response.headers.multi_items())
+
     def _outgoing(self, step: Attempt) -> httpx.Request:
         request = self._request
-        headers = apply_header_changes(
-            ((k, v) for k, v in request.headers.multi_items() if k.lower() != "host"),
-            step.headers_to_remove,
-            step.headers_to_add,
-        )
-        headers.insert(0, ("host", step.authority))
-        # the connection sends to its endpoint, with its scheme: only the target is ours
-        url = request.url.copy_with(raw_path=step.path.encode("ascii"))
-        if self._body is not None:
-            return httpx.Request(
-                request.method,
-                url,
-                headers=headers,
-                content=self._body,
-                extensions=request.extensions,
+        raw = request.headers.raw
+        headers: list[tuple[bytes, bytes]] | list[tuple[str, str]]
+        if not step.headers_to_remove and not step.headers_to_add:  # the usual request
+            headers = [(b"host", step.authority.encode("ascii"))]
+            headers.extend(pair for pair in raw if pair[0].lower() != b"host")
+        else:
+            headers = apply_header_changes(
+                (
+                    (k.decode("latin-1"), v.decode("latin-1"))
+                    for k, v in raw
+                    if k.lower() != b"host"
+                ),
+                step.headers_to_remove,
+                step.headers_to_add,
             )
+            headers.insert(0, ("host", step.authority))
+        # the connection sends to its endpoint, with its scheme: only the target is ours
+        url = request.url
+        target = step.path.encode("ascii")
+        if target != url.raw_path:  # rewritten
+            url = url.copy_with(raw_path=target)
+        body = self._body
         return httpx.Request(
             request.method,
             url,
             headers=headers,
-            stream=request.stream,
+            stream=request.stream if body is None else httpx.ByteStream(body),
             extensions=request.extensions,
         )
 
@@ -336,12 +361,9 @@ class Exchange:
         self._response = self._ending = None
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers.raw,
-            stream=_Body(stream, ending, ok=response.status_code < 500),
-            extensions=response.extensions,
-        )
+        # the response as it came, its body ending the attempt when closed
+        response.stream = _Body(stream, ending, ok=response.status_code < 500)
+        return response
 
     async def _drop(self, *, ok: bool) -> None:
         """Close the last attempt's response, not handed over (a retry follows, or a local
