@@ -18,6 +18,9 @@ p99 pool every round, requests per second and this process's CPU time per reques
 median of the rounds.
 
     python bench/sync.py [--reads 20000] [--requests 1000] [--rounds 3]
+
+(Run as a script, this file's folder comes first on ``sys.path``, where ``bench/http.py`` would
+hide the standard library's ``http`` from httpx: it takes the folder off before importing httpx.)
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import os
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
 
 import httpx
 
