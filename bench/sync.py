@@ -12,10 +12,11 @@ HTTP: one HTTP/1.1 backend (`xdsclient.testing.HttpBackend` in a child process, 
 not this process's) answers ``GET /bench``; the test control plane (on a loop thread here, idle
 while requests run) routes listener ``bench`` to it. ``httpx.Client`` sends through
 ``httpx.HTTPTransport`` (plain), through the bridge over ``httpx.AsyncHTTPTransport``, and
-through `XdsSyncTransport`, from 1 and from 32 threads. The machine may be shared, so the
-clients run interleaved for ``--rounds`` rounds (each starting with another client): p50 and
-p99 pool every round, requests per second and this process's CPU time per request are the
-median of the rounds.
+through `XdsSyncTransport`, from 1 and from 32 threads; and ``httpx.AsyncClient`` with 1 and 32
+tasks on a loop of its own (what the bridge runs, without the bridge). The machine may be
+shared, so the clients run interleaved for ``--rounds`` rounds (each starting with another
+client): p50 and p99 pool every round, requests per second and this process's CPU time per
+request are the median of the rounds.
 
     python bench/sync.py [--reads 20000] [--requests 1000] [--rounds 3]
 
@@ -26,6 +27,7 @@ hide the standard library's ``http`` from httpx: it takes the folder off before 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import concurrent.futures
 import contextlib
 import os
@@ -136,6 +138,27 @@ def measure(client: httpx.Client, url: str, threads: int, total: int) -> dict[st
     return {"latencies": latencies, "rps": len(latencies) / elapsed, "cpu": cpu / len(latencies)}
 
 
+async def measure_async(url: str, tasks: int, total: int) -> dict[str, Any]:
+    """`measure` for ``httpx.AsyncClient`` with ``tasks`` tasks on its own loop: what the
+    bridge runs, without the bridge."""
+    limits = httpx.Limits(max_connections=tasks, max_keepalive_connections=tasks)
+    async with httpx.AsyncClient(limits=limits) as client:
+        for _ in range(20):
+            await client.get(url)
+        latencies: list[float] = []
+
+        async def work() -> None:
+            for _ in range(total // tasks):
+                start = time.perf_counter()
+                await client.get(url)
+                latencies.append(time.perf_counter() - start)
+
+        start, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(work() for _ in range(tasks)))
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"latencies": latencies, "rps": len(latencies) / elapsed, "cpu": cpu / len(latencies)}
+
+
 def _answer_at_once(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, content=b"ok")
 
@@ -143,10 +166,16 @@ def _answer_at_once(request: httpx.Request) -> httpx.Response:
 Make = Callable[[httpx.Limits], httpx.BaseTransport]
 
 
+def in_its_loop(limits: httpx.Limits) -> httpx.BaseTransport:  # a marker, never called
+    """Marks the row of ``httpx.AsyncClient`` on its own loop, without the bridge."""
+    raise AssertionError("a marker")
+
+
 def interleaved(
     clients: dict[str, tuple[Make, str]], args: argparse.Namespace
 ) -> list[tuple[str, int, dict[str, Any]]]:
-    """Each client's rows, measured round by round, each round starting with another one."""
+    """Each client's rows, measured round by round, each round starting with another one
+    (`in_its_loop`: ``httpx.AsyncClient`` on a loop of its own, tasks for threads)."""
     rows = []
     for threads in THREADS:
         limits = httpx.Limits(max_connections=threads, max_keepalive_connections=threads)
@@ -155,6 +184,10 @@ def interleaved(
         for round_ in range(args.rounds):
             for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                 make, url = clients[name]
+                if make is in_its_loop:
+                    sample = asyncio.run(measure_async(url, threads, args.requests))
+                    samples[name].append(sample)
+                    continue
                 with httpx.Client(transport=make(limits)) as client:
                     samples[name].append(measure(client, url, threads, args.requests))
         for name in names:
@@ -195,6 +228,7 @@ def main() -> None:
                 url = f"http://127.0.0.1:{port}/bench"
                 http: dict[str, tuple[Make, str]] = {
                     "httpx.HTTPTransport": (lambda limits: httpx.HTTPTransport(limits=limits), url),
+                    "httpx.AsyncClient, tasks on its loop": (in_its_loop, url),
                     "bridge over AsyncHTTPTransport": (
                         lambda limits: BridgedTransport(
                             lambda: httpx.AsyncHTTPTransport(limits=limits)
@@ -215,12 +249,12 @@ def main() -> None:
         print(f"{name:40} {micros:10.2f}")
     print()
     print(
-        f"{'HTTP client':34} {'threads':>7} {'p50 us':>9} {'p99 us':>9} {'req/s':>9} "
+        f"{'HTTP client':38} {'threads':>7} {'p50 us':>9} {'p99 us':>9} {'req/s':>9} "
         f"{'CPU us/req':>11}"
     )
     for name, threads, result in rows:
         print(
-            f"{name:34} {threads:7d} {result['p50']:9.0f} {result['p99']:9.0f} "
+            f"{name:38} {threads:7d} {result['p50']:9.0f} {result['p99']:9.0f} "
             f"{result['rps']:9.0f} {result['cpu']:11.0f}"
         )
 
