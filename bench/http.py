@@ -20,6 +20,8 @@ Our CPU per request: ``--pairs`` pairs of back-to-back concurrency-64 runs of bo
 plain httpx's, and the median of the pairs counts. What the difference holds: the request's
 plan (route, timeout, retry policy, hash), the pick, the attempt's request and response
 objects, and the picker's and load report's bookkeeping; both send on an httpcore pool.
+``--profile`` also counts the Python function calls per request of each client under cProfile
+(a count the machine's load does not change).
 
     python bench/http.py [--rounds 6] [--latency-requests 300] [--throughput-requests 1500]
 
@@ -32,7 +34,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -176,11 +180,28 @@ async def measure(requests: dict[str, Callable[[], Awaitable[None]]], args: Any)
     extra = await paired_cpu(
         requests["plain"], requests["XdsTransport"], args.pairs, args.throughput_requests // 3
     )
+    if args.profile:
+        counts = {name: await calls_per_request(request, 300) for name, request in requests.items()}
+        print(
+            "Python function calls per request: "
+            + ", ".join(f"{name} {count:.0f}" for name, count in counts.items())
+            + f"; XdsTransport adds {counts['XdsTransport'] - counts['plain']:.0f}"
+        )
     print(
         f"\nour CPU per request (XdsTransport minus plain httpx, median of {args.pairs} pairs): "
         f"{statistics.median(extra) * 1e6:.1f} us "
         f"(quartiles {percentile(extra, 0.25) * 1e6:.1f} to {percentile(extra, 0.75) * 1e6:.1f})"
     )
+
+
+async def calls_per_request(request: Callable[[], Awaitable[None]], count: int) -> float:
+    """Python function calls per request of ``count`` sequential requests, under cProfile."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(count):
+        await request()
+    profiler.disable()
+    return float(pstats.Stats(profiler).total_calls) / count  # type: ignore[attr-defined]
 
 
 def report(names: list[str], rounds: list[dict[str, Sample]], args: Any) -> None:
@@ -234,6 +255,7 @@ def main() -> None:
     parser.add_argument("--latency-requests", type=int, default=300)
     parser.add_argument("--throughput-requests", type=int, default=1500)
     parser.add_argument("--pairs", type=int, default=10, help="paired runs for our CPU")
+    parser.add_argument("--profile", action="store_true", help="function calls per request")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -19,7 +19,7 @@ from envoy.extensions.retry.host.previous_hosts.v3 import previous_hosts_pb2
 from tests.call.builders import fault
 from tests.helpers import eventually
 from xdsclient import ClientOptions, XdsClient
-from xdsclient.httpx import XdsTransport
+from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.testing import Behaviour, ControlPlane, HttpBackend, http_backends
 
 from ..lrs.test_end_to_end import _totals
@@ -358,3 +358,27 @@ async def test_a_fault_delay_holds_the_request_before_it_is_sent(
         took = time.monotonic() - started
     assert r.headers["x-backend"] == "a"
     assert took >= 0.3
+
+
+async def test_a_cluster_header_route_resolves_its_cluster_at_request_time(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """A ``cluster_header`` route: the cluster a request names is resolved on demand (no route
+    reaches it ahead) and the request reaches its backend; a cluster the server does not have
+    answers 503 naming it."""
+    a, b, _ = three
+    route = route_components_pb2.Route()
+    route.match.prefix = "/"
+    route.route.cluster_header = "x-cluster"
+    cp.set_all(
+        resources(
+            route_config(vhost("v", ["*"], route)), cluster_of("a", [a]), cluster_of("b", [b])
+        )
+    )
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        r = await http.get("http://svc/by-header", headers={"x-cluster": "b"})
+        assert r.headers["x-backend"] == "b"
+        r = await http.get("http://svc/by-header", headers={"x-cluster": "ghost"})
+    assert r.status_code == 503
+    assert "CDS resource ghost: does not exist" in r.headers[ERROR_HEADER]
+    assert a.total == 0

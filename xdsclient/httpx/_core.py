@@ -254,6 +254,13 @@ class HttpCore(PlaneCore):
         self._rebuild()
         self.notify()
 
+    def catch_up(self, route: RouteWatch) -> None:
+        """Take ``route``'s latest snapshot now if its watch published one the callback has
+        not delivered yet (a request-time cluster just resolved in it)."""
+        latest = route.watch.latest if route.watch is not None else None
+        if latest is not None and latest is not route.snapshot:
+            self._on_update(route, latest)
+
     def _rebuild(self) -> None:
         """The picker follows the union of every authority's latest snapshot."""
         snapshots = [r.snapshot for r in self._routes.values() if r.snapshot is not None]

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from .. import Available, Missing, XdsError
 from .._call import (
     HTTP_RULES,
     Attempt,
@@ -44,7 +45,7 @@ from .._call import (
 from .._plane import DEADLINE, PickWait
 from .._plane._tls_policy import TlsError
 from ..lb import PickOutcome, PickResult
-from ._core import HttpCore
+from ._core import HttpCore, RouteWatch
 
 __all__ = ["Exchange", "local_response"]
 
@@ -125,6 +126,8 @@ class Exchange:
         self._response: httpx.Response | None = None
         self._ending: _Ending | None = None
         self._body: bytes | None = None
+        #: the configuration of the request's authority
+        self._route: RouteWatch | None = None
 
     async def run(self) -> httpx.Response:
         """Drive the request to its response."""
@@ -152,6 +155,7 @@ class Exchange:
                     f"{wait} s",
                 )
             return local_response(_status_reply(config))
+        self._route = route
         route.in_flight += 1
         try:
             return await self._routed(self._call(authority), config)
@@ -220,10 +224,38 @@ class Exchange:
             await core.wait_change(core.changed(), until)
 
     async def _attempt(self, step: Attempt, call: CallRequest) -> AttemptOutcome:
+        missing = await self._request_time_cluster(step.cluster)
+        if missing is not None:
+            return missing
         picked = await self._pick(step, call)
         if isinstance(picked, AttemptOutcome):
             return picked
         return await self._send(step, picked)
+
+    async def _request_time_cluster(self, cluster: str) -> AttemptOutcome | None:
+        """Have ``cluster`` in the picker when the route resolves it at request time (a
+        ``cluster_header`` route, or one Envoy's on-demand filter covers), as Envoy's
+        on-demand CDS does: None once it is there, else the 503 the request ends with."""
+        route, plan = self._route, self._plan
+        snapshot = route.snapshot if route is not None else None
+        if snapshot is None or plan is None or plan.choice is None:
+            return None
+        if cluster in snapshot.clusters:
+            return None
+        timeout = snapshot.on_demand_timeout(plan.choice.route)
+        if timeout is None or route is None:
+            return None  # walked ahead: the picker says why it cannot pick
+        try:
+            outcome = await route.watch.resolve_cluster(cluster, timeout=timeout)
+        except (XdsError, ValueError) as error:
+            return AttemptOutcome(reply=LocalReply.error(503, f"cluster {cluster}: {error}"))
+        if isinstance(outcome, Available):
+            self._core.catch_up(route)
+            return None
+        why = "does not exist" if isinstance(outcome, Missing) else f"not found in {timeout} s"
+        return AttemptOutcome(
+            reply=LocalReply.error(503, f"CDS resource {cluster}: {why} (on demand)")
+        )
 
     def _picks(self, step: Attempt) -> int:
         """How many picks an attempt may make to find a host it need not avoid: one, and
