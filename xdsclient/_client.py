@@ -313,7 +313,10 @@ class XdsClient:
         self._registry.check_open()
         name, target_authority = listener_for(self._config, listener)
         return self._registry.watch_config(
-            name, authority if authority is not None else target_authority, callback
+            name,
+            authority if authority is not None else target_authority,
+            callback,
+            on_demand=self._resolver,
         )
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
@@ -362,7 +365,11 @@ class XdsClient:
         ``update_failure``, ``update_empty``, ``version``, and each server's
         ``connected_state``, ``lrs_state`` and ``lrs_stream_failures``
         (docs/observability.md says how each is counted)."""
-        return attrs.evolve(self._stats.snapshot(), resolves=dict(self._resolver.book.counts))
+        return attrs.evolve(
+            self._stats.snapshot(),
+            resolves=dict(self._resolver.book.counts),
+            cluster_resolves=dict(self._resolver.cluster_counts),
+        )
 
     def enable_metrics(
         self, meter_provider: Any = None, *, target: str = "#xdsclient"
@@ -374,7 +381,8 @@ class XdsClient:
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
         ``grpc.xds.cache_state``; our ``xdsclient.lrs.reporting`` gauge and
         ``xdsclient.lrs.stream_failure`` counter for load reporting streams; and the
-        ``xdsclient.resolves`` counter of `resolve` calls by ``xdsclient.resolve.outcome``.
+        ``xdsclient.resolves`` counter of `resolve` calls by ``xdsclient.resolve.outcome``
+        (and ``xdsclient.cluster_resolves`` of `ConfigWatch.resolve_cluster` calls, likewise).
         Needs the ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
         reporting."""
         self._registry.check_open()
@@ -386,6 +394,7 @@ class XdsClient:
             target=target,
             connected=connected,
             resolves=lambda: self._resolver.book.counts,
+            cluster_resolves=lambda: self._resolver.cluster_counts,
         )
 
     def resource_states(self) -> list[ResourceState]:

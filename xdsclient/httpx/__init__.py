@@ -1,0 +1,1 @@
+"""Proxyless HTTP: an httpx transport routed, balanced and secured by xDS."""
