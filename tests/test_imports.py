@@ -226,6 +226,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
     # proxyless HTTP: the same parts as gRPC's front end
     "httpx": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
+    # the deprecated `AioBalancer` (below: `OWN_UNITS`): a thin use of grpc's `XdsChannel`
+    "lb.aio": frozenset({"__init__", "resources", "lb", "grpc"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),
@@ -233,13 +235,20 @@ LAYERS: dict[str, frozenset[str]] = {
     "_demo": frozenset(),
     "__main__": frozenset(),
 }
+#: Modules that are a layer of their own, not their folder's: `lb/aio.py`, the deprecated
+#: `AioBalancer`, is a thin use of `grpc` (which builds on `lb`), kept at the name its users
+#: import until it is removed; nothing else in `lb` may import `grpc`.
+OWN_UNITS = {"xdsclient.lb.aio": "lb.aio"}
 #: Units that may import any unit but the programs (and, for the facade, `BESIDE`).
 ANYTHING = {"__init__", "load", "testing", "conformance", "_cli", "_demo", "__main__"}
 PROGRAM_UNITS = {"_cli", "_demo", "__main__"}
 
 
 def _unit(module: str) -> str:
-    """The layer a module is in: its folder under the package, or itself at the root."""
+    """The layer a module is in: its folder under the package, or itself at the root (or its
+    own, `OWN_UNITS`)."""
+    if module in OWN_UNITS:
+        return OWN_UNITS[module]
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
