@@ -33,6 +33,7 @@ PACKAGES = (
     "xdsclient.load",
     "xdsclient.grpc",
     "xdsclient.httpx",
+    "xdsclient.sync",
 )
 
 

@@ -146,3 +146,16 @@ async def test_metrics_example_reads_a78_metrics_and_envoy_stats() -> None:
         "grpc.xds_client.resources{grpc.xds.authority=#old,grpc.xds.cache_state=acked,"
         "grpc.xds.resource_type=envoy.config.cluster.v3.Cluster} 1",
     ]
+
+
+def test_flask_app_serves_the_latest_configuration_without_an_event_loop() -> None:
+    """The Flask example's handlers read through SyncXdsClient from werkzeug's threads, follow
+    a change the control plane makes while it serves, and call a backend through
+    XdsSyncTransport."""
+    lines = load("flask_app").main()
+    assert lines == [
+        "clusters: api, api-primary, api-secondary, web",
+        "limit: 100",
+        "limit after the change: 200",
+        "reviews: 200 from reviews-1",
+    ]

@@ -20,7 +20,7 @@ from xdsclient import _version
 PACKAGE = Path(xdsclient.__file__).parent
 #: packages beside the client: never imported by it, so they may import its facade (``_call``:
 #: the data plane's call path, which the front ends share and which hashes with ``lb``)
-BESIDE = ("lb", "load", "testing", "conformance", "_call", "_plane", "grpc", "httpx")
+BESIDE = ("lb", "load", "testing", "conformance", "_call", "_plane", "grpc", "sync", "httpx")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
@@ -224,8 +224,11 @@ LAYERS: dict[str, frozenset[str]] = {
     # it (the TLS policy and certificates)
     "_plane": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
     "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
-    # proxyless HTTP: the same parts as gRPC's front end
-    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
+    # the sync facade: the client on a loop thread, through the public API alone
+    "sync": frozenset({"__init__"}),
+    # proxyless HTTP: the same parts as gRPC's front end; its sync transport runs on the sync
+    # facade's loop thread
+    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane", "sync"}),
     # the deprecated `AioBalancer` (below: `OWN_UNITS`): a thin use of grpc's `XdsChannel`
     "lb.aio": frozenset({"__init__", "resources", "lb", "grpc"}),
     "load": frozenset(),  # beside the client: anything but the programs

@@ -30,6 +30,7 @@ PAGES = {
     "xdsclient.load": "api/load/index.html",
     "xdsclient.grpc": "api/grpc/index.html",
     "xdsclient.httpx": "api/httpx/index.html",
+    "xdsclient.sync": "api/sync/index.html",
 }
 
 

@@ -1,6 +1,7 @@
 """Proxyless HTTP: `XdsTransport`, an httpx transport whose requests are routed, retried,
 fault-injected, balanced and load-reported as the xDS configuration says (Envoy's HTTP router's
-rules), for ``httpx.AsyncClient``.
+rules), for ``httpx.AsyncClient``; `XdsSyncTransport`, the same for ``httpx.Client`` (it runs
+an `XdsTransport` on a background event-loop thread).
 
 Beside the client, as ``grpc`` is: it builds on the public API, the call path
 (`xdsclient._call`), its asyncio shell (`xdsclient._plane`) and `xdsclient.lb`, and the client
@@ -18,9 +19,10 @@ except ImportError as error:  # pragma: no cover - the extra is installed in the
     ) from error
 
 from .._call import ERROR_HEADER
+from ._sync import XdsSyncTransport
 from ._transport import XdsTransport
 
-__all__ = ["ERROR_HEADER", "XdsTransport"]
+__all__ = ["ERROR_HEADER", "XdsSyncTransport", "XdsTransport"]
 
 for _name in __all__:
     _value = globals()[_name]
