@@ -47,6 +47,7 @@ from .._call import (
     Status,
     grpc_header_view,
 )
+from .._plane import PickWait
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
@@ -413,11 +414,11 @@ class XdsCall(
         connection and tell the picker, the connections and the load reporter how it went."""
         core = self._core
         headers = request.headers if self._metadata else _NO_METADATA_HEADERS
-        picked = core.pick_now(step.cluster, headers, step.request_hash)
-        if picked is None:  # it queues (or fails a wait-for-ready call): wait for a change
-            picked = await core.pick(
-                step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
-            )
+        picked = core.pick_now(
+            step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
+        )
+        if isinstance(picked, PickWait):  # it queues (or fails a wait-for-ready call)
+            picked = await core.wait_pick(picked)
         if isinstance(picked, Status):
             if picked is CLOSED:
                 raise self._failed(CLOSED)
