@@ -75,7 +75,7 @@ async def test_a_run_validates_as_clients_of_its_bootstrap(
             }
         )
     )
-    common = {"listener": "l", "clients": 2, "duration": 1.0, "validate": True}
+    common: dict[str, Any] = {"listener": "l", "clients": 2, "duration": 1.0, "validate": True}
     with_roots = await run(Scenario(bootstrap=str(path), **common))
     assert (with_roots.complete, with_roots.nacks) == (2, 0)
     bare = await run(Scenario(server=cp.address, **common))
