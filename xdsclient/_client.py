@@ -280,7 +280,9 @@ class XdsClient:
         configs = self.watch_config(listener, authority=authority)
         return await wait_for_config(configs, listener, predicate, timeout)
 
-    def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
+    def watch_config(
+        self, listener: str, *, authority: str | None = None, http_rules: bool = False
+    ) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.
 
         Each `XdsConfig` holds the listener, its route configuration, the virtual host for
@@ -289,8 +291,11 @@ class XdsClient:
         listener or its routes are unusable (a server that cannot be reached included), and an
         `AmbientError` when something failed that leaves the last snapshot usable. The client
         subscribes to exactly what the configuration needs and drops what it stops needing.
+        With ``http_rules``, the virtual host and its routes are chosen as Envoy's HTTP router
+        does (domain precedence, the port, routes with query parameter conditions), for an
+        HTTP data plane.
         """
-        return self._config_watch(listener, authority, None)
+        return self._config_watch(listener, authority, None, http_rules)
 
     def add_config_watcher(
         self,
@@ -298,18 +303,20 @@ class XdsClient:
         callback: Callable[[ConfigUpdate], Awaitable[None] | None],
         *,
         authority: str | None = None,
+        http_rules: bool = False,
     ) -> ConfigWatch:
         """The callback form of `watch_config`: ``callback(update)`` for each update, in order
         (plain or ``async``), on a task the client owns; cancel the returned watch to stop."""
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {callback!r}")
-        return self._config_watch(listener, authority, callback)
+        return self._config_watch(listener, authority, callback, http_rules)
 
     def _config_watch(
         self,
         listener: str,
         authority: str | None,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
+        http_rules: bool = False,
     ) -> ConfigWatch:
         check_name(listener)
         if authority is not None and not isinstance(authority, str):
@@ -320,6 +327,7 @@ class XdsClient:
             name,
             authority if authority is not None else target_authority,
             callback,
+            http_rules=http_rules,
             on_demand=self._resolver,
         )
 

@@ -123,11 +123,14 @@ class ConfigWatch:
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,
         *,
+        http_rules: bool = False,
         on_demand: OnDemand | None = None,
     ) -> None:
         self._source = source
         self.listener = listener
         self.authority = authority
+        #: the virtual host and its routes are chosen as Envoy's HTTP router does
+        self.http_rules = http_rules
         self._dynamic: DynamicClusters | None = None
         if on_demand is not None:
             self._dynamic = DynamicClusters(
@@ -277,6 +280,7 @@ class ConfigWatch:
             self.authority,
             self._source.resource_state,
             self._last,
+            http_rules=self.http_rules,
             dynamic=dynamic,
         )
         added = sorted(result.wanted - self._handles.keys())

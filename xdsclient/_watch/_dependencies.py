@@ -7,9 +7,11 @@ never does I/O, so every graph shape is tested without a server (gRFC A74's XdsD
 
 Rules:
 - The listener must be an API listener; its routes come from RDS or inline.
-- The virtual host is chosen for the authority; the clusters are those its routes reach, but
-  for routes that resolve their cluster at request time (`request_time_timeout`: a
-  ``cluster_header`` route, or one Envoy's on-demand filter covers with ODCDS). When
+- The virtual host is chosen for the authority (gRPC's rules, or Envoy's HTTP router's with
+  ``http_rules``: `RouteConfigurationView.http_virtual_host_for`, its routes
+  `VirtualHost.http_routes`); the clusters are those its routes reach, but for routes that
+  resolve their cluster at request time (`request_time_timeout`: a ``cluster_header`` route,
+  or one Envoy's on-demand filter covers with ODCDS). When
   none of the route configuration's matches and it carries ``vhds``, the virtual host of the
   authority is asked for on demand over VHDS (``<route configuration>/<authority>``): the
   snapshot waits for it, and a host the server does not know is "no virtual host".
@@ -150,11 +152,13 @@ def walk(
     lookup: Lookup,
     previous: XdsConfig | None = None,
     *,
+    http_rules: bool = False,
     dynamic: Collection[str] = (),
 ) -> Walk:
     """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds;
-    ``previous``: the last snapshot, whose unchanged cluster entries are reused; ``dynamic``:
-    the clusters subscribed to at request time (never withholding the snapshot)."""
+    ``previous``: the last snapshot, whose unchanged cluster entries are reused; ``http_rules``:
+    choose the virtual host and its routes as Envoy's HTTP router does; ``dynamic``: the
+    clusters subscribed to at request time (never withholding the snapshot)."""
     wanted: set[tuple[str, str]] = set()
     add = wanted.add
 
@@ -180,7 +184,10 @@ def walk(
             return done(None)
         if isinstance(route_config, XdsError):
             return done(route_config)
-    virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
+    if http_rules:
+        virtual_host = route_config.http_virtual_host_for(authority)
+    else:
+        virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
     if virtual_host is None and route_config.vhds:
         on_demand = _on_demand_virtual_host(route_config.name, authority, value)
         if on_demand is _PENDING:
@@ -193,7 +200,8 @@ def walk(
                 f'RouteConfiguration "{route_config.name}" has no virtual host for {authority!r}'
             )
         )
-    roots = _roots(manager, virtual_host, virtual_host.routes)
+    routes = virtual_host.http_routes if http_rules else virtual_host.routes
+    roots = _roots(manager, virtual_host, routes)
     clusters: dict[str, ClusterConfig] = {}
     reuse = {} if previous is None else previous.clusters
     # Resolve every root (no short cut) so that everything needed is known in one pass.

@@ -289,13 +289,17 @@ class Registry:
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
         *,
+        http_rules: bool = False,
         on_demand: OnDemand | None = None,
     ) -> ConfigWatch:
         """A `ConfigWatch` of the listener resource ``listener`` over this registry, ended by
-        `close` if not before; ``on_demand``: the client's resolver, for its dynamic clusters."""
+        `close` if not before; ``http_rules``: the walk follows Envoy's HTTP router;
+        ``on_demand``: the client's resolver, for its dynamic clusters."""
         name = self.name(LISTENER.type_url, listener)
         self._open_subscriber().check_type(LISTENER.type_url)
-        config_watch = ConfigWatch(self, name, authority, callback, on_demand=on_demand)
+        config_watch = ConfigWatch(
+            self, name, authority, callback, http_rules=http_rules, on_demand=on_demand
+        )
         self._config_watches.add(config_watch)
         return config_watch
 

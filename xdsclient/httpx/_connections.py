@@ -254,6 +254,14 @@ class HttpConnections:
         states = [c.state for slot, c in self._open.items() if slot[0] == key]
         return aggregate_state(states) if states else None
 
+    def last_error(self, key: EndpointKey) -> str | None:
+        """Why the last connect of a pool of ``key`` failed (None: none did, or it connected
+        since)."""
+        for slot, connection in self._open.items():
+            if slot[0] == key and connection.opener.last_error is not None:
+                return connection.opener.last_error
+        return None
+
     def connect(self, key: EndpointKey, policy: TlsPolicy | None = None) -> HttpConnection:
         """The pool of ``key`` under ``policy``, made if there is none; an IDLE pool opens a
         connection ahead of any request (held while the snapshot holds it; otherwise it closes

@@ -81,6 +81,8 @@ class Opener(httpcore.AsyncNetworkBackend):
         self._tls = tls
         self._alpn = alpn
         self._report = report
+        #: why the last connect failed (None: it did not)
+        self.last_error: str | None = None
         self._clock = clock
         self._park_for = park_for
         self._inner = inner or httpcore.AnyIOBackend()
@@ -147,10 +149,12 @@ class Opener(httpcore.AsyncNetworkBackend):
             if stream is not None:
                 with contextlib.suppress(Exception):
                     await stream.aclose()
+            self.last_error = f"TLS: {error}" if isinstance(error, TlsError) else str(error)
             self._report(ConnectEvent.FAILED)
             if isinstance(error, TlsError):
                 raise httpcore.ConnectError(f"TLS: {error}") from error
             raise
+        self.last_error = None
         self._report(ConnectEvent.CONNECTED)
         return _Opened(stream)
 
