@@ -54,7 +54,7 @@ from ._orca import load_report_of, named_metrics
 from ._status import outcome_of, rpc_error
 from ._tls import TlsError
 
-__all__ = ["XdsCall"]
+__all__ = ["Starter", "XdsCall"]
 
 _PREVIOUS = "grpc-previous-rpc-attempts"
 _UNARY = (False, False)
@@ -102,8 +102,8 @@ class XdsCall(
     _ended_future: asyncio.Future[None] | None = None
     #: done callbacks waiting for the end (None: none yet)
     _callbacks: list[Callable[[Any], None]] | None = None
-    #: the start on a task at the loop's next turn, for a unary call nobody awaited yet
-    _kick: asyncio.Handle | None = None
+    #: whether the call waits for `Starter` (a unary call nobody awaited yet)
+    _kick = False
 
     def __init__(
         self,
@@ -121,6 +121,7 @@ class XdsCall(
         compression: grpc.Compression | None,
         registry: set[XdsCall] | None = None,
         multicallables: dict[Any, Any] | None = None,
+        starter: Starter | None = None,
     ) -> None:
         self._core = core
         self._method = method
@@ -140,7 +141,8 @@ class XdsCall(
         #: channel's multi-callable, shared by its calls)
         self._multicallables = multicallables if multicallables is not None else {}
         if kind == _UNARY:
-            self._kick = asyncio.get_running_loop().call_soon(self._start_on_task)
+            self._kick = True
+            (starter if starter is not None else Starter()).add(self)
         else:
             if self._response_streaming:
                 self._responses = asyncio.Queue()
@@ -152,9 +154,7 @@ class XdsCall(
         if self._outcome is None and not self._running():
             owner = asyncio.current_task()
             if owner is not None:  # the usual case: run on the awaiter's task
-                assert self._kick is not None
-                self._kick.cancel()
-                self._kick = None
+                self._kick = False
                 self._owner = owner
                 response = yield from self._run().__await__()
                 return response
@@ -284,7 +284,7 @@ class XdsCall(
     def _start_on_task(self) -> None:
         """Run the driver on a task of its own (nobody awaited the call yet, or its kind
         needs one)."""
-        self._kick = None
+        self._kick = False
         if self._outcome is None and not self._running():
             self._task = asyncio.ensure_future(self._run())
             self._task.add_done_callback(_retrieve)
@@ -296,9 +296,7 @@ class XdsCall(
         if self._owner is not None:
             self._cancelled_owner = True
             return self._owner.cancel()
-        if self._kick is not None:
-            self._kick.cancel()
-            self._kick = None
+        self._kick = False
         self._set_started()
         if self._responses is not None:
             self._responses.put_nowait(_END)
@@ -529,7 +527,7 @@ class XdsCall(
     async def _wait_started(self) -> None:
         if self._started:
             return
-        if self._outcome is None and not self._running() and self._kick is not None:
+        if self._outcome is None and not self._running() and self._kick:
             self._start_on_task()  # asked before its first turn: it starts now
         if self._started_event is None:
             self._started_event = asyncio.Event()
@@ -546,3 +544,26 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
     """The driver's error is the call's, given through the call: never unretrieved."""
     if not task.cancelled():
         task.exception()
+
+
+class Starter:
+    """Starts on a task, at the loop's next turn, the unary calls made in this turn that nobody
+    awaited by then: one callback per turn for all of a channel's calls, not one per call."""
+
+    __slots__ = ("_calls", "_handle")
+
+    def __init__(self) -> None:
+        self._calls: list[XdsCall] = []
+        self._handle: asyncio.Handle | None = None
+
+    def add(self, call: XdsCall) -> None:
+        """Start ``call`` at the next turn unless it runs or ended by then."""
+        self._calls.append(call)
+        if self._handle is None:
+            self._handle = asyncio.get_running_loop().call_soon(self._start)
+
+    def _start(self) -> None:
+        calls, self._calls, self._handle = self._calls, [], None
+        for call in calls:
+            if call._kick:
+                call._start_on_task()

@@ -19,7 +19,7 @@ import grpc
 
 from .. import XdsClient
 from ..lb import ConnectivityState
-from ._call import XdsCall
+from ._call import Starter, XdsCall
 from ._core import ChannelCore
 from ._intercept import InterceptedCall, applicable
 
@@ -77,6 +77,7 @@ class XdsChannel(grpc.aio.Channel):
         )
         self._interceptors = tuple(interceptors)
         self._calls: set[XdsCall] = set()
+        self._starter = Starter()
         self._closing: asyncio.Task[None] | None = None
 
     @property
@@ -261,6 +262,7 @@ class XdsChannel(grpc.aio.Channel):
             compression=compression,
             registry=self._calls,
             multicallables=multicallables,
+            starter=self._starter,
         )
         self._calls.add(call)
         return call
