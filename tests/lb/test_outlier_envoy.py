@@ -326,3 +326,72 @@ def test_an_outcome_without_status_or_failure_counts_by_ok() -> None:
         d.call_outcome(key(1), False, None, None, 1.0)
     d.poll(random.Random(17), 1.0)
     assert ejected_ports(d) == {1}
+
+
+def test_a_run_past_its_threshold_before_the_decision_is_one_draw() -> None:
+    """Twenty 5xx before the next poll ask once (the count must equal the threshold), so the
+    share of ejections stays the enforcement's (about 30 % of 200), not one draw per failure."""
+    rand = random.Random(18)
+    ejections = 0
+    for _ in range(200):
+        d = detector(config(enforcing_consecutive_5xx=30))
+        answer(d, 1, *[500] * 20)
+        d.poll(rand, 1.0)
+        ejections += len(d.ejected())
+    assert 35 <= ejections <= 85
+
+
+def test_local_failures_without_the_split_are_gateway_failures() -> None:
+    """Connect failures (503), resets (503) and timeouts (504) feed the gateway rule."""
+    d = detector(
+        config(
+            consecutive_5xx=100,
+            consecutive_gateway_failure=3,
+            enforcing_consecutive_gateway_failure=100,
+        )
+    )
+    fail(d, 1, LocalFailure.CONNECT, 1)
+    fail(d, 1, LocalFailure.RESET, 1)
+    fail(d, 1, LocalFailure.TIMEOUT, 1)
+    d.poll(random.Random(19), 1.0)
+    assert ejected_ports(d) == {1}
+
+
+def test_two_rules_tripping_at_once_eject_once() -> None:
+    """Five 503 trip the gateway and the 5xx rules together: one ejection (backoff 1), so the
+    endpoint is back after one ``base_ejection_time``."""
+    d = detector(
+        config(interval=1.0, base_ejection_time=10.0, enforcing_consecutive_gateway_failure=100)
+    )
+    rand = random.Random(20)
+    answer(d, 1, *[503] * 5, now=0.0)
+    d.poll(rand, 0.0)
+    assert ejected_ports(d) == {1}
+    for now in range(1, 11):
+        d.poll(rand, float(now))
+    assert d.ejected() == frozenset()
+
+
+def test_the_backoff_stops_growing_once_it_reaches_max_ejection_time() -> None:
+    """Six ejections in a row with base 10 s and max 25 s leave the backoff at 4 (Envoy stops
+    at ``backoff * base >= max + base``): four intervals later it is 0 and the next ejection
+    lasts 10 s (from a backoff of 6 it would still last 25 s)."""
+    d = detector(config(interval=1.0, base_ejection_time=10.0, max_ejection_time=25.0))
+    rand = random.Random(21)
+    now = 0.0
+    for _ in range(6):
+        answer(d, 1, *[500] * 5, now=now)
+        d.poll(rand, now)
+        while ejected_ports(d):
+            now += 1.0
+            d.poll(rand, now)
+    for _ in range(4):  # back: one backoff less per interval
+        now += 1.0
+        d.poll(rand, now)
+    answer(d, 1, *[500] * 5, now=now)
+    d.poll(rand, now)
+    ejected_at = now
+    while ejected_ports(d):
+        now += 1.0
+        d.poll(rand, now)
+    assert now - ejected_at == 10.0
