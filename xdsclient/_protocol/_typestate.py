@@ -171,8 +171,7 @@ class TypeState:
         entry = self.entries.get(name)
         if entry is None:
             entry = self.entries[name] = CacheEntry()
-        for field in CacheEntry.__slots__:
-            setattr(entry, field, getattr(source, field))
+        entry.copy_from(source)
         key = (TTL, self.type_url, name)
         if entry.expires_at is not None and entry.status.holds_value:
             self.deadlines.arm(key, entry.expires_at)
