@@ -6,6 +6,10 @@ per field read). This module reads the bytes itself; compiled with mypyc (the wh
 than upb, so the decoder uses it only when it is compiled (`COMPILED`); the sdist needs no C
 compiler.
 
+`decode` is the decoder of the compiled build: the reader, then the view built through its slots
+in C, with no Python frame per assignment (the view's module lends its class and the upb
+decoder with `bind_view`: it imports this module, not the other way round).
+
 It reads only the shape control planes send: names, localities with weights and priorities,
 endpoints with socket addresses, hostnames, health and weights. At anything else (a field it
 does not read, metadata, a policy, a field given twice, an unexpected wire type, a value upb
@@ -16,7 +20,8 @@ fields (tests/resources/test_endpoint_wire.py holds it to that, interpreted and 
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from ._endpoint_records import (
     _HEALTH,
@@ -30,7 +35,7 @@ from ._endpoint_records import (
 )
 from ._view import is_ip_address
 
-__all__ = ["COMPILED", "read_fields"]
+__all__ = ["COMPILED", "bind_view", "decode", "read_fields"]
 
 #: Whether this module runs compiled (mypyc), not from its source file.
 COMPILED: Final = not __file__.endswith(".py")
@@ -42,6 +47,13 @@ _ENDPOINT: Final = Endpoint
 _LOCALITY_ENDPOINTS: Final = LocalityEndpoints
 _STATUSES: Final = _HEALTH
 _NO_METADATA_MAP: Final = _NO_METADATA
+_object_new: Final = object.__new__
+
+#: What `bind_view` lent: the view class, its slot setters in field order (name, priorities,
+#: drop overloads, overprovisioning factor, raw bytes) and the upb decoder.
+_view: Any = None
+_setters: tuple[Any, ...] = ()
+_fallback: Callable[[bytes], tuple[str, Any]] | None = None
 
 
 class _Unusual(Exception):
@@ -122,6 +134,39 @@ def read_fields(data: bytes) -> tuple[str, _LeanFields] | None:
         return _assignment(data, len(data))
     except (_Unusual, IndexError):  # IndexError: a field key cut off at the end
         return None
+
+
+def bind_view(
+    view: type, setters: tuple[Any, ...], fallback: Callable[[bytes], tuple[str, Any]]
+) -> None:
+    """Lend `decode` the view class, its five slot setters and the decoder of everything the
+    reader leaves to upb."""
+    global _view, _setters, _fallback
+    if len(setters) != 5:
+        raise ValueError(f"{view.__name__} has {len(setters)} fields, the reader sets 5")
+    _view, _setters, _fallback = view, setters, fallback
+
+
+def decode(data: bytes) -> tuple[str, Any]:
+    """The ENDPOINT decoder of the compiled build: bytes -> (name, view), the view built here
+    when the reader takes the bytes, by the upb decoder (which decides every invalid message)
+    otherwise."""
+    try:
+        read = _assignment(data, len(data))
+    except (_Unusual, IndexError):
+        read = None
+    if read is None:
+        assert _fallback is not None, "bind_view was not called"
+        return _fallback(data)
+    name, fields = read
+    set_name, set_priorities, set_drops, set_factor, set_raw = _setters
+    view = _object_new(_view)
+    set_name(view, name)
+    set_priorities(view, fields[0])
+    set_drops(view, fields[1])
+    set_factor(view, fields[2])
+    set_raw(view, data)
+    return name, view
 
 
 def _assignment(data: bytes, end: int) -> tuple[str, _LeanFields] | None:
