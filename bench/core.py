@@ -11,11 +11,13 @@ every one changed, with one changed, and with none changed, to its ACK; their fl
 response and every ClusterLoadAssignment.
 
 Times are this process's CPU time (best of ``--repeat``), which other processes on a shared
-machine disturb far less than wall time. Each case runs twice: as installed (compiled where
-the build is: the wheels, `make compiled`) and as pure Python (``XDSCLIENT_PURE=1``, in a
-second process), side by side.
+machine disturb far less than wall time; the session receives with the cyclic collector paused,
+as the client's driver runs it (`xdsclient._runtime._gc`). Each case runs twice: as installed
+(compiled where the build is: the wheels, `make compiled`) and as pure Python
+(``XDSCLIENT_PURE=1``, in a second process), side by side. ``--before PATH`` runs both again
+with the package of another checkout (an older commit, built the same way) in the same run.
 
-    python bench/core.py [--sizes 10000 100000] [--repeat 3]
+    python bench/core.py [--sizes 10000 100000] [--repeat 3] [--before PATH]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import xds_config as cfg
 
 import xdsclient
 from xdsclient import ProtocolOptions, ResourceType, Session
+from xdsclient._runtime._gc import gc_paused
 from xdsclient.resources import ENDPOINT
 
 # The core's own cost: clusters decode into their protobuf message (bench/views.py measures the
@@ -138,7 +141,8 @@ def core_run(wire: bytes, names: list[str], delta: bool, wildcard: bool) -> Call
 
     def run() -> None:
         s = state["s"]
-        events = s.receive(response_class.FromString(wire), 1.0)
+        with gc_paused():
+            events = s.receive(response_class.FromString(wire), 1.0)
         (ack,) = s.requests_to_send(1.0)
         assert len(events) == len(names), len(events)
         assert not ack.HasField("error_detail")
@@ -191,7 +195,8 @@ def eds_run(n: int, update: bytes, events: int) -> Callable[[], None]:
 
     def run() -> None:
         s = state["s"]
-        found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
+        with gc_paused():
+            found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
         (ack,) = s.requests_to_send(1.0)
         assert len(found) == events, len(found)
         assert not ack.HasField("error_detail")
@@ -243,17 +248,18 @@ def measure(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]
     return rows
 
 
-def pure_rows(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]]:
-    """The same cases in a second process with every module from its source."""
+def other_rows(sizes: list[int], repeat: int, env: dict[str, str]) -> dict[tuple[int, str], float]:
+    """The same cases in a second process with ``env`` (``XDSCLIENT_PURE=1``: every module from
+    its source; ``PYTHONPATH``: another checkout's package): seconds by (N, case)."""
     command = [sys.executable, __file__, "--json", "--sizes", *map(str, sizes)]
     done = subprocess.run(
         [*command, "--repeat", str(repeat)],
-        env={**os.environ, "XDSCLIENT_PURE": "1"},
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         check=True,
     )
-    return [(n, label, total, floor) for n, label, total, floor in json.loads(done.stdout)]
+    return {(n, label): total for n, label, total, _ in json.loads(done.stdout)}
 
 
 def main() -> None:
@@ -261,21 +267,33 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--before", metavar="PATH", help="also run the package of the checkout at PATH"
+    )
     args = parser.parse_args()
     rows = measure(args.sizes, args.repeat)
     if args.json:
         print(json.dumps(rows))
         return
-    pure = {(n, label): total for n, label, total, _ in pure_rows(args.sizes, args.repeat)}
+    columns = {"pure": other_rows(args.sizes, args.repeat, {"XDSCLIENT_PURE": "1"})}
+    if args.before:
+        before = {"PYTHONPATH": os.path.abspath(args.before)}
+        columns["before"] = other_rows(args.sizes, args.repeat, before)
+        columns["bef.pure"] = other_rows(args.sizes, args.repeat, {**before, "XDSCLIENT_PURE": "1"})
     build = "compiled" if xdsclient.compiled else "pure Python: no compiled build here"
-    print(f"{'N':>8}  {'case':<36} {'core us/res':>11} {'pure us/res':>11} {'floor us/res':>12} "
-          f"{'ratio':>6} {'pure':>6}")  # fmt: skip
+    heads = "".join(f" {name + ' us':>11}" for name in columns)
+    ratios = "".join(f" {name:>8}" for name in columns)
+    print(f"{'N':>8}  {'case':<36} {'core us/res':>11}{heads} {'floor us/res':>12} {'ratio':>6}"
+          f"{ratios}")  # fmt: skip
     for n, label, total, floor in rows:
-        other = pure[(n, label)]
-        per, pure_per, floor_per = total / n * 1e6, other / n * 1e6, floor / n * 1e6
-        print(f"{n:>8}  {label:<36} {per:>11.2f} {pure_per:>11.2f} {floor_per:>12.2f} "
-              f"{total / floor:>5.2f}x {other / floor:>5.2f}x")  # fmt: skip
+        others = [column[(n, label)] for column in columns.values()]
+        cells = "".join(f" {other / n * 1e6:>11.2f}" for other in others)
+        shares = "".join(f" {other / floor:>7.2f}x" for other in others)
+        print(f"{n:>8}  {label:<36} {total / n * 1e6:>11.2f}{cells} {floor / n * 1e6:>12.2f} "
+              f"{total / floor:>5.2f}x{shares}")  # fmt: skip
     print(f"core: as installed ({build}); pure: XDSCLIENT_PURE=1, every module from its source.")
+    if args.before:
+        print(f"before: the package at {args.before} (as built there); bef.pure: it, pure Python.")
     print("floor: parse the response + FromString of every resource, kept (upb alone).")
     print("core: parse + Session.receive (decode, cache, events) + the ACK request; Clusters are")
     print("decoded into protobuf messages here (bench/views.py adds the validated views); EDS")
