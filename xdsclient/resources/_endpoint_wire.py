@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from ._endpoint_records import (
     _HEALTH,
+    _LOCALITIES,
     _NO_METADATA,
     _UINT32_MAX,
     Endpoint,
@@ -33,6 +34,7 @@ from ._endpoint_records import (
     _LeanFields,
     _locality,
 )
+from ._locality import Locality
 from ._view import is_ip_address
 
 __all__ = ["COMPILED", "bind_view", "decode", "read_fields"]
@@ -48,12 +50,22 @@ _LOCALITY_ENDPOINTS: Final = LocalityEndpoints
 _STATUSES: Final = _HEALTH
 _NO_METADATA_MAP: Final = _NO_METADATA
 _object_new: Final = object.__new__
+#: The interned localities (`_endpoint_records._locality`), read here without a Python call
+_INTERNED: Final = _LOCALITIES
 
-#: What `bind_view` lent: the view class, its slot setters in field order (name, priorities,
-#: drop overloads, overprovisioning factor, raw bytes) and the upb decoder.
-_view: Any = None
-_setters: tuple[Any, ...] = ()
-_fallback: Callable[[bytes], tuple[str, Any]] | None = None
+
+class _Lent:
+    """What `bind_view` lent: the view class, its slot setters in field order (name,
+    priorities, drop overloads, overprovisioning factor, raw bytes) and the upb decoder. An
+    object's fields, not module globals: compiled, reading them is no dict lookup."""
+
+    def __init__(self) -> None:
+        self.view: Any = None
+        self.setters: tuple[Any, ...] = ()
+        self.fallback: Callable[[bytes], tuple[str, Any]] | None = None
+
+
+_LENT: Final = _Lent()
 
 
 class _Unusual(Exception):
@@ -141,10 +153,9 @@ def bind_view(
 ) -> None:
     """Lend `decode` the view class, its five slot setters and the decoder of everything the
     reader leaves to upb."""
-    global _view, _setters, _fallback
     if len(setters) != 5:
         raise ValueError(f"{view.__name__} has {len(setters)} fields, the reader sets 5")
-    _view, _setters, _fallback = view, setters, fallback
+    _LENT.view, _LENT.setters, _LENT.fallback = view, setters, fallback
 
 
 def decode(data: bytes) -> tuple[str, Any]:
@@ -155,12 +166,13 @@ def decode(data: bytes) -> tuple[str, Any]:
         read = _assignment(data, len(data))
     except (_Unusual, IndexError):
         read = None
+    lent = _LENT
     if read is None:
-        assert _fallback is not None, "bind_view was not called"
-        return _fallback(data)
+        assert lent.fallback is not None, "bind_view was not called"
+        return lent.fallback(data)
     name, fields = read
-    set_name, set_priorities, set_drops, set_factor, set_raw = _setters
-    view = _object_new(_view)
+    set_name, set_priorities, set_drops, set_factor, set_raw = lent.setters
+    view = _object_new(lent.view)
     set_name(view, name)
     set_priorities(view, fields[0])
     set_drops(view, fields[1])
@@ -241,7 +253,9 @@ def _group(
         if endpoint is None:
             return False
         endpoints.append(endpoint)
-    locality = _locality(where)
+    locality: Locality | None = _INTERNED.get(where)
+    if locality is None:
+        locality = _locality(where)  # interns it
     record = _new(_LOCALITY_ENDPOINTS, (locality, weight, priority, tuple(endpoints)))
     group_list = by_priority.get(priority)
     if group_list is None:
