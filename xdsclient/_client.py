@@ -210,7 +210,7 @@ class XdsClient:
         seconds after its last resolve (a resolve then is answered at once). Works for any
         type on any transport that subscribes by name (docs/on-demand.md).
         """
-        if not isinstance(timeout, int | float) or not timeout > 0:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         self._check_vhds(resource_type)
         type_url = self._registry.type_url(resource_type)

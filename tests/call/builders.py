@@ -3,6 +3,7 @@ own decoders (the views the call path reads)."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from envoy.config.listener.v3 import listener_pb2
@@ -14,7 +15,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 )
 from envoy.type.v3 import percent_pb2
 
-from xdsclient._call import CallConfig, CallRequest
+from xdsclient._call import HTTP_RULES, ActiveFaults, CallConfig, CallPlan, CallRequest
 from xdsclient.resources import ListenerView, RouteConfigurationView
 
 RLS_TYPE = "type.googleapis.com/grpc.lookup.v1.RouteLookupClusterSpecifier"
@@ -133,4 +134,48 @@ def call(
         metadata=metadata,
         deadline=deadline,
         channel_id=channel_id,
+    )
+
+
+def http(
+    path: str = "/",
+    *,
+    authority: str = "example.com",
+    headers: tuple[tuple[str, str], ...] = (),
+    deadline: float | None = None,
+    method: str = "GET",
+    scheme: str = "http",
+    source_ip: str | None = None,
+) -> CallRequest:
+    """An HTTP request as the httpx transport describes it (headers as sent)."""
+    return CallRequest(
+        authority=authority,
+        path=path,
+        metadata=headers,
+        deadline=deadline,
+        method=method,
+        scheme=scheme,
+        source_ip=source_ip,
+        grpc_rules=False,
+    )
+
+
+def http_plan(
+    routes: Any,
+    request: CallRequest | None = None,
+    *,
+    inline: bool = False,
+    faults: tuple[Any, ...] = (),
+    active: ActiveFaults | None = None,
+    now: float = 0.0,
+    seed: int = 0,
+) -> CallPlan:
+    """The plan of ``request`` under Envoy's HTTP rules, the routes by RDS unless ``inline``."""
+    return CallPlan.begin(
+        request or http(),
+        config(routes, inline=inline, faults=faults),
+        now=now,
+        rng=random.Random(seed),
+        faults=active if active is not None else ActiveFaults(),
+        rules=HTTP_RULES,
     )

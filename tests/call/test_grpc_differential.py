@@ -10,17 +10,12 @@ matches, routes that do not forward, a missing virtual host (inline and RDS), fa
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import os
 import random
-import sys
 from typing import Any
 
 from envoy.config.route.v3 import route_pb2
 
-from tests.lb.differential_pickers import METHOD, _bootstrap_file, backends
+from tests.lb.differential_pickers import METHOD, backends, run_grpcio
 from xdsclient._call import ActiveFaults, Attempt, CallConfig, CallPlan, CallRequest, Finish
 from xdsclient.resources import ListenerView, RouteConfigurationView
 from xdsclient.testing import ControlPlane, builders
@@ -134,19 +129,7 @@ def _ours(resources: list[Any]) -> list[list[str]]:
 async def _grpc(resources: list[Any]) -> list[list[str]]:
     async with ControlPlane() as plane:
         plane.set_all(resources)
-        with _bootstrap_file(plane, "call-diff") as path:
-            env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _CHILD,
-                env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            try:
-                out, _ = await asyncio.wait_for(process.communicate(json.dumps(CALLS).encode()), 60)
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-    results: list[list[str]] = json.loads(out)
+        results: list[list[str]] = await run_grpcio(plane, "call-diff", _CHILD, (), CALLS)
     return results
 
 

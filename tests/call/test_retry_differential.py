@@ -11,12 +11,8 @@ of each attempt, and the final status.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
-import os
 import random
-import sys
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,7 +20,7 @@ from typing import Any
 import grpc
 from envoy.config.route.v3 import route_pb2
 
-from tests.lb.differential_pickers import _bootstrap_file
+from tests.lb.differential_pickers import run_grpcio
 from xdsclient._call import (
     ActiveFaults,
     Attempt,
@@ -165,21 +161,9 @@ def _ours(resources: list[Any]) -> tuple[dict[str, list[str | None]], list[list[
 async def _grpc(resources: list[Any]) -> list[list[str]]:
     async with ControlPlane() as plane:
         plane.set_all(resources)
-        with _bootstrap_file(plane, "retry-diff") as path:
-            env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _CHILD, LISTENER,
-                env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            try:
-                out, _ = await asyncio.wait_for(
-                    process.communicate(json.dumps(METHODS).encode()), 60
-                )
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-    statuses: list[list[str]] = json.loads(out)
+        statuses: list[list[str]] = await run_grpcio(
+            plane, "retry-diff", _CHILD, (LISTENER,), METHODS
+        )
     return statuses
 
 

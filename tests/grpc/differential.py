@@ -11,19 +11,14 @@ complete resources (nothing missing), so neither waits for a does-not-exist time
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import os
 import random
-import sys
 import time
 from collections.abc import Sequence
 
 import attrs
 import grpc
 
-from tests.lb.differential_pickers import _bootstrap_file
+from tests.lb.differential_pickers import run_grpcio
 from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane
@@ -84,23 +79,12 @@ class Result:
 
 async def theirs(plane: ControlPlane, calls: Sequence[Call], *, node_id: str) -> list[Result]:
     """``calls`` made in order on grpcio's ``xds:///`` channel (node ``node_id``)."""
-    with _bootstrap_file(plane, node_id) as path:
-        env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _CHILD, SAY,
-            env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        payload = [
-            [c.listener, c.value, [list(m) for m in c.metadata], c.timeout, c.wait_for_ready]
-            for c in calls
-        ]
-        try:
-            out, _ = await asyncio.wait_for(process.communicate(json.dumps(payload).encode()), 40)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
-    return [Result(*row) for row in json.loads(out)]
+    payload = [
+        [c.listener, c.value, [list(m) for m in c.metadata], c.timeout, c.wait_for_ready]
+        for c in calls
+    ]
+    rows = await run_grpcio(plane, node_id, _CHILD, (SAY,), payload, timeout=40)
+    return [Result(*row) for row in rows]
 
 
 async def ours(

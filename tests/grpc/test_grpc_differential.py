@@ -16,12 +16,8 @@ listener (no channel option shortens it), which makes this test take about 15 s.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import os
 import re
 import socket
-import sys
 from typing import Any
 
 import grpc
@@ -30,7 +26,7 @@ from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.type.v3 import percent_pb2
 
 from tests.call.builders import add_route, listener, route_config
-from tests.lb.differential_pickers import METHOD, _bootstrap_file, backends
+from tests.lb.differential_pickers import METHOD, backends, run_grpcio
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane, builders
@@ -134,19 +130,7 @@ def _resources(port: int, refused: int) -> list[Any]:
 
 
 async def _theirs(plane: ControlPlane) -> list[list[str]]:
-    with _bootstrap_file(plane, NODE) as path:
-        env = {**os.environ, "GRPC_VERBOSITY": "NONE", "GRPC_XDS_BOOTSTRAP": path}
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _CHILD,
-            env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            out, _ = await asyncio.wait_for(process.communicate(json.dumps(CALLS).encode()), 50)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
-    results: list[list[str]] = json.loads(out)
+    results: list[list[str]] = await run_grpcio(plane, NODE, _CHILD, (), CALLS, timeout=50)
     return results
 
 

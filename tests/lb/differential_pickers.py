@@ -63,6 +63,41 @@ def _bootstrap_file(plane: ControlPlane, node_id: str) -> Iterator[str]:
         yield path
 
 
+async def run_grpcio(
+    plane: ControlPlane,
+    node_id: str,
+    child: str,
+    args: Sequence[str],
+    payload: Any,
+    *,
+    timeout: float = 60.0,
+    env: Mapping[str, str] | None = None,
+) -> Any:
+    """Run ``child`` (a Python program using grpcio's xDS client) bootstrapped to ``plane`` as
+    node ``node_id``, with ``args``; give it ``payload`` as JSON on stdin and return the JSON
+    it prints. Killed after ``timeout`` seconds."""
+    with _bootstrap_file(plane, node_id) as path:
+        child_env = {
+            **os.environ,
+            "GRPC_VERBOSITY": "NONE",
+            "GRPC_XDS_BOOTSTRAP": path,
+            **(env or {}),
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", child, *args,
+            env=child_env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            out, _ = await asyncio.wait_for(
+                process.communicate(json.dumps(payload).encode()), timeout
+            )
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    return json.loads(out)
+
+
 @contextlib.asynccontextmanager
 async def backends(count: int) -> AsyncIterator[list[int]]:
     """``count`` grpc.aio servers on 127.0.0.1 answering with their port; yields the ports."""
@@ -95,27 +130,10 @@ async def grpc_picks(
     ``resources`` served by a fresh control plane."""
     async with ControlPlane() as plane:
         plane.set_all(resources)
-        with _bootstrap_file(plane, "lb-pickers") as path:
-            child_env = {
-                **os.environ,
-                "GRPC_VERBOSITY": "NONE",
-                "GRPC_XDS_BOOTSTRAP": path,
-                **(env or {}),
-            }
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _CHILD, listener, METHOD,
-                env=child_env,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            try:
-                out, _ = await asyncio.wait_for(
-                    process.communicate(json.dumps(list(map(dict, calls))).encode()), timeout
-                )
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-    picks: list[int] = json.loads(out)
+        picks: list[int] = await run_grpcio(
+            plane, "lb-pickers", _CHILD, (listener, METHOD), list(map(dict, calls)),
+            timeout=timeout, env=env,
+        )  # fmt: skip
     return picks
 
 

@@ -3,6 +3,7 @@ drops, circuit breaking, priorities and outlier detection, kept across snapshots
 
 from __future__ import annotations
 
+import gc
 import random
 from collections import Counter
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from xdsclient.lb import (
     ComposedPicker,
     ConnectivityState,
     PickOutcome,
+    PickResult,
 )
 from xdsclient.resources import (
     ClusterLoadAssignmentView,
@@ -198,6 +200,25 @@ def test_drops_by_category_only_while_ready() -> None:
     ready(picker, 1)
     result = picker.pick("/", {}, rand, 0.0)
     assert (result.outcome, result.drop_category, result.cluster) == (PickOutcome.DROP, "lb", "c")
+
+
+def test_drop_results_of_categories_no_longer_configured_are_let_go() -> None:
+    """A control plane that names a new drop category in every assignment: the picker keeps
+    the drop result of the current category only, not one per category ever seen."""
+    picker = ComposedPicker()
+    rand = random.Random(6)
+    for generation in range(50):
+        drops = {f"gen-{generation}": 1_000_000}
+        picker.update(snapshot("c", eds("c", [one(1)], drops=drops)), 0.0)
+        ready(picker, 1)
+        assert picker.pick("/", {}, rand, 0.0).drop_category == f"gen-{generation}"
+    gc.collect()
+    held = [
+        o.drop_category
+        for o in gc.get_objects()
+        if isinstance(o, PickResult) and o.drop_category.startswith("gen-")
+    ]
+    assert held == ["gen-49"]
 
 
 def test_circuit_breaking_drops_over_max_requests_until_calls_finish() -> None:

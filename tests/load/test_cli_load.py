@@ -120,3 +120,15 @@ async def test_a_missing_resource_of_a_list_is_named(cp):
                                "--duration", "1", "--quiet")  # fmt: skip
     assert status == 4
     assert one_error_line(err).endswith("; missing: ClusterLoadAssignment nosuch (never sent)")
+
+
+async def test_a_json_file_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    """``--json`` into a folder that does not exist: one line naming the file, the config exit
+    status, at once (the run's clients never connect: the server sees no stream)."""
+    async with servers.grpc_server() as address:
+        bad = tmp_path / "nowhere" / "run.json"
+        status, out, err = await cli("load", "--server", address, "--listener", "l",
+                                     "--duration", "30", "--json", str(bad))  # fmt: skip
+    assert status == 3
+    assert one_error_line(err) == f"xdsclient: --json {bad}: No such file or directory"
+    assert out == ""

@@ -219,10 +219,13 @@ async def test_a_resolve_waiting_when_the_client_closes_raises(
         await task
 
 
-async def test_a_timeout_that_is_not_positive_is_refused(client: XdsClient) -> None:
-    """``timeout`` must be a positive number of seconds."""
+@pytest.mark.parametrize("timeout", [0, -1.0, True, float("nan"), "5"])
+async def test_a_timeout_that_is_not_a_positive_number_is_refused(
+    client: XdsClient, timeout: Any
+) -> None:
+    """``timeout`` must be a positive number of seconds (``True`` is not one)."""
     with pytest.raises(ValueError, match="timeout"):
-        await client.resolve(CLUSTER, "a", timeout=0)
+        await client.resolve(CLUSTER, "a", timeout=timeout)
 
 
 async def test_csds_shows_a_resolved_cluster_as_any_other(

@@ -231,6 +231,7 @@ class RouteAction:
     host_rewrite_literal: str = ""
     timeout: float | None = None
     http_hash_policies: tuple[HashPolicy, ...] = ()
+    cluster_header: str = ""
 
     @property
     def clusters(self) -> tuple[str, ...]:
@@ -341,7 +342,10 @@ def _virtual_host(
         if parsed is not None:
             routes.append(parsed)
             http_routes.append(parsed)
-        elif route.match.query_parameters:
+        elif route.match.query_parameters or (
+            route.WhichOneof("action") == "route"
+            and route.route.WhichOneof("cluster_specifier") == "cluster_header"
+        ):
             try:  # gRPC skips it; HTTP keeps it when every part of it is valid
                 http = _route(name, f"{path}.routes[{j}]", route, plugins, optional, True)
             except ResourceDecodeError:
@@ -385,7 +389,7 @@ def _route(
     kind = route.WhichOneof("action")
     # As C-core: an ignored action ignores the route before its typed_per_filter_config is read
     if kind == "route":
-        action = _route_action(name, f"{path}.route", route.route, plugins, optional)
+        action = _route_action(name, f"{path}.route", route.route, plugins, optional, with_query)
         if action is None:
             return None
     http: dict[str, Any] = {
@@ -500,7 +504,12 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
 
 
 def _route_action(
-    name: str, path: str, action: Any, plugins: Mapping[str, Any], optional: set[str]
+    name: str,
+    path: str,
+    action: Any,
+    plugins: Mapping[str, Any],
+    optional: set[str],
+    http_only: bool = False,
 ) -> RouteAction | None:
     fields: dict[str, Any] = {}
     kind = action.WhichOneof("cluster_specifier")
@@ -560,6 +569,9 @@ def _route_action(
             hashes.append(HashPolicy(kind="channel_id", terminal=policy.terminal))
     fields["hash_policies"] = tuple(hashes)
     fields.update(action_http_fields(name, path, action))
+    if kind == "cluster_header" and http_only and action.cluster_header:
+        # HTTP only: Envoy's router reads the cluster from a request header
+        return RouteAction(**fields, cluster_header=action.cluster_header.lower())
     if kind not in ("cluster", "weighted_clusters", "cluster_specifier_plugin"):
         return None
     if kind == "cluster_specifier_plugin" and fields["cluster_specifier_plugin"] in optional:

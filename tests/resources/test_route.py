@@ -615,6 +615,7 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         "host_rewrite_literal": "h",
         "timeout": 2.5,
         "http_hash_policies": (HashPolicy(kind=HashPolicyKind.SOURCE_IP),),
+        "cluster_header": "x-cluster",
     }
     built_match = _route._new_route_match(*match.values())
     grpc_part = list(action.values())[:6]

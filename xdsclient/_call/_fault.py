@@ -27,6 +27,11 @@ execution from the front end (it sleeps and fails). Each rule, and where it come
   a delay starts only while fewer faults are active and counts as one until it ends; an abort
   applies after a delay that started or, without one, only while fewer faults are active
   (C-core's ``InjectionDecision``). A call is delayed first, then aborted.
+
+The same policies and decisions serve Envoy's HTTP fault filter (`HTTP_RULES`): Envoy reads
+the same fields and headers, and the decision keeps the abort's HTTP status (`FaultDecision.
+abort_http`: the configured ``http_status`` or the ``x-envoy-fault-abort-request`` header) for
+the HTTP answer; only how an aborted call ends differs (`CallRules.abort_finish`).
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ class FaultPolicy:
     """One fault filter's effective config. ``abort_code`` None: no fixed abort."""
 
     abort_code: Code | None = None
+    #: the configured ``http_status`` (HTTP front ends answer with it); None: a gRPC status
+    abort_http: int | None = None
     abort_from_headers: bool = False
     abort_numerator: int = 0
     abort_denominator: int = 100
@@ -90,6 +97,7 @@ class FaultPolicy:
                 fields["abort_code"] = grpc_code_from_int(abort.grpc_status)
             elif kind == "http_status":
                 fields["abort_code"] = grpc_code_from_http(abort.http_status)
+                fields["abort_http"] = abort.http_status
             elif kind == "header_abort":
                 fields["abort_from_headers"] = True
             if abort.HasField("percentage"):
@@ -154,6 +162,9 @@ class FaultDecision:
 
     delay: float = 0.0
     abort: Status | None = None
+    #: the HTTP status of the abort, when it has one (an ``http_status`` or the
+    #: ``x-envoy-fault-abort-request`` header); None with a gRPC status only
+    abort_http: int | None = None
     max_active_faults: int | None = None
 
 
@@ -162,9 +173,10 @@ def decide_fault(
 ) -> FaultDecision | None:
     """The decision for a call with ``headers`` (gRPC's view); None: no fault."""
     abort_code, abort_numerator = policy.abort_code, policy.abort_numerator
+    abort_http = policy.abort_http
     delay, delay_numerator = policy.delay, policy.delay_numerator
     if policy.abort_from_headers:
-        abort_code = _abort_code_header(headers)
+        abort_code, abort_http = _abort_code_header(headers)
         abort_numerator = _capped(headers.get(ABORT_PERCENTAGE_HEADER), abort_numerator)
     if policy.delay_from_headers:
         millis = _non_negative(headers.get(DELAY_HEADER))
@@ -180,16 +192,18 @@ def decide_fault(
     return FaultDecision(
         delay=delay if delayed else 0.0,
         abort=abort,
+        abort_http=abort_http if abort is not None else None,
         max_active_faults=policy.max_active_faults,
     )
 
 
-def _abort_code_header(headers: Mapping[str, str]) -> Code | None:
+def _abort_code_header(headers: Mapping[str, str]) -> tuple[Code | None, int | None]:
+    """The abort's code and HTTP status (None when it has none) from the headers."""
     http_status = _non_negative(headers.get(ABORT_HTTP_HEADER))
     if http_status is not None and 200 <= http_status < 600:
-        return grpc_code_from_http(http_status)
+        return grpc_code_from_http(http_status), http_status
     grpc_status = _non_negative(headers.get(ABORT_GRPC_HEADER))
-    return None if grpc_status is None else grpc_code_from_int(grpc_status)
+    return (None if grpc_status is None else grpc_code_from_int(grpc_status)), None
 
 
 def _non_negative(value: str | None) -> int | None:

@@ -2,17 +2,22 @@
 
 Why: route, cluster, deadline, fault, attempts and retries are decided by the modules beside
 this one; this ties them in gRPC's order (C-core: the config selector routes and hashes, the
-fault filter delays and aborts, the retry filter runs attempts, each with a new pick) and
-keeps the front end to three jobs: wait until a time, send an attempt, classify its outcome.
-Nothing here knows the front end, reads a clock or sleeps.
+fault filter delays and aborts, the retry filter runs attempts, each with a new pick), which
+is also Envoy's (router, fault filter, router's retries), and keeps the front end to three
+jobs: wait until a time, send an attempt, classify its outcome. Nothing here knows the front
+end, reads a clock or sleeps. What differs between gRPC and HTTP (routing, the deadline and
+retry rules, the request hash, how a call ends by itself) is the ``rules`` object
+(`GRPC_RULES`, `HTTP_RULES`); the state machine is one.
 
-    plan = CallPlan.begin(call, config, now=now, rng=rng, faults=faults)
+    plan = CallPlan.begin(call, config, now=now, rng=rng, faults=faults, rules=HTTP_RULES)
     step = plan.start(now)
     # Delay(until) -> wait, then plan.delay_elapsed(now)
-    # Attempt(...)  -> pick in step.cluster (step.request_hash for ring hash), send, then
-    #                  plan.attempt_done(outcome, now)
+    # Attempt(...)  -> pick in step.cluster (step.request_hash for ring hash; HTTP: avoid
+    #                  step.avoid where possible), send step.path / step.authority with the
+    #                  header changes, then plan.attempt_done(outcome, now)
     # RetryAt(at)   -> wait, then plan.backoff_elapsed(now)
-    # Finish(status, at) -> the call ends with status (wait until ``at`` first)
+    # Finish(status, at, reply) -> the call ends with status (wait until ``at`` first); HTTP:
+    #                  answer ``reply`` when set, else the last attempt's response
 
 Transitions are the table `_TRANSITIONS`; an input the current state does not allow raises
 `ProtocolError`. `cancel` ends the call from any state and gives back its active fault.
@@ -26,49 +31,16 @@ import random
 import attrs
 
 from .. import ProtocolError
-from ..resources import HttpConnectionManager, ListenerView, RouteConfigurationView
-from ._deadline import capped_deadline, max_stream_duration
-from ._fault import (
-    FAULT_FILTER_TYPE,
-    ActiveFaults,
-    FaultDecision,
-    decide_fault,
-    fault_policies,
-)
-from ._hash import call_hash
+from ._config import CallConfig
+from ._fault import ActiveFaults, FaultDecision
+from ._reply import LocalReply
 from ._request import CallRequest
-from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetryState
-from ._route import RouteChoice, route_call
+from ._retry import AttemptOutcome, Finish, RetryAt
+from ._route import RouteChoice
+from ._rules import GRPC_RULES, CallRules, Retries
 from ._status import Status
 
 __all__ = ["Attempt", "AttemptRecord", "CallConfig", "CallPlan", "CallState", "Delay"]
-
-
-@attrs.frozen(kw_only=True)
-class CallConfig:
-    """What a call is routed by: the listener's HTTP connection manager and, when its routes
-    come from RDS, the RouteConfiguration it names."""
-
-    listener_name: str
-    hcm: HttpConnectionManager
-    route_config: RouteConfigurationView | None = None
-    #: whether the listener runs a fault filter (most do not: their calls skip fault work)
-    has_fault_filters: bool = attrs.field(init=False, eq=False, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        faulty = any(f.type_url == FAULT_FILTER_TYPE for f in self.hcm.http_filters)
-        object.__setattr__(self, "has_fault_filters", faulty)
-
-    @classmethod
-    def from_listener(
-        cls, listener: ListenerView, route_config: RouteConfigurationView | None = None
-    ) -> CallConfig:
-        """The config of a client (API) listener."""
-        if listener.api_listener is None:
-            raise ValueError(f"listener {listener.name!r} is not a client (API) listener")
-        return cls(
-            listener_name=listener.name, hcm=listener.api_listener, route_config=route_config
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -84,9 +56,22 @@ class Attempt:
 
     number: int
     cluster: str
-    #: the ring-hash request hash (gRFC A42), the same for every attempt of the call
+    #: the ring-hash request hash (gRFC A42; Envoy's hash policies for HTTP), the same for
+    #: every attempt of the call
     request_hash: int
+    #: gRPC: the call's; HTTP: the earlier of the call's and the retry policy's per-try timeout
     deadline: float | None
+    #: the path and authority to send (HTTP: after the route's rewrites)
+    path: str = ""
+    authority: str = ""
+    #: HTTP: remove every request header named here, then add these (name, value) pairs, in
+    #: order (`apply_header_changes`): the route's, virtual host's and route configuration's
+    #: header mutations in Envoy's order, with the retry headers the router consumes removed
+    headers_to_add: tuple[tuple[str, str], ...] = ()
+    headers_to_remove: tuple[str, ...] = ()
+    #: HTTP: endpoints (host, port) to avoid in this pick where another is available (the
+    #: ``previous_hosts`` retry predicate: those already tried)
+    avoid: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def previous_attempts(self) -> int:
@@ -127,6 +112,7 @@ _TRANSITIONS: dict[tuple[CallState, str], frozenset[CallState]] = {
 }
 
 Step = Delay | Attempt | RetryAt | Finish
+_NO_HOSTS: frozenset[tuple[str, int]] = frozenset()
 
 
 class CallPlan:
@@ -134,50 +120,87 @@ class CallPlan:
 
     __slots__ = (
         "_allowed",
+        "_authority",
+        "_avoid_previous",
         "_delay_started",
         "_fault_index",
         "_faults",
+        "_headers_to_add",
+        "_headers_to_remove",
         "_holding_fault",
+        "_path",
+        "_per_try_timeout",
         "_retry",
         "_rng",
+        "_rules",
         "active_faults",
         "attempts",
         "choice",
         "deadline",
         "failure",
+        "reply",
         "request_hash",
         "state",
     )
 
-    def __init__(
-        self,
-        *,
-        choice: RouteChoice | None,
-        failure: Status | None,
-        deadline: float | None,
-        faults: tuple[FaultDecision, ...],
-        active_faults: ActiveFaults,
-        retry: RetryState,
-        request_hash: int,
-        rng: random.Random,
-    ) -> None:
+    #: the route and cluster, None when the call ends at start (``failure`` says why)
+    choice: RouteChoice | None
+    failure: Status | None
+    #: HTTP: the local answer when the call ends at start
+    reply: LocalReply | None
+    #: the call's deadline (gRPC: after the route's max stream duration; HTTP: the route's
+    #: timeout)
+    deadline: float | None
+    request_hash: int
+
+    def __init__(self, *, rules: CallRules, active_faults: ActiveFaults, rng: random.Random):
+        """A plan before its decisions: `begin` makes one and has ``rules`` decide it."""
         self.state = CallState.START
-        #: the route and cluster, None when routing failed (``failure`` says why)
-        self.choice = choice
-        self.failure = failure
-        #: the call's deadline after the route's max stream duration
-        self.deadline = deadline
-        self.request_hash = request_hash
         self.active_faults = active_faults
         #: every finished attempt, in order
         self.attempts: list[AttemptRecord] = []
-        self._faults = faults
+        self._rules = rules
         self._fault_index = 0
         self._delay_started = False
         self._holding_fault = False
-        self._retry = retry
         self._rng = rng
         self._allowed: frozenset[CallState] = frozenset()
+
+    def decided(
+        self,
+        *,
+        choice: RouteChoice | None,
+        retry: Retries,
+        failure: Status | None = None,
+        reply: LocalReply | None = None,
+        deadline: float | None = None,
+        faults: tuple[FaultDecision, ...] = (),
+        request_hash: int = 0,
+        path: str = "",
+        authority: str = "",
+        headers_to_add: tuple[tuple[str, str], ...] = (),
+        headers_to_remove: tuple[str, ...] = (),
+        per_try_timeout: float | None = None,
+        avoid_previous: bool = False,
+    ) -> None:
+        """The rules' decisions (`CallRules.decide`, once, from `begin`): the route (None
+        with ``failure``, and for HTTP the local ``reply``, when the call ends at start), the
+        retry state, the deadline, the faults, the request hash, and what each attempt sends
+        (HTTP: the rewritten path and authority, the header changes, the per-try timeout,
+        whether retries avoid the endpoints tried)."""
+        self.choice = choice
+        self.failure = failure
+        self.reply = reply
+        self.deadline = deadline
+        self.request_hash = request_hash
+        self._retry = retry
+        self._faults = faults
+        self._path = path
+        self._authority = authority
+        self._headers_to_add = headers_to_add
+        self._headers_to_remove = headers_to_remove
+        self._per_try_timeout = per_try_timeout
+        self._avoid_previous = avoid_previous
 
     @classmethod
     def begin(
@@ -188,47 +211,13 @@ class CallPlan:
         now: float,
         rng: random.Random,
         faults: ActiveFaults,
+        rules: CallRules = GRPC_RULES,
     ) -> CallPlan:
-        """Route ``call`` and decide its deadline, faults, hash and retry policy at ``now``."""
-        routed = route_call(
-            config.hcm,
-            call,
-            rng,
-            listener_name=config.listener_name,
-            route_config=config.route_config,
-        )
-        if isinstance(routed, Status):
-            return cls(
-                choice=None,
-                failure=routed,
-                deadline=call.deadline,
-                faults=(),
-                active_faults=faults,
-                retry=RetryState(None, call.deadline),
-                request_hash=0,
-                rng=rng,
-            )
-        deadline = capped_deadline(
-            call.deadline, now, max_stream_duration(routed.action, config.hcm)
-        )
-        faults_decided: tuple[FaultDecision, ...] = ()
-        if config.has_fault_filters:
-            policies = fault_policies(
-                config.hcm, routed.virtual_host, routed.route, routed.cluster_weight
-            )
-            decided = (decide_fault(policy, call.headers, rng) for policy in policies)
-            faults_decided = tuple(decision for decision in decided if decision is not None)
-        retry_policy = routed.action.retry_policy or routed.virtual_host.retry_policy
-        return cls(
-            choice=routed,
-            failure=None,
-            deadline=deadline,
-            faults=faults_decided,
-            active_faults=faults,
-            retry=RetryState(retry_policy, deadline),
-            request_hash=call_hash(routed.action, call, rng),
-            rng=rng,
-        )
+        """Route ``call`` and decide its deadline, faults, hash and retry policy at ``now``, by
+        ``rules`` (gRPC's unless told otherwise)."""
+        plan = cls(rules=rules, active_faults=faults, rng=rng)
+        rules.decide(plan, call, config, now=now, rng=rng)
+        return plan
 
     # --- inputs ---
 
@@ -236,7 +225,7 @@ class CallPlan:
         """The first step of the call, at ``now``."""
         self._check("start")
         if self.failure is not None:
-            return self._finish(self.failure, now)
+            return self._finish(Finish(status=self.failure, at=now, reply=self.reply))
         return self._run_faults(now)
 
     def delay_elapsed(self, now: float) -> Step:
@@ -254,7 +243,7 @@ class CallPlan:
         )
         decision = self._retry.on_attempt_done(outcome, now, self._rng)
         if isinstance(decision, Finish):
-            return self._finish(decision.status, decision.at)
+            return self._finish(decision)
         self._to(CallState.BACKOFF)
         return decision
 
@@ -281,33 +270,41 @@ class CallPlan:
                     self._to(CallState.DELAYING)
                     return Delay(until=self._cap(now + decision.delay))
             if self._past_deadline(now):
-                return self._finish(DEADLINE_EXCEEDED, now)
+                return self._finish(self._rules.deadline_finish(now))
             self._release_fault()
-            abort = decision.abort
-            if abort is not None and (
+            if decision.abort is not None and (
                 decision.delay > 0 or self.active_faults.has_quota(decision.max_active_faults)
             ):
-                return self._finish(abort, now)
+                return self._finish(self._rules.abort_finish(decision, now))
             self._fault_index += 1
             self._delay_started = False
         return self._attempt(now)
 
     def _attempt(self, now: float) -> Step:
         if self._past_deadline(now):
-            return self._finish(DEADLINE_EXCEEDED, now)
+            return self._finish(self._rules.deadline_finish(now))
         assert self.choice is not None
         self._to(CallState.ATTEMPTING)
+        deadline = self.deadline
+        if self._per_try_timeout:
+            per_try = now + self._per_try_timeout
+            deadline = per_try if deadline is None else min(deadline, per_try)
         return Attempt(
             number=self._retry.attempts + 1,
             cluster=self.choice.cluster,
             request_hash=self.request_hash,
-            deadline=self.deadline,
+            deadline=deadline,
+            path=self._path,
+            authority=self._authority,
+            headers_to_add=self._headers_to_add,
+            headers_to_remove=self._headers_to_remove,
+            avoid=self._retry.avoid if self._avoid_previous else _NO_HOSTS,
         )
 
-    def _finish(self, status: Status, at: float) -> Finish:
+    def _finish(self, finish: Finish) -> Finish:
         self._release_fault()
         self._to(CallState.DONE)
-        return Finish(status=status, at=at)
+        return finish
 
     def _release_fault(self) -> None:
         if self._holding_fault:

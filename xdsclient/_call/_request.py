@@ -53,6 +53,12 @@ class CallRequest:
     #: gRPC's header rules (``-bin`` absent, ``content-type`` fixed); False for plain HTTP,
     #: whose matchers see every header as sent (repeated values still joined with ``,``)
     grpc_rules: bool = True
+    #: HTTP: the request's method (gRPC's is always POST)
+    method: str = "POST"
+    #: HTTP: ``http`` or ``https`` (for a redirect's Location)
+    scheme: str = "http"
+    #: HTTP: the caller's own address, for a ``source_ip`` hash policy (None: unknown)
+    source_ip: str | None = None
 
     @functools.cached_property
     def headers(self) -> Mapping[str, str]:

@@ -28,6 +28,7 @@ import random
 import attrs
 
 from ..resources import RetryPolicy
+from ._reply import LocalReply, code_of_http
 from ._status import Code, Status
 
 __all__ = [
@@ -52,11 +53,41 @@ _CODES = {
 }
 
 
+def _derived_code(outcome: AttemptOutcome) -> Code:
+    """An HTTP outcome's code when the front end gives none (`code_of_http`; a per-try
+    timeout is DEADLINE_EXCEEDED, a reset or connect failure UNAVAILABLE)."""
+    if outcome.http_status is not None:
+        return code_of_http(outcome.http_status)
+    if outcome.reply is not None:
+        return code_of_http(outcome.reply.status)
+    if outcome.timed_out:
+        return Code.DEADLINE_EXCEEDED
+    return Code.UNAVAILABLE
+
+
 @attrs.frozen(kw_only=True)
 class AttemptOutcome:
-    """How one attempt ended, as the front end classified it."""
+    """How one attempt ended, as the front end classified it. gRPC gives ``code`` (and the
+    fields after it); HTTP gives the fields before it, and ``code`` is derived when not
+    given (`code_of_http`)."""
 
-    code: Code
+    #: HTTP: the response's status; None when no response came (a reset, a connect failure,
+    #: the per-try timeout)
+    http_status: int | None = None
+    #: HTTP: the response's headers (lower-case names), for ``retriable-headers``
+    headers: tuple[tuple[str, str], ...] = ()
+    #: HTTP: the stream was reset (or the connection lost) before a response
+    reset: bool = False
+    #: HTTP: no connection could be made (refused, TLS handshake, timeout)
+    connect_failure: bool = False
+    #: HTTP: the attempt's deadline (`Attempt.deadline`) passed before a response
+    timed_out: bool = False
+    #: HTTP: the endpoint tried (host, port), for the ``previous_hosts`` retry predicate
+    endpoint: tuple[str, int] | None = None
+    #: HTTP: the front end answered locally (no healthy upstream: 503, a drop, the cluster
+    #: is missing): the call ends with this reply, never retried, as Envoy's router does
+    reply: LocalReply | None = None
+    code: Code = attrs.field(default=attrs.Factory(_derived_code, takes_self=True))
     details: str = ""
     #: the attempt reached the caller (response headers or a message): no retry
     committed: bool = False
@@ -80,16 +111,21 @@ class RetryAt:
 @attrs.frozen(kw_only=True)
 class Finish:
     """The call ends with ``status`` at ``at`` (later than now only to wait for the
-    deadline)."""
+    deadline); for HTTP, with ``reply`` when the answer is local."""
 
     status: Status
     at: float
+    #: HTTP: the local answer to give (None: the last attempt's response is the answer)
+    reply: LocalReply | None = None
 
 
 class RetryState:
     """The retry decisions of one call."""
 
     __slots__ = ("_backoff_step", "_codes", "_policy", "attempts", "deadline", "max_attempts")
+
+    #: gRPC retries never avoid a host (no retry host predicates in gRPC)
+    avoid: frozenset[tuple[str, int]] = frozenset()
 
     def __init__(self, policy: RetryPolicy | None, deadline: float | None) -> None:
         self._policy = policy

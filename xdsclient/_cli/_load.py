@@ -249,6 +249,7 @@ async def _run(args: argparse.Namespace) -> int:
         scenario = scenario_of(args)
     except ScenarioError as exc:
         raise CliError(str(exc), USAGE) from None
+    _check_writable(args.json_file)
     try:
         result = await run_reported(scenario, args)
     except UnreachableError as exc:
@@ -270,6 +271,18 @@ async def _run(args: argparse.Namespace) -> int:
             raise CliError(f"no client had a complete configuration within "
                            f"{scenario.duration:g} s; missing: {missing}", UNAVAILABLE)  # fmt: skip
     return 0
+
+
+def _check_writable(path: str | None) -> None:
+    """Refuse a ``--json`` file that cannot be written before the run, not after it (the
+    file is opened to append, so an existing one is left as it is until the run's end)."""
+    if path is None:
+        return
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise CliError(f"--json {path}: {exc.strerror}", CONFIG) from None
 
 
 async def _missing(scenario: Any) -> str:

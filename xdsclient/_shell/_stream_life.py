@@ -27,11 +27,12 @@ Rules (gRFC A57, and gRPC's connection backoff):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import attrs
 
 from .._settings._config import Backoff
+from .._transports._call_status import LOCAL_WRITE_FAILURE, stream_status
 
 __all__ = ["LOCAL_WRITE_FAILURE", "End", "Phase", "StreamLife", "Verdict", "stream_status"]
 
@@ -150,17 +151,3 @@ class StreamLife:
         if following is None:
             raise RuntimeError(f"stream life: {event!r} while {self._phase.value}")
         self._phase = following
-
-
-#: what gRPC reports for a write that failed because the call had already ended
-LOCAL_WRITE_FAILURE = ("INTERNAL", "Internal error from Core")
-
-
-def stream_status(reported: Sequence[tuple[str, str]]) -> str | None:
-    """The gRPC status name a stream ended with, from every (code, details) its call reported
-    in turn: the first that is not gRPC's own for a failed write (`LOCAL_WRITE_FAILURE`: the
-    server's status came just before or comes just after it), else the last (None: none yet)."""
-    for code, details in reported:
-        if (code, details) != LOCAL_WRITE_FAILURE:
-            return code
-    return reported[-1][0] if reported else None

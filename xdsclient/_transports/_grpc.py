@@ -17,6 +17,7 @@ import grpc
 from .._errors import TransportError
 from .._settings._config import BootstrapError, ChannelCredentials, ServerConfig
 from ._base import StreamSpec
+from ._call_status import CallStatuses
 
 if TYPE_CHECKING:
     from .._settings._options import ClientOptions
@@ -68,15 +69,25 @@ class GrpcStream:
         self._call = call
         self._server = server
         self._options = options
+        self._statuses = CallStatuses(call)
 
     async def write(self, request: Any) -> None:
         try:
             await self._call.write(request)
         except grpc.aio.AioRpcError as exc:
+            # ended as we wrote: the server's status, not gRPC's own for the failed write
+            reported = (exc.code().name, exc.details() or "")
+            code, details = await self._statuses.server_status(reported)
+            if (code, details) != reported:
+                raise TransportError(
+                    f"xDS stream to {self._server} failed: {code}: {details}", code=code
+                ) from None
             raise map_rpc_error(exc, server=self._server, options=self._options) from None
-        except Exception as exc:  # the call ended under us; its status comes with the read
+        except Exception as exc:  # the call ended under us: the status it ended with
+            unknown = ("UNKNOWN", f"closed while writing: {exc!r}")
+            code, details = await self._statuses.server_status(unknown)
             raise TransportError(
-                f"xDS stream to {self._server} closed while writing: {exc!r}"
+                f"xDS stream to {self._server} failed: {code}: {details}", code=code
             ) from exc
 
     async def read(self) -> Any:

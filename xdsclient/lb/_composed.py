@@ -118,6 +118,11 @@ class _Leaf:
             self._endpoints = config.endpoints
             assignment = config.endpoints
             self.drops.update(assignment.drop_overloads if assignment else ())
+            if self._drop_results:  # only the categories still configured
+                kept = {category for category, _ in self.drops.overloads}
+                self._drop_results = {
+                    c: result for c, result in self._drop_results.items() if c in kept
+                }
             self.priority.update(assignment.priorities if assignment else (), now)
             assigned = True
         alive = set(map(id, self.priority.children.values()))

@@ -26,7 +26,6 @@ the same: both ask `StreamLife`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import random
 from collections.abc import Callable, Sequence
@@ -39,7 +38,8 @@ from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
 from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
-from .._shell._stream_life import LOCAL_WRITE_FAILURE, End, StreamLife, stream_status
+from .._shell._stream_life import End, StreamLife
+from .._transports._call_status import CallStatuses
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean
 from ._results import ClientResult
@@ -335,7 +335,7 @@ class SimClient:
         """Open the stream, serve it until it ends: (the gRPC status name it ended with, None
         when it ended without one, and how it ended).
 
-        Every status the call reports is kept (``_Statuses``): when the server ends the stream
+        Every status the call reports is kept (`CallStatuses`): when the server ends the stream
         just as an ACK goes out, gRPC fails the write and reports its own INTERNAL ("Internal
         error from Core") over the server's status, which is the one counted (`stream_status`).
         """
@@ -344,7 +344,7 @@ class SimClient:
         if self._faults.forgetful and stream.opened:
             self._forget(stream)
         call: Any = self._channel.stream_stream(stream.method)()
-        statuses = _Statuses(call)
+        statuses = CallStatuses(call)
         stream.call = call
         stream.opened += 1
         stream.life.opening()
@@ -368,7 +368,7 @@ class SimClient:
                 stream.life.received()
                 await self._on_response(stream, raw, response_class)
         except grpc.aio.AioRpcError as exc:
-            status = await statuses.server_status(fallback=exc.code().name)
+            status, _ = await statuses.server_status(fallback=(exc.code().name, ""))
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not stream.resetting or (current is not None and current.cancelling()):
@@ -604,47 +604,3 @@ class SimClient:
             self.result.incomplete = False
             fleet.result.complete += 1
             fleet.first_config(seconds)
-
-
-class _Statuses:
-    """Every status a call reports, in turn (gRPC reports one more, its own, when a write
-    fails on a call that just ended; a done callback sees each as it is set)."""
-
-    __slots__ = ("_changed", "reported")
-
-    def __init__(self, call: Any) -> None:
-        self._changed: asyncio.Event | None = None
-        self.reported: list[tuple[str, str]] = []
-        call.add_done_callback(self._on_done)
-
-    def _on_done(self, call: Any) -> None:
-        code, details = _ready(call.code()), _ready(call.details())
-        if code is not None:
-            self.reported.append((code.name, details or ""))
-        if self._changed is not None:
-            self._changed.set()
-
-    async def server_status(self, fallback: str, wait: float = 1.0) -> str:
-        """`stream_status` of what was reported (``fallback`` if nothing was); while that is
-        only gRPC's own for a failed write, wait (``wait`` seconds at most) for the server's,
-        which gRPC reports right after it."""
-        if self.reported and all(status == LOCAL_WRITE_FAILURE for status in self.reported):
-            self._changed = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(wait):
-                    while all(status == LOCAL_WRITE_FAILURE for status in self.reported):
-                        self._changed.clear()
-                        await self._changed.wait()
-        status = stream_status(self.reported)
-        return status if status is not None else fallback
-
-
-def _ready(coroutine: Any) -> Any:
-    """The value of a coroutine that finishes without waiting (a call's ``code()`` once its
-    status is set, as in its done callback); None, and the coroutine closed, if it would wait."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    coroutine.close()
-    return None

@@ -197,6 +197,7 @@ _m_kind, _m_path, _m_case, _m_headers, _m_fraction, _m_regex, _m_query = slot_se
     _a_host_rewrite,
     _a_timeout,
     _a_http_hashes,
+    _a_cluster_header,
 ) = slot_setters(RouteAction)
 (
     _r_match,
@@ -261,12 +262,14 @@ def _new_route_action(
         _a_host_rewrite(action, "")
         _a_timeout(action, None)
         _a_http_hashes(action, ())
+        _a_cluster_header(action, "")
     else:
         _a_prefix_rewrite(action, http["prefix_rewrite"])
         _a_regex_rewrite(action, http["regex_rewrite"])
         _a_host_rewrite(action, http["host_rewrite_literal"])
         _a_timeout(action, http["timeout"])
         _a_http_hashes(action, http["http_hash_policies"])
+        _a_cluster_header(action, http.get("cluster_header", ""))
     return action
 
 
@@ -327,7 +330,7 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
             keep(parsed)
             if http_routes is not None:
                 http_routes.append(parsed)
-        elif route.match.query_parameters:
+        elif route.match.query_parameters or _names_cluster_header(route):
             extra = _http_only_route(name, path, j, route, plugins)
             if extra is not None:
                 if http_routes is None:
@@ -351,6 +354,14 @@ def _virtual_host(name: str, path: str, vhost: Any, plugins: Plugins) -> Virtual
         http_routes=kept if http_routes is None else tuple(http_routes),
         request_headers_to_add=headers_to_add(vhost.request_headers_to_add),
         request_headers_to_remove=tuple(h.lower() for h in vhost.request_headers_to_remove),
+    )
+
+
+def _names_cluster_header(route: Any) -> bool:
+    """Whether ``route`` forwards to the cluster a request header names (gRPC ignores it)."""
+    return bool(
+        route.WhichOneof("action") == "route"
+        and route.route.WhichOneof("cluster_specifier") == "cluster_header"
     )
 
 
@@ -411,7 +422,7 @@ def _forwarding_route(
     parsed_match = _route_match(name, vhost_path, j, match, with_query)
     if parsed_match is None:
         return None
-    parsed_action = _route_action(name, vhost_path, j, action, plugins)
+    parsed_action = _route_action(name, vhost_path, j, action, plugins, with_query)
     if parsed_action is None:
         return None
     return _new_route(
@@ -428,7 +439,7 @@ def _any_route(
     kind = route.WhichOneof("action")
     action = redirect = direct = None
     if kind == "route":
-        action = _route_action(name, vhost_path, j, route.route, plugins)
+        action = _route_action(name, vhost_path, j, route.route, plugins, with_query)
         if action is None:
             return None  # ignored before its typed_per_filter_config is read, as in C-core
         action_type = _ROUTE
@@ -564,14 +575,16 @@ def _header_matcher(name: str, path: str, header: Any) -> HeaderMatcher:
 
 
 def _route_action(
-    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins
+    name: str, vhost_path: str, j: int, action: Any, plugins: Plugins, http_only: bool = False
 ) -> RouteAction | None:
+    """The action, or None when gRPC ignores the route (``http_only``: decoding a route gRPC
+    skips for `VirtualHost.http_routes`, where a ``cluster_header`` action is kept)."""
     present = action.ListFields()  # one call finds the common shape: a cluster alone
     if len(present) == 1:
         field, cluster = present[0]
         if field is _CLUSTER_FIELD and cluster:
             return _new_route_action(cluster, (), "", None, None, ())
-    cluster, plugin = "", ""
+    cluster, plugin, header = "", "", ""
     weighted: tuple[ClusterWeight, ...] = ()
     ignored = False  # gRPC ignores the route, once the rest of its action is valid
     kind = action.WhichOneof("cluster_specifier")
@@ -590,6 +603,8 @@ def _route_action(
         if plugin not in plugins:
             raise invalid(name, where, f"no plugin named {plugin!r}")
         ignored = plugins[plugin] is None  # optional, of a type gRPC lacks
+    elif kind == "cluster_header" and http_only and action.cluster_header:
+        header = action.cluster_header.lower()
     else:
         ignored = True  # none, or cluster_header: no cluster specifier gRPC supports
     max_duration = (
@@ -605,6 +620,8 @@ def _route_action(
     policies = action.hash_policy
     hashes = _hash_policies(name, f"{_at(vhost_path, j)}.route", policies) if policies else ()
     http = action_http_fields(name, f"{_at(vhost_path, j)}.route", action)
+    if header:
+        http["cluster_header"] = header
     if ignored:
         return None
     return _new_route_action(cluster, weighted, plugin, max_duration, retry, hashes, http)

@@ -368,6 +368,9 @@ class RouteAction:
     #: Envoy's: every policy of a kind Envoy hashes (header, cookie, query parameter, source
     #: IP), in order.
     http_hash_policies: tuple[HashPolicy, ...] = ()
+    #: Envoy's: the request header naming the cluster (a route gRPC ignores: only in
+    #: `VirtualHost.http_routes`).
+    cluster_header: str = ""
 
     @property
     def clusters(self) -> tuple[str, ...]:
