@@ -11,10 +11,10 @@ every one changed, with one changed, and with none changed, to its ACK; their fl
 response and every ClusterLoadAssignment.
 
 Times are this process's CPU time (best of ``--repeat``), which other processes on a shared
-machine disturb far less than wall time; the session receives with the cyclic collector paused,
-as the client's driver runs it (`xdsclient._runtime._gc`). Each case runs twice: as installed
-(compiled where the build is: the wheels, `make compiled`) and as pure Python
-(``XDSCLIENT_PURE=1``, in a second process), side by side. ``--before PATH`` runs both again
+machine disturb far less than wall time; the session receives and answers with the cyclic
+collector paused, as the client's driver runs it (`xdsclient._runtime._gc`). Each case runs
+twice: as installed (compiled where the build is: the wheels, `make compiled`) and as pure
+Python (``XDSCLIENT_PURE=1``, in a second process), side by side. ``--before PATH`` runs both again
 with the package of another checkout (an older commit, built the same way) in the same run.
 
     python bench/core.py [--sizes 10000 100000] [--repeat 3] [--before PATH]
@@ -141,9 +141,9 @@ def core_run(wire: bytes, names: list[str], delta: bool, wildcard: bool) -> Call
 
     def run() -> None:
         s = state["s"]
-        with gc_paused():
+        with gc_paused():  # until the ACK, as the driver runs it
             events = s.receive(response_class.FromString(wire), 1.0)
-        (ack,) = s.requests_to_send(1.0)
+            (ack,) = s.requests_to_send(1.0)
         assert len(events) == len(names), len(events)
         assert not ack.HasField("error_detail")
 
@@ -195,9 +195,9 @@ def eds_run(n: int, update: bytes, events: int) -> Callable[[], None]:
 
     def run() -> None:
         s = state["s"]
-        with gc_paused():
+        with gc_paused():  # until the ACK, as the driver runs it
             found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
-        (ack,) = s.requests_to_send(1.0)
+            (ack,) = s.requests_to_send(1.0)
         assert len(found) == events, len(found)
         assert not ack.HasField("error_detail")
 
