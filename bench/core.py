@@ -18,6 +18,10 @@ Python (``XDSCLIENT_PURE=1``, in a second process), side by side. ``--before PAT
 with the package of another checkout (an older commit, built the same way) in the same run.
 
     python bench/core.py [--sizes 10000 100000] [--repeat 3] [--before PATH]
+    python bench/core.py --instructions [--sizes 1000 10000] [--before PATH]
+
+``--instructions`` counts the EDS cases' instructions per assignment with callgrind instead
+(valgrind must be installed): a measure that the machine's load does not change.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ import argparse
 import gc
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -262,6 +269,60 @@ def other_rows(sizes: list[int], repeat: int, env: dict[str, str]) -> dict[tuple
     return {(n, label): total for n, label, total, _ in json.loads(done.stdout)}
 
 
+#: The EDS cases by their short name: the update and the changes it must report.
+EDS_CASES: dict[str, Callable[[int], tuple[bytes, int]]] = {
+    "all": lambda n: (eds_bytes(n, 1), n),
+    "one": lambda n: (eds_bytes(n, 1, changed=1), 1),
+    "none": lambda n: (eds_bytes(n, 0), 0),
+}
+
+
+def run_once(n: int, case: str) -> None:
+    """One EDS case, the session set up (and warmed by a first run) outside ``sys.call_tracing``,
+    the run inside it: what `instructions` counts."""
+    run = eds_run(n, *EDS_CASES[case](n))
+    setup = run.setup  # type: ignore[attr-defined]
+    setup()
+    run()
+    setup()
+    gc.collect()
+    gc.disable()  # the young collection after the pause is the watchers' (it follows the ACK)
+    sys.call_tracing(run, ())
+
+
+def instructions(n: int, case: str, path: str | None) -> float | None:
+    """Instructions per assignment of one EDS case (callgrind, counting only inside
+    ``sys.call_tracing``: the machine's load does not change them), with the package at
+    ``path`` (None: this one); None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        command = [
+            "valgrind", "--tool=callgrind", "--collect-atstart=no",
+            "--toggle-collect=sys_call_tracing", f"--callgrind-out-file={folder}/out",
+            sys.executable, __file__, "--run-once", str(n), case,
+        ]  # fmt: skip
+        env = {**os.environ, **({"PYTHONPATH": os.path.abspath(path)} if path else {})}
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    counted = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    return None if counted is None else int(counted.group(1).replace(",", "")) / n
+
+
+def print_instructions(sizes: list[int], before: str | None) -> None:
+    print(f"{'N':>8}  {'EDS case':<12} {'instructions/assignment':>24} {'before':>10}")
+    for n in sizes:
+        for case in EDS_CASES:
+            ours = instructions(n, case, None)
+            theirs = instructions(n, case, before) if before else None
+            if ours is None:
+                print("no valgrind here")
+                return
+            then = "-" if theirs is None else f"{theirs / 1000:.1f}k"
+            print(f"{n:>8}  {case:<12} {ours / 1000:>23.1f}k {then:>10}")
+    print("callgrind: Session.receive of one SotW EDS response and its ACK, collector off;")
+    print("all: every assignment changed; one: one of N; none: all N unchanged.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -270,7 +331,19 @@ def main() -> None:
     parser.add_argument(
         "--before", metavar="PATH", help="also run the package of the checkout at PATH"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the EDS cases' instructions with callgrind instead (needs valgrind)",
+    )
+    parser.add_argument("--run-once", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_once:
+        run_once(int(args.run_once[0]), args.run_once[1])
+        return
+    if args.instructions:
+        print_instructions(args.sizes, args.before)
+        return
     rows = measure(args.sizes, args.repeat)
     if args.json:
         print(json.dumps(rows))
