@@ -1,13 +1,15 @@
-"""The grpc.aio balancer (`xdsclient.lb.aio.AioBalancer`) end to end, against real backends.
+"""Priority failover and return over grpc.aio, balanced by `xdsclient.grpc.XdsChannel`.
 
 Three grpc.aio backends run on 127.0.0.1: ``a`` and ``b`` in zone-a (priority 0) and
 ``fallback`` in zone-b (priority 1). The embedded control plane serves a listener, its routes,
-an EDS cluster and that assignment; the balancer follows the configuration, keeps a channel per
-endpoint, reports their connectivity to the composed picker, and sends each call where it picks.
+an EDS cluster and that assignment; the channel follows the configuration, keeps a grpc.aio
+channel per endpoint, reports their connectivity to its picker, and sends each call where the
+picker says. (This example drove the deprecated `xdsclient.lb.aio.AioBalancer`; the channel
+replaced it: ``XdsChannel(listener, client=client)`` and ``channel.unary_unary(method)``.)
 
-Phases: all up (a and b share the calls); a and b stopped (their channels fail, priority 1
-takes over); a started again on its port (priority 0 is usable again and serves). Calls that
-were in flight on a backend as it stopped fail and are counted as ``UNAVAILABLE``.
+Phases: all up (a and b share the calls, round robin); a and b stopped (their connections
+fail, priority 1 takes over); a started again on its port (priority 0 is usable again and
+serves). A call that fails while the channel notices a change is counted by its status code.
 
     python examples/grpc_aio_balancer.py
 """
@@ -21,7 +23,7 @@ import random
 import grpc
 
 from xdsclient import XdsClient
-from xdsclient.lb.aio import AioBalancer
+from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane, builders
 from xdsclient.testing.builders import LocalitySpec
 
@@ -56,23 +58,24 @@ def publish(control_plane: ControlPlane, ports: dict[str, int]) -> None:
     control_plane.set(builders.cluster_load_assignment("backends", localities))
 
 
-async def send(balancer: AioBalancer, calls: int) -> collections.Counter[str]:
+async def send(channel: XdsChannel, calls: int) -> collections.Counter[str]:
     """Send ``calls`` calls; which backend answered how often (failures by status code)."""
+    who_am_i = channel.unary_unary(METHOD)  # no serializers: requests and replies are bytes
     answers: collections.Counter[str] = collections.Counter()
     for _ in range(calls):
         try:
-            answers[(await balancer.unary_unary(METHOD, b"", timeout=5)).decode()] += 1
+            answers[(await who_am_i(b"", timeout=5)).decode()] += 1
         except grpc.aio.AioRpcError as error:
             answers[error.code().name] += 1
     return answers
 
 
-async def settle(balancer: AioBalancer, expected: str, limit: float = 10.0) -> None:
-    """Send calls until ``expected`` answers one (the balancer has seen the change)."""
+async def settle(channel: XdsChannel, expected: str, limit: float = 10.0) -> None:
+    """Send calls until ``expected`` answers one (the channel has seen the change)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
     while loop.time() < deadline:
-        if (await send(balancer, 1)).get(expected):
+        if (await send(channel, 1)).get(expected):
             return
         await asyncio.sleep(0.05)
     raise TimeoutError(f"{expected} never answered")
@@ -86,20 +89,20 @@ async def main(calls: int = 20) -> dict[str, collections.Counter[str]]:
     try:
         async with (
             ControlPlane() as control_plane,
-            XdsClient(control_plane.address, node_id="aio-balancer-example") as client,
+            XdsClient(control_plane.address, node_id="failover-example") as client,
         ):
             publish(control_plane, ports)
-            async with AioBalancer(client, "demo", rand=random.Random(0)) as balancer:
+            async with XdsChannel("xds:///demo", client=client, rng=random.Random(0)) as channel:
                 for name in ("a", "b"):  # both connected: round robin alternates from here on
-                    await settle(balancer, name)
-                results["all up"] = await send(balancer, calls)
+                    await settle(channel, name)
+                results["all up"] = await send(channel, calls)
                 for name in ("a", "b"):
                     await backends[name][0].stop(None)
-                await settle(balancer, "fallback")
-                results["priority 0 down"] = await send(balancer, calls)
+                await settle(channel, "fallback")
+                results["priority 0 down"] = await send(channel, calls)
                 backends["a"] = await start_backend("a", ports["a"])
-                await settle(balancer, "a")
-                results["a back"] = await send(balancer, calls)
+                await settle(channel, "a")
+                results["a back"] = await send(channel, calls)
                 for phase, answers in results.items():
                     print(f"{phase}: {dict(sorted(answers.items()))}")
     finally:

@@ -338,3 +338,39 @@ def test_a_rewalk_gives_up_on_a_name_no_cluster_uses_or_an_assignment_pending_ag
     assert rewalk_endpoints(config, ["other"], cache.lookup, users) is None
     del cache.states[(E, "c")]
     assert rewalk_endpoints(config, ["c"], cache.lookup, users) is None
+
+
+def _http_routes() -> Any:
+    """Two virtual hosts where gRPC's and Envoy's rules differ: the port ignored in host
+    matching, and a route with a query parameter condition (which gRPC skips)."""
+    message = routes("grpc-only", domains=("*",))
+    message.ignore_port_in_host_matching = True
+    vhost = message.virtual_hosts.add(name="web", domains=["web.example.com"])
+    query = vhost.routes.add()
+    query.match.prefix = "/"
+    query.match.query_parameters.add(name="beta").present_match = True
+    query.route.cluster = "beta"
+    plain = vhost.routes.add()
+    plain.match.prefix = "/"
+    plain.route.cluster = "web"
+    return message
+
+
+def test_http_rules_choose_the_virtual_host_and_routes_as_envoys_router_does() -> None:
+    """With ``http_rules`` the walk ignores the port as the route configuration asks and
+    reaches the clusters of routes only an HTTP router considers; gRPC's walk does neither."""
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, _http_routes())
+    full(cache, "grpc-only", "beta", "web")
+    http = walk("l", "web.example.com:8080", cache.lookup, http_rules=True).config
+    assert isinstance(http, XdsConfig)
+    assert http.virtual_host.name == "web"
+    assert set(http.clusters) == {"beta", "web"}
+    grpc = walk("l", "web.example.com:8080", cache.lookup).config
+    assert isinstance(grpc, XdsConfig)
+    assert grpc.virtual_host.name == "vh"
+    assert set(grpc.clusters) == {"grpc-only"}
+    exact = walk("l", "web.example.com", cache.lookup).config
+    assert isinstance(exact, XdsConfig)
+    assert set(exact.clusters) == {"web"}

@@ -32,6 +32,8 @@ PACKAGES = (
     "xdsclient.lb.aio",
     "xdsclient.load",
     "xdsclient.grpc",
+    "xdsclient.httpx",
+    "xdsclient.sync",
 )
 
 

@@ -55,6 +55,17 @@ async def test_grpc_aio_balancer_fails_over_and_back_with_real_backends() -> Non
     assert results["a back"] == {"a": 20}
 
 
+async def test_http_transport_splits_pins_and_answers_404_itself() -> None:
+    results = await load("http_transport").main(requests=200)
+    split = results["split"]
+    assert split["stable"] + split["canary"] == 200
+    assert 5 <= split["canary"] <= 40  # 10% of 200, within 4 standard deviations
+    assert results["pinned"] == {"canary": 20}
+    status, why = results["no virtual host"]
+    assert status == 404
+    assert "ratings.svc" in why
+
+
 async def test_xds_channel_splits_and_pins_calls_of_a_stub() -> None:
     results = await load("xds_channel").main(calls=200)
     split = results["split"]
@@ -134,4 +145,17 @@ async def test_metrics_example_reads_a78_metrics_and_envoy_stats() -> None:
         "envoy.config.cluster.v3.Cluster} 1",
         "grpc.xds_client.resources{grpc.xds.authority=#old,grpc.xds.cache_state=acked,"
         "grpc.xds.resource_type=envoy.config.cluster.v3.Cluster} 1",
+    ]
+
+
+def test_flask_app_serves_the_latest_configuration_without_an_event_loop() -> None:
+    """The Flask example's handlers read through SyncXdsClient from werkzeug's threads, follow
+    a change the control plane makes while it serves, and call a backend through
+    XdsSyncTransport."""
+    lines = load("flask_app").main()
+    assert lines == [
+        "clusters: api, api-primary, api-secondary, web",
+        "limit: 100",
+        "limit after the change: 200",
+        "reviews: 200 from reviews-1",
     ]

@@ -20,7 +20,7 @@ from xdsclient import _version
 PACKAGE = Path(xdsclient.__file__).parent
 #: packages beside the client: never imported by it, so they may import its facade (``_call``:
 #: the data plane's call path, which the front ends share and which hashes with ``lb``)
-BESIDE = ("lb", "load", "testing", "conformance", "_call", "grpc")
+BESIDE = ("lb", "load", "testing", "conformance", "_call", "_plane", "grpc", "sync", "httpx")
 #: the programs (the command line and its demo): users of everything, not the client
 PROGRAMS = ("_cli", "__main__.py", "_demo.py")
 
@@ -220,7 +220,17 @@ LAYERS: dict[str, frozenset[str]] = {
     "_call": frozenset({"__init__", "resources", "lb"}),  # the data plane's call path
     # proxyless gRPC over the call path and lb; `_settings` for a target's listener name (A47),
     # computed as the client's watch_config computes it
-    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
+    # the asyncio shell of the call path every front end shares, and what they share beyond
+    # it (the TLS policy and certificates)
+    "_plane": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
+    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
+    # the sync facade: the client on a loop thread, through the public API alone
+    "sync": frozenset({"__init__"}),
+    # proxyless HTTP: the same parts as gRPC's front end; its sync transport runs on the sync
+    # facade's loop thread
+    "httpx": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane", "sync"}),
+    # the deprecated `AioBalancer` (below: `OWN_UNITS`): a thin use of grpc's `XdsChannel`
+    "lb.aio": frozenset({"__init__", "resources", "lb", "grpc"}),
     "load": frozenset(),  # beside the client: anything but the programs
     "testing": frozenset(),
     "conformance": frozenset(),
@@ -228,13 +238,20 @@ LAYERS: dict[str, frozenset[str]] = {
     "_demo": frozenset(),
     "__main__": frozenset(),
 }
+#: Modules that are a layer of their own, not their folder's: `lb/aio.py`, the deprecated
+#: `AioBalancer`, is a thin use of `grpc` (which builds on `lb`), kept at the name its users
+#: import until it is removed; nothing else in `lb` may import `grpc`.
+OWN_UNITS = {"xdsclient.lb.aio": "lb.aio"}
 #: Units that may import any unit but the programs (and, for the facade, `BESIDE`).
 ANYTHING = {"__init__", "load", "testing", "conformance", "_cli", "_demo", "__main__"}
 PROGRAM_UNITS = {"_cli", "_demo", "__main__"}
 
 
 def _unit(module: str) -> str:
-    """The layer a module is in: its folder under the package, or itself at the root."""
+    """The layer a module is in: its folder under the package, or itself at the root (or its
+    own, `OWN_UNITS`)."""
+    if module in OWN_UNITS:
+        return OWN_UNITS[module]
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 

@@ -74,6 +74,7 @@ from ._transports import Stream, StreamSpec, Transport, TransportFactory
 from ._version import __version__ as __version__
 from ._watch._config_watch import ConfigUpdate, ConfigWatch
 from ._watch._dependencies import ClusterConfig, XdsConfig
+from ._watch._dynamic_clusters import ClusterSubscription
 from ._watch._resolve import Available, Missing, Outcome, TimedOut
 from ._watch._watchers import CallbackWatcher, ResourceWatcher, Watch, WatchHandle
 from ._xdstp import InvalidNameError, XdstpName
@@ -97,6 +98,7 @@ __all__ = [
     "ClusterConfig",
     "ClusterLoad",
     "ClusterLoadReport",
+    "ClusterSubscription",
     "ConfigUpdate",
     "ConfigWatch",
     "ConnectivityChanged",

@@ -45,7 +45,7 @@ from ._watch._resolve import Outcome
 from ._watch._resolver import Resolver
 from ._watch._wait import wait_for, wait_for_config
 from ._watch._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
-from .resources import BUILTIN_TYPES, VIRTUAL_HOST, ClusterView, ResourceType
+from .resources import BUILTIN_TYPES, CLUSTER, VIRTUAL_HOST, ClusterView, ResourceType, cluster_type
 from .resources._virtual_host import vhds_name
 
 __all__ = ["XdsClient"]
@@ -65,6 +65,8 @@ class XdsClient:
     (the bootstrap's ``xdsclient_sources`` says the same; with sources for every type watched,
     no server is needed). ``options`` (a `ClientOptions`) holds every setting; ``ads`` and
     ``delta`` are shortcuts for the transport variant. ``resource_types`` adds custom types.
+    Clusters are validated against the bootstrap's ``certificate_providers`` as gRPC does: one
+    whose TLS context names an instance the bootstrap lacks is NACKed (`cluster_type`).
     ``transport`` and ``clock`` replace the transports and the event loop's clock
     (`xdsclient.testing.FakeTransport` and `FakeClock` test timing without waiting).
     """
@@ -89,7 +91,9 @@ class XdsClient:
             server, node_id, node, bootstrap, channel_credentials, _source_map(sources)
         )
         self._options = _options(options, ads=ads, delta=delta)
-        self._types = _resource_types(resource_types, ads=self._options.ads)
+        self._types = _resource_types(
+            resource_types, ads=self._options.ads, providers=self._config.certificate_providers
+        )
         self._transport_factory = transport
         self._clock: Clock = clock if clock is not None else LoopClock()
         self._tasks = TaskOwner()
@@ -276,7 +280,9 @@ class XdsClient:
         configs = self.watch_config(listener, authority=authority)
         return await wait_for_config(configs, listener, predicate, timeout)
 
-    def watch_config(self, listener: str, *, authority: str | None = None) -> ConfigWatch:
+    def watch_config(
+        self, listener: str, *, authority: str | None = None, http_rules: bool = False
+    ) -> ConfigWatch:
         """``async with client.watch_config("listener") as configs``: complete snapshots.
 
         Each `XdsConfig` holds the listener, its route configuration, the virtual host for
@@ -285,8 +291,11 @@ class XdsClient:
         listener or its routes are unusable (a server that cannot be reached included), and an
         `AmbientError` when something failed that leaves the last snapshot usable. The client
         subscribes to exactly what the configuration needs and drops what it stops needing.
+        With ``http_rules``, the virtual host and its routes are chosen as Envoy's HTTP router
+        does (domain precedence, the port, routes with query parameter conditions), for an
+        HTTP data plane.
         """
-        return self._config_watch(listener, authority, None)
+        return self._config_watch(listener, authority, None, http_rules)
 
     def add_config_watcher(
         self,
@@ -294,18 +303,20 @@ class XdsClient:
         callback: Callable[[ConfigUpdate], Awaitable[None] | None],
         *,
         authority: str | None = None,
+        http_rules: bool = False,
     ) -> ConfigWatch:
         """The callback form of `watch_config`: ``callback(update)`` for each update, in order
         (plain or ``async``), on a task the client owns; cancel the returned watch to stop."""
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {callback!r}")
-        return self._config_watch(listener, authority, callback)
+        return self._config_watch(listener, authority, callback, http_rules)
 
     def _config_watch(
         self,
         listener: str,
         authority: str | None,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
+        http_rules: bool = False,
     ) -> ConfigWatch:
         check_name(listener)
         if authority is not None and not isinstance(authority, str):
@@ -313,7 +324,11 @@ class XdsClient:
         self._registry.check_open()
         name, target_authority = listener_for(self._config, listener)
         return self._registry.watch_config(
-            name, authority if authority is not None else target_authority, callback
+            name,
+            authority if authority is not None else target_authority,
+            callback,
+            http_rules=http_rules,
+            on_demand=self._resolver,
         )
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
@@ -362,7 +377,11 @@ class XdsClient:
         ``update_failure``, ``update_empty``, ``version``, and each server's
         ``connected_state``, ``lrs_state`` and ``lrs_stream_failures``
         (docs/observability.md says how each is counted)."""
-        return attrs.evolve(self._stats.snapshot(), resolves=dict(self._resolver.book.counts))
+        return attrs.evolve(
+            self._stats.snapshot(),
+            resolves=dict(self._resolver.book.counts),
+            cluster_resolves=dict(self._resolver.cluster_counts),
+        )
 
     def enable_metrics(
         self, meter_provider: Any = None, *, target: str = "#xdsclient"
@@ -374,7 +393,8 @@ class XdsClient:
         ``grpc.xds.server``, ``grpc.xds.authority``, ``grpc.xds.resource_type`` and
         ``grpc.xds.cache_state``; our ``xdsclient.lrs.reporting`` gauge and
         ``xdsclient.lrs.stream_failure`` counter for load reporting streams; and the
-        ``xdsclient.resolves`` counter of `resolve` calls by ``xdsclient.resolve.outcome``.
+        ``xdsclient.resolves`` counter of `resolve` calls by ``xdsclient.resolve.outcome``
+        (and ``xdsclient.cluster_resolves`` of `ConfigWatch.resolve_cluster` calls, likewise).
         Needs the ``metrics`` extra (`MissingExtraError` otherwise). Returns the function that stops
         reporting."""
         self._registry.check_open()
@@ -386,6 +406,7 @@ class XdsClient:
             target=target,
             connected=connected,
             resolves=lambda: self._resolver.book.counts,
+            cluster_resolves=lambda: self._resolver.cluster_counts,
         )
 
     def resource_states(self) -> list[ResourceState]:
@@ -512,13 +533,18 @@ def _flag(name: str, value: object, default: bool) -> bool:
 
 
 def _resource_types(
-    extra: Iterable[ResourceType[Any]], *, ads: bool
+    extra: Iterable[ResourceType[Any]], *, ads: bool, providers: Iterable[str]
 ) -> dict[str, ResourceType[Any]]:
+    """The built-in types, clusters decoded against the bootstrap's certificate provider
+    instances (gRPC's decode context), then ``extra``: a type of the user's own replaces the
+    built-in one of its URL as it is (passing `CLUSTER` itself keeps the bootstrap's check)."""
     types: dict[str, ResourceType[Any]] = {t.type_url: t for t in BUILTIN_TYPES}
+    types[CLUSTER.type_url] = cluster_type(providers)
     for rtype in extra:
         if not isinstance(rtype, ResourceType):
             raise TypeError(f"resource_types must hold ResourceType values, not {rtype!r}")
-        types[rtype.type_url] = rtype
+        if rtype is not CLUSTER:
+            types[rtype.type_url] = rtype
     if not ads:
         missing = [t for t in types if t not in PER_TYPE_SERVICES]
         if missing:

@@ -12,11 +12,12 @@ from envoy.config.route.v3 import route_components_pb2, route_pb2
 from tests.builders import cluster, endpoints
 from xdsclient.conformance import Report, RuleId, check
 from xdsclient.resources import VIRTUAL_HOST
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, SeededBug
 
 FAST: dict[str, Any] = {"quiet": 0.3, "timeout": 1.5}
 ON_DEMAND = (
     RuleId.ODCDS_UNKNOWN_CLUSTER,
+    RuleId.ODCDS_KNOWN_CLUSTER,
     RuleId.VHDS_UNKNOWN_HOST,
     RuleId.VHDS_RESENT_AFTER_ROUTE_CHANGE,
 )
@@ -54,8 +55,8 @@ async def test_a_server_serving_vhds_and_clusters_passes_the_on_demand_rules() -
         serve_vhds(control_plane)
         report = await check(control_plane.address, variants=["ads-delta", "ads-sotw"], **FAST)
     assert report.failures == [], report.table()
-    assert [status(report, r, "ads-delta") for r in ON_DEMAND] == ["PASS", "PASS", "N/A"]
-    assert [status(report, r, "ads-sotw") for r in ON_DEMAND] == ["N/A", "N/A", "N/A"]
+    assert [status(report, r, "ads-delta") for r in ON_DEMAND] == ["PASS", "PASS", "PASS", "N/A"]
+    assert [status(report, r, "ads-sotw") for r in ON_DEMAND] == ["N/A"] * 4
 
 
 async def test_virtual_hosts_resent_after_a_route_change_pass() -> None:
@@ -86,3 +87,15 @@ async def test_a_server_without_vhds_has_the_vhds_rules_not_applicable() -> None
         report = await check(control_plane.address, variants=["ads-delta"], **FAST)
     assert status(report, RuleId.ODCDS_UNKNOWN_CLUSTER, "ads-delta") == "PASS"
     assert status(report, RuleId.VHDS_UNKNOWN_HOST, "ads-delta") == "N/A"
+
+
+async def test_a_server_answering_late_subscriptions_only_at_a_change_fails_odcds() -> None:
+    """A Delta server that takes a name subscribed on an answered stream as already sent
+    (so it comes only at the type's next change) leaves a request-time resolve waiting:
+    ``odcds-known-cluster`` fails naming the cluster, and the clean server passes it."""
+    async with ControlPlane(bugs={SeededBug.LATE_SUBSCRIPTION_WAITS}) as control_plane:
+        control_plane.set_all([cluster("a"), endpoints("a")])
+        report = await check(control_plane.address, variants=["ads-delta"], **FAST)
+    [finding] = [r for r in report.results if r.rule.id is RuleId.ODCDS_KNOWN_CLUSTER]
+    assert finding.status == "FAIL", report.table()
+    assert "a was not sent" in finding.detail

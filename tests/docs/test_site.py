@@ -29,6 +29,8 @@ PAGES = {
     "xdsclient.lb.aio": "api/lb/index.html",
     "xdsclient.load": "api/load/index.html",
     "xdsclient.grpc": "api/grpc/index.html",
+    "xdsclient.httpx": "api/httpx/index.html",
+    "xdsclient.sync": "api/sync/index.html",
 }
 
 

@@ -1,8 +1,15 @@
-"""Priority failover and return through `XdsChannel` against grpcio's C-core: the phases of
-tests/lb/test_tree_differential.py (backends a and b in priority 0, c in priority 1, stopped
-and started between phases), with the channel in place of the example balancer. Both clients
-send calls until the change is seen, then 40 more, which must land on the same backends in the
-same shares."""
+"""Priority failover and return through `XdsChannel` against grpcio's C-core: the same backends
+serve as backends go and return.
+
+One control plane serves one round-robin Cluster with two priorities (backends a and b in
+priority 0, c in priority 1) to grpcio's xDS client (a child process) and to `XdsChannel`. Real
+grpc.aio backends on 127.0.0.1 answer with their port. Between phases the test stops or
+restarts backends; in each phase both clients send calls until ``streak`` in a row land where
+the phase expects (the change was seen), then 40 more, which must land on the same backends in
+the same shares. The channel sends them twice, as wait-for-ready calls and as plain ones (as
+the deprecated `AioBalancer` sends them). Both sides use the same fast reconnect backoff
+(100-200 ms), so a backend started again is found quickly.
+"""
 
 from __future__ import annotations
 
@@ -14,21 +21,48 @@ from collections.abc import Sequence
 import grpc
 
 from tests.lb.differential_pickers import METHOD, Backend, grpc_session
-from tests.lb.test_tree_differential import BACKOFF, CALLS, LISTENER, resources
 from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
-from xdsclient.testing import ControlPlane
+from xdsclient.testing import ControlPlane, builders
+
+LISTENER = "tree"
+CLUSTER = "tree-cluster"
+CALLS = 40
+BACKOFF = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 200),
+)
+
+
+def resources(a: int, b: int, c: int) -> list[object]:
+    localities = [
+        builders.LocalitySpec(endpoints=[("127.0.0.1", a), ("127.0.0.1", b)], zone="p0"),
+        builders.LocalitySpec(endpoints=[("127.0.0.1", c)], zone="p1", priority=1),
+    ]
+    return [
+        builders.api_listener(LISTENER),
+        builders.route_configuration(f"{LISTENER}-routes", CLUSTER),
+        builders.cluster(CLUSTER),
+        builders.cluster_load_assignment(CLUSTER, localities),
+    ]
 
 
 async def channel_calls(
-    channel: XdsChannel, calls: int, *, until: Sequence[int], streak: int, limit: float = 10.0
+    channel: XdsChannel,
+    calls: int,
+    *,
+    until: Sequence[int],
+    streak: int,
+    wait_for_ready: bool,
+    limit: float = 10.0,
 ) -> tuple[int, list[int]]:
     """What `GrpcSession.calls` does, through the channel (0 for a failed call)."""
     call = channel.unary_unary(METHOD)
 
     async def one() -> int:
         try:
-            return int(await call(b"", timeout=5, wait_for_ready=True))
+            return int(await call(b"", timeout=5, wait_for_ready=wait_for_ready))
         except grpc.aio.AioRpcError:
             return 0
 
@@ -43,8 +77,9 @@ async def channel_calls(
 
 
 async def test_priority_failover_and_return_through_the_channel_match_grpc() -> None:
-    """Priority 0 up, half down, all down, back one by one: grpcio and `XdsChannel` send the
-    settled calls to the same backends in the same shares."""
+    """Priority 0 up, half down, all down, back one by one: grpcio and `XdsChannel` (its calls
+    wait-for-ready or not) send the settled calls to the same backends in the same shares
+    (round robin over priority 0's READY backends, priority 1 only while priority 0 has none)."""
     a, b, c = Backend(), Backend(), Backend()
     for backend in (a, b, c):
         await backend.start()
@@ -77,11 +112,14 @@ async def test_priority_failover_and_return_through_the_channel_match_grpc() -> 
                     theirs_settle, theirs_picks = await theirs.calls(
                         CALLS, until=until, streak=streak
                     )
-                    settle, picks = await channel_calls(ours, CALLS, until=until, streak=streak)
                     assert theirs_settle != -1, (phase, "grpcio never settled")
-                    assert settle != -1, (phase, "ours never settled")
                     assert collections.Counter(theirs_picks) == shares, (phase, theirs_picks)
-                    assert collections.Counter(picks) == shares, (phase, picks)
+                    for ready in (True, False):
+                        settle, picks = await channel_calls(
+                            ours, CALLS, until=until, streak=streak, wait_for_ready=ready
+                        )
+                        assert settle != -1, (phase, ready, "ours never settled")
+                        assert collections.Counter(picks) == shares, (phase, ready, picks)
     finally:
         for backend in (a, b, c):
             await backend.stop()

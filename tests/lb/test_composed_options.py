@@ -97,7 +97,7 @@ HASHES = [_SOURCE.getrandbits(64) for _ in range(300)]
 
 def test_a_circuit_breaker_drop_names_the_cluster_and_the_limit() -> None:
     """A call over ``max_requests`` is dropped with C-core's "circuit breaker drop" reason,
-    naming the cluster, the calls in flight and the limit; the aio balancer's error says it."""
+    naming the cluster, the calls in flight and the limit; `PickFailed` (deprecated) says it."""
     picker = ready_picker(config(max_requests=2), counters=CallCounters())
     rand = random.Random(1)
     for _ in range(2):

@@ -69,6 +69,11 @@ METRICS: dict[str, tuple[str, str]] = {
         "{resolve}",
         "A counter of on-demand resolves finished, by outcome (available, missing, timed_out).",
     ),
+    "xdsclient.cluster_resolves": (
+        "{resolve}",
+        "A counter of clusters resolved at request time by configuration watches, by outcome "
+        "(available, missing, timed_out).",
+    ),
 }
 _PREFIX = "type.googleapis.com/"
 
@@ -154,11 +159,14 @@ def enable_metrics(
     target: str,
     connected: dict[str, int],
     resolves: Callable[[], Mapping[str, int]] | None = None,
+    cluster_resolves: Callable[[], Mapping[str, int]] | None = None,
 ) -> Callable[[], None]:
     """Register A78's instruments on ``meter_provider`` (or the global one) fed by a new
     `MetricsRecorder` (``connected``: each server's state when metrics are enabled); returns
     the function that stops reporting. ``resolves``: the on-demand resolves finished so far,
-    by outcome (``xdsclient.resolves``, labelled ``xdsclient.resolve.outcome``)."""
+    by outcome (``xdsclient.resolves``, labelled ``xdsclient.resolve.outcome``);
+    ``cluster_resolves``: the configuration watches' ``resolve_cluster`` calls, likewise
+    (``xdsclient.cluster_resolves``)."""
     try:
         from opentelemetry import metrics
     except ImportError:
@@ -211,17 +219,12 @@ def enable_metrics(
         "xdsclient.lrs.stream_failure",
         recorder.lrs_failure_values,
     )
-    if resolves is not None:
-        counts = resolves
-        instrument(
-            meter.create_observable_counter,
-            "xdsclient.resolves",
-            lambda: [
-                (count, {"grpc.target": target, "xdsclient.resolve.outcome": outcome})
-                for outcome, count in counts().items()
-                if count  # an outcome appears once it happened, as the other counters do
-            ],
-        )
+    for metric, counts in (
+        ("xdsclient.resolves", resolves),
+        ("xdsclient.cluster_resolves", cluster_resolves),
+    ):
+        if counts is not None:
+            instrument(meter.create_observable_counter, metric, _by_outcome(target, counts))
     remove = add_observer(recorder)
 
     def disable() -> None:
@@ -229,3 +232,18 @@ def enable_metrics(
         remove()
 
     return disable
+
+
+def _by_outcome(
+    target: str, counts: Callable[[], Mapping[str, int]]
+) -> Callable[[], list[tuple[int, dict[str, str]]]]:
+    """An outcome counter's values: one per outcome that happened (as the other counters)."""
+
+    def values() -> list[tuple[int, dict[str, str]]]:
+        return [
+            (count, {"grpc.target": target, "xdsclient.resolve.outcome": outcome})
+            for outcome, count in counts().items()
+            if count
+        ]
+
+    return values

@@ -87,6 +87,8 @@ class ClientStats:
     #: `XdsClient.resolve` calls finished, by outcome: ``available``, ``missing``,
     #: ``timed_out``
     resolves: Mapping[str, int] = attrs.field(factory=dict)
+    #: `ConfigWatch.resolve_cluster` calls finished, by outcome (the same three)
+    cluster_resolves: Mapping[str, int] = attrs.field(factory=dict)
 
     def type_stats(self, type_url: str, server: str | None = None) -> TypeStats:
         """One type's counters on ``server``, or summed over every server (``version``: the

@@ -14,6 +14,10 @@ through the client (and tests give a small registry of their own).
 Errors (gRFCs A57, A74): a needed resource with no usable value and an error (deleted, invalid,
 timed out, or unreachable server) makes the walk publish that error; an error that leaves the
 cached values usable reaches the consumer as that `AmbientError`, and the last snapshot stands.
+Dynamic clusters (`resolve_cluster`, `subscribe_cluster`; gRFC A74's cluster subscriptions): a
+data plane asks at request time for a cluster no route walked ahead names; once resolved it is
+walked with the rest, without ever withholding a snapshot (`_dynamic_clusters`).
+
 An ambient error is handled with the rest of its batch (the events delivered before the re-walk
 runs): it comes after the snapshot that batch produced, since a failed reconnect yields both at
 once, unless its own resource changed after it in the batch; a later snapshot drops it if unread.
@@ -41,6 +45,8 @@ from .._protocol import AmbientError, DataError, ResourceChanged
 from .._runtime._gc import gc_paused
 from ..resources import ENDPOINT
 from ._dependencies import Resolved, XdsConfig, endpoint_users, rewalk_endpoints, walk
+from ._dynamic_clusters import ClusterSubscription, DynamicClusters, OnDemand
+from ._resolve import Outcome
 from ._watchers import (
     ResourceWatcher,
     WatchHandle,
@@ -105,7 +111,9 @@ class ConfigWatch:
     `AmbientError` when something failed that leaves the last snapshot usable. Only the latest
     snapshot (and the latest ambient error after it) waits for a slow consumer. Leaving
     ``async with`` or `cancel` ends it and its subscriptions, as does closing the client; a watch
-    dropped without either is cancelled with a `ResourceWarning`.
+    dropped without either is cancelled with a `ResourceWarning`. A data plane resolves the
+    clusters of routes that name theirs only per request with `resolve_cluster` (or holds one
+    with `subscribe_cluster`); `latest` is the last complete snapshot published.
     """
 
     def __init__(
@@ -114,10 +122,23 @@ class ConfigWatch:
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None = None,
+        *,
+        http_rules: bool = False,
+        on_demand: OnDemand | None = None,
     ) -> None:
         self._source = source
         self.listener = listener
         self.authority = authority
+        #: the virtual host and its routes are chosen as Envoy's HTTP router does
+        self.http_rules = http_rules
+        self._dynamic: DynamicClusters | None = None
+        if on_demand is not None:
+            self._dynamic = DynamicClusters(
+                on_demand,
+                rewalk=self._rewalk_all,
+                latest=self._latest,
+                start_task=source.start_task,
+            )
         self._handles: dict[tuple[str, str], WatchHandle] = {}
         self._feeder = _Feeder(self)
         self._published: XdsConfig | XdsError | None = None
@@ -162,8 +183,57 @@ class ConfigWatch:
             handle.cancel()
         if self._task is not None:
             self._task.cancel()
+        if self._dynamic is not None:
+            self._dynamic.cancel()
         self._snapshot = self._warning = None
         self._ready.set()
+
+    # ------------------------------------------------------------------ dynamic clusters
+
+    def subscribe_cluster(self, name: str) -> ClusterSubscription:
+        """Hold the cluster ``name`` in this watch's snapshots (gRFC A74's cluster
+        subscription), for a cluster no route walked ahead names: a ``cluster_header`` route's,
+        or one Envoy's on-demand filter covers (`XdsConfig.on_demand_timeout`). Call
+        `ClusterSubscription.resolve` to have it; `release` it (or leave ``with``) when done:
+        it leaves the snapshots ``on_demand_grace`` seconds later unless held again."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a cluster name must be a non-empty string, not {name!r}")
+        if self._dynamic is None:
+            raise XdsError("this configuration watch has no on-demand resolver")
+        if self._cancelled:
+            raise XdsError("this configuration watch was cancelled")
+        return self._dynamic.subscribe(name)
+
+    async def resolve_cluster(self, name: str, *, timeout: float = 5.0) -> Outcome:
+        """Resolve the cluster ``name`` at request time, as Envoy's on-demand CDS does:
+        `Available` once a snapshot this watch published holds it in ``clusters`` (with its
+        endpoints: the data plane can pick in it), `Missing` when the server said it does not
+        exist, `TimedOut` when neither within ``timeout`` seconds of the client's clock. Held
+        while it waits, then released (`subscribe_cluster` holds it longer); a name in the
+        last snapshot is answered at once. Concurrent resolves share one subscription and
+        are batched as `XdsClient.resolve`'s are (docs/on-demand.md). A name no cluster can
+        have is `Missing`. Raises `ValueError` for a bad timeout or an empty name, `XdsError`
+        once the watch was cancelled (closing the client cancels it), `ClientClosedError` if
+        the client closes while the server's answer is awaited."""
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        with self.subscribe_cluster(name) as subscription:
+            return await subscription.resolve(timeout=float(timeout))
+
+    @property
+    def latest(self) -> XdsConfig | None:
+        """The latest complete snapshot this watch published (None before the first, or
+        while the listener or its routes are unusable)."""
+        return self._latest()
+
+    def _latest(self) -> XdsConfig | None:
+        published = self._published
+        return published if isinstance(published, XdsConfig) else None
+
+    def _rewalk_all(self) -> None:
+        """Dynamic clusters changed: a full walk (they change what is needed)."""
+        self._changed_endpoints = None
+        self._schedule()
 
     def _schedule(self) -> None:
         if not self._scheduled and not self._cancelled:
@@ -193,6 +263,8 @@ class ConfigWatch:
                 None  # older warnings were about the snapshot it replaces
             )
             self._ready.set()
+        if self._dynamic is not None and isinstance(config, XdsConfig):
+            self._dynamic.published(config)
         if warning is None or self._published is None:  # no snapshot: nothing to warn of
             return
         key = _warning_key(warning)
@@ -202,7 +274,15 @@ class ConfigWatch:
 
     def _full_walk(self) -> XdsConfig | XdsError | None:
         """Walk from the listener; subscribe to what it needs, drop what it no longer does."""
-        result = walk(self.listener, self.authority, self._source.resource_state, self._last)
+        dynamic = () if self._dynamic is None else self._dynamic.names
+        result = walk(
+            self.listener,
+            self.authority,
+            self._source.resource_state,
+            self._last,
+            http_rules=self.http_rules,
+            dynamic=dynamic,
+        )
         added = sorted(result.wanted - self._handles.keys())
         for type_url, group in itertools.groupby(added, key=operator.itemgetter(0)):
             keys = list(group)

@@ -7,7 +7,11 @@ never does I/O, so every graph shape is tested without a server (gRFC A74's XdsD
 
 Rules:
 - The listener must be an API listener; its routes come from RDS or inline.
-- The virtual host is chosen for the authority; the clusters are those its routes reach. When
+- The virtual host is chosen for the authority (gRPC's rules, or Envoy's HTTP router's with
+  ``http_rules``: `RouteConfigurationView.http_virtual_host_for`, its routes
+  `VirtualHost.http_routes`); the clusters are those its routes reach, but for routes that
+  resolve their cluster at request time (`request_time_timeout`: a ``cluster_header`` route,
+  or one Envoy's on-demand filter covers with ODCDS). When
   none of the route configuration's matches and it carries ``vhds``, the virtual host of the
   authority is asked for on demand over VHDS (``<route configuration>/<authority>``): the
   snapshot waits for it, and a host the server does not know is "no virtual host".
@@ -16,6 +20,10 @@ Rules:
   and a cycle is an error for the aggregate that closes it (gRFCs A37, A75).
 - A snapshot is published only when everything is resolved, so it is never torn; an error in
   one cluster is reported for that cluster without withholding the others.
+- Dynamic clusters (``dynamic``: clusters a data plane subscribed to at request time, gRFC
+  A74's cluster subscriptions) are walked too, but never withhold a snapshot: one still
+  pending is left out of ``clusters`` until it resolves (present, or known missing or broken),
+  and one pending again (a new cluster waiting for its endpoints) keeps its previous entry.
 
 Cost: a walk given the previous snapshot reuses its `ClusterConfig` for every cluster
 whose cluster and endpoint views are the very objects it holds (the cache keeps the object of a
@@ -26,7 +34,8 @@ them: O(changed) after one dict copy, since endpoints never change what the walk
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections import ChainMap
+from collections.abc import Callable, Collection, Mapping, MutableMapping
 from typing import Any, Protocol
 
 import attrs
@@ -36,9 +45,10 @@ from .._protocol import ResourceStatus
 from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, VIRTUAL_HOST
 from ..resources._cluster import ClusterType, ClusterView
 from ..resources._endpoint import ClusterLoadAssignmentView
-from ..resources._listener import ListenerView
+from ..resources._listener import HttpConnectionManager, ListenerView
+from ..resources._on_demand import odcds_timeout, on_demand_filter, request_time_timeout
 from ..resources._route import RouteConfigurationView
-from ..resources._route_values import VirtualHost
+from ..resources._route_values import Route, VirtualHost
 from ..resources._routing import select_virtual_host
 from ..resources._virtual_host import vhds_name
 
@@ -100,8 +110,19 @@ class XdsConfig:
     listener: ListenerView
     route_config: RouteConfigurationView
     virtual_host: VirtualHost
-    #: every cluster the virtual host's routes reach, with aggregate children
+    #: every cluster the virtual host's routes reach, with aggregate children, and every
+    #: dynamic cluster resolved so far (`ConfigWatch.resolve_cluster`)
     clusters: Mapping[str, ClusterConfig] = attrs.field(hash=False)
+    #: the clusters in ``clusters`` only because a data plane subscribed to them at request
+    #: time (no route walked ahead reaches them)
+    dynamic_clusters: frozenset[str] = frozenset()
+
+    def on_demand_timeout(self, route: Route) -> float | None:
+        """How long to resolve ``route``'s cluster at request time, in seconds (with
+        `ConfigWatch.resolve_cluster`), when ``route`` (of ``virtual_host``) is a
+        ``cluster_header`` route or Envoy's on-demand filter covers it with ODCDS; None when
+        its clusters were walked ahead (they are in ``clusters``)."""
+        return request_time_timeout(self.listener.api_listener, self.virtual_host, route)
 
 
 @attrs.frozen(kw_only=True)
@@ -126,10 +147,18 @@ def _value(lookup: Lookup, type_url: str, name: str) -> Any:
 
 
 def walk(
-    listener_name: str, authority: str, lookup: Lookup, previous: XdsConfig | None = None
+    listener_name: str,
+    authority: str,
+    lookup: Lookup,
+    previous: XdsConfig | None = None,
+    *,
+    http_rules: bool = False,
+    dynamic: Collection[str] = (),
 ) -> Walk:
     """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds;
-    ``previous``: the last snapshot, whose unchanged cluster entries are reused."""
+    ``previous``: the last snapshot, whose unchanged cluster entries are reused; ``http_rules``:
+    choose the virtual host and its routes as Envoy's HTTP router does; ``dynamic``: the
+    clusters subscribed to at request time (never withholding the snapshot)."""
     wanted: set[tuple[str, str]] = set()
     add = wanted.add
 
@@ -155,7 +184,10 @@ def walk(
             return done(None)
         if isinstance(route_config, XdsError):
             return done(route_config)
-    virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
+    if http_rules:
+        virtual_host = route_config.http_virtual_host_for(authority)
+    else:
+        virtual_host = select_virtual_host(route_config.virtual_hosts, authority)
     if virtual_host is None and route_config.vhds:
         on_demand = _on_demand_virtual_host(route_config.name, authority, value)
         if on_demand is _PENDING:
@@ -168,12 +200,8 @@ def walk(
                 f'RouteConfiguration "{route_config.name}" has no virtual host for {authority!r}'
             )
         )
-    roots = dict.fromkeys(
-        name
-        for route in virtual_host.routes
-        if route.action is not None
-        for name in route.action.clusters
-    )
+    routes = virtual_host.http_routes if http_rules else virtual_host.routes
+    roots = _roots(manager, virtual_host, routes)
     clusters: dict[str, ClusterConfig] = {}
     reuse = {} if previous is None else previous.clusters
     # Resolve every root (no short cut) so that everything needed is known in one pass.
@@ -181,14 +209,59 @@ def walk(
     complete = all(leaves is not None for leaves in resolved)
     if not complete:
         return done(None)
+    added = _dynamic(dynamic, clusters, value, reuse)
     return done(
         XdsConfig(
             listener=listener,
             route_config=route_config,
             virtual_host=virtual_host,
             clusters=clusters,
+            dynamic_clusters=added,
         )
     )
+
+
+def _roots(
+    manager: HttpConnectionManager, virtual_host: VirtualHost, routes: tuple[Route, ...]
+) -> dict[str, None]:
+    """The clusters ``routes`` (of ``virtual_host``) reach, in order, but for routes that
+    resolve their cluster at request time (a ``cluster_header`` route names none)."""
+    http_filter = on_demand_filter(manager)
+    return dict.fromkeys(
+        name
+        for route in routes
+        if route.action is not None
+        and (http_filter is None or odcds_timeout(http_filter, virtual_host, route) is None)
+        for name in route.action.clusters
+    )
+
+
+def _dynamic(
+    names: Collection[str],
+    clusters: dict[str, ClusterConfig],
+    value: Callable[[str, str], Any],
+    reuse: Mapping[str, ClusterConfig],
+) -> frozenset[str]:
+    """Walk the dynamic clusters ``names`` into ``clusters``: each one resolved with all it
+    needs goes in; one pending stays out (leaving nothing of it behind) unless the previous
+    snapshot (``reuse``) has it, whose entries it keeps. Returns the names added that no
+    route reached."""
+    added = []
+    for name in names:
+        if name in clusters:
+            continue
+        scratch: ChainMap[str, ClusterConfig] = ChainMap({}, clusters)  # writes go to the new map
+        if _resolve(name, (), scratch, value, reuse) is not None:
+            clusters.update(scratch.maps[0])
+        elif name in reuse:
+            entry = reuse[name]
+            for leaf in (name, *entry.leaves):
+                if leaf in reuse and leaf not in clusters:
+                    clusters[leaf] = reuse[leaf]
+        else:
+            continue
+        added.append(name)
+    return frozenset(added)
 
 
 def _on_demand_virtual_host(
@@ -209,7 +282,7 @@ def _on_demand_virtual_host(
 def _resolve(
     name: str,
     stack: tuple[str, ...],
-    clusters: dict[str, ClusterConfig],
+    clusters: MutableMapping[str, ClusterConfig],
     value: Callable[[str, str], Any],
     reuse: Mapping[str, ClusterConfig],
 ) -> tuple[str, ...] | None:
@@ -297,7 +370,7 @@ def _aggregate(
     name: str,
     cluster: ClusterView,
     stack: tuple[str, ...],
-    clusters: dict[str, ClusterConfig],
+    clusters: MutableMapping[str, ClusterConfig],
     value: Callable[[str, str], Any],
     reuse: Mapping[str, ClusterConfig],
 ) -> tuple[str, ...] | None:

@@ -42,6 +42,7 @@ from ..resources import LISTENER, ResourceType
 from ..resources._type import removed_v2_type
 from ._config_watch import ConfigUpdate, ConfigWatch
 from ._dependencies import Resolved
+from ._dynamic_clusters import OnDemand
 from ._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
 
 __all__ = ["Registry", "Subscriber", "check_name"]
@@ -287,12 +288,18 @@ class Registry:
         listener: str,
         authority: str,
         callback: Callable[[ConfigUpdate], Awaitable[None] | None] | None,
+        *,
+        http_rules: bool = False,
+        on_demand: OnDemand | None = None,
     ) -> ConfigWatch:
         """A `ConfigWatch` of the listener resource ``listener`` over this registry, ended by
-        `close` if not before."""
+        `close` if not before; ``http_rules``: the walk follows Envoy's HTTP router;
+        ``on_demand``: the client's resolver, for its dynamic clusters."""
         name = self.name(LISTENER.type_url, listener)
         self._open_subscriber().check_type(LISTENER.type_url)
-        config_watch = ConfigWatch(self, name, authority, callback)
+        config_watch = ConfigWatch(
+            self, name, authority, callback, http_rules=http_rules, on_demand=on_demand
+        )
         self._config_watches.add(config_watch)
         return config_watch
 

@@ -19,15 +19,18 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import ClientClosedError
+from .._names import WILDCARD
 from .._protocol import DataError, Event, ResourceChanged
 from .._runtime._clock import Clock
 from ..resources import ROUTE_CONFIGURATION, VIRTUAL_HOST
 from ..resources._virtual_host import split_vhds_name
 from ._registry import Registry
-from ._resolve import Ask, Key, Outcome, ResolveBook, TimedOut
+from ._resolve import Ask, Available, Key, Missing, Outcome, ResolveBook, TimedOut
 from ._watchers import CallbackWatcher, WatchHandle
 
 __all__ = ["Resolver"]
+
+_COUNT_NAMES: dict[type, str] = {Available: "available", Missing: "missing", TimedOut: "timed_out"}
 
 
 class Resolver:
@@ -48,9 +51,34 @@ class Resolver:
         self._tables: dict[str, tuple[WatchHandle, set[str]]] = {}
         self._clock = clock
         self.book = ResolveBook(grace=grace)
+        #: `ConfigWatch.resolve_cluster` calls finished, by outcome (as ``book.counts``)
+        self.cluster_counts: dict[str, int] = {"available": 0, "missing": 0, "timed_out": 0}
         self._holds: dict[Key, WatchHandle] = {}
         self._waiters: dict[Key, list[asyncio.Future[Outcome]]] = {}
         self._watcher = CallbackWatcher(self._on_event)
+
+    @property
+    def clock(self) -> Clock:
+        """The client's clock: every timeout and grace period runs on it."""
+        return self._clock
+
+    @property
+    def grace(self) -> float:
+        """How long a name stays held after its last resolve (``on_demand_grace``)."""
+        return self.book.grace
+
+    async def resolve_name(self, type_url: str, name: str, timeout: float) -> Outcome:
+        """`resolve` for a name a data plane was given (a request header's, say): made a
+        cache key first (a name that cannot be one raises ValueError)."""
+        key = self._registry.name(type_url, name)
+        if key == WILDCARD:
+            raise ValueError("'*' names every resource, not one")
+        self._registry.check_open()
+        return await self.resolve(type_url, key, timeout)
+
+    def count_cluster(self, outcome: Outcome) -> None:
+        """Count a finished `ConfigWatch.resolve_cluster` by its outcome."""
+        self.cluster_counts[_COUNT_NAMES[type(outcome)]] += 1
 
     async def resolve(self, type_url: str, name: str, timeout: float) -> Outcome:
         """The outcome for ``name`` (a cache key of ``type_url``) within ``timeout``."""

@@ -9,6 +9,9 @@ carries the route configuration and its virtual hosts together).
 
 - ``odcds-unknown-cluster``: a cluster the server does not have is named in
   ``removed_resources`` (what Envoy's on-demand CDS takes as "missing").
+- ``odcds-known-cluster``: then, on the same stream, a cluster the server has is sent at once
+  with its body when subscribed (a request-time resolve waits for it; a server answering
+  only at the type's next change leaves it waiting).
 - ``vhds-unknown-host``: a host no virtual host matches is answered with a ``Resource`` whose
   name and aliases are the ``<route configuration>/<host>`` asked for, and no body.
 - ``vhds-resent-after-route-change``: once the route configuration changes, the virtual hosts
@@ -56,6 +59,26 @@ async def _unknown_cluster(ctx: Context) -> None:
             "no answer" if response is None else "not named in removed_resources",
             probe.evidence(),
         )
+        if response is None:
+            return
+        await probe.ack(response)
+        known = sorted(ctx.served[CLUSTER.type_url])[0]
+        probe.step = RuleId.ODCDS_KNOWN_CLUSTER
+        await ctx.subscribe(probe, CLUSTER.type_url, [known])
+        sent = await _until_sent(ctx, probe, known)
+        ctx.note(RuleId.ODCDS_KNOWN_CLUSTER, sent, f"{known} was not sent", probe.evidence())
+
+
+async def _until_sent(ctx: Context, probe: Probe, name: str) -> bool:
+    """Responses (each ACKed) until one carries ``name`` with a body, or silence."""
+    for _ in range(4):
+        response = await ctx.receive(probe, CLUSTER.type_url)
+        if response is None:
+            return False
+        await probe.ack(response)
+        if any(r.name == name and r.HasField("resource") for r in response.resources):
+            return True
+    return False
 
 
 def _vhds_route_config(ctx: Context) -> str | None:

@@ -49,6 +49,7 @@ class RuleId(enum.StrEnum):
     DELTA_RESUBSCRIBE_RESENT = "delta-resubscribe-resent"
     DELTA_EXPLICIT_WILDCARD = "delta-explicit-wildcard"
     ODCDS_UNKNOWN_CLUSTER = "odcds-unknown-cluster"
+    ODCDS_KNOWN_CLUSTER = "odcds-known-cluster"
     VHDS_UNKNOWN_HOST = "vhds-unknown-host"
     VHDS_RESENT_AFTER_ROUTE_CHANGE = "vhds-resent-after-route-change"
     TTL_REFRESHED = "ttl-refreshed"
@@ -260,6 +261,13 @@ RULES: dict[RuleId, Rule] = {
             f"{_SPEC}: Incremental xDS (on demand); Envoy on-demand CDS",
             "a cluster subscribed on demand that the server does not have is named in"
             " removed_resources",
+        ),
+        Rule(
+            RuleId.ODCDS_KNOWN_CLUSTER,
+            _S,
+            f"{_SPEC}: Incremental xDS (on demand); Envoy on-demand CDS",
+            "a cluster the server has, subscribed on demand on a stream that already answered"
+            " the type, is sent at once with its body",
         ),
         Rule(
             RuleId.VHDS_UNKNOWN_HOST,

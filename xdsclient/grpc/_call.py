@@ -37,6 +37,7 @@ from .._call import (
     RetryAt,
     Status,
 )
+from .._plane import PickWait
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
@@ -279,11 +280,11 @@ class XdsCall(
     async def _attempt(self, step: Attempt, request: CallRequest) -> AttemptOutcome:
         core = self._core
         headers = request.headers
-        picked = core.pick_now(step.cluster, headers, step.request_hash)
-        if picked is None:  # it queues (or fails a wait-for-ready call): wait for a change
-            picked = await core.pick(
-                step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
-            )
+        picked = core.pick_now(
+            step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
+        )
+        if isinstance(picked, PickWait):  # it queues (or fails a wait-for-ready call)
+            picked = await core.wait_pick(picked)
         if isinstance(picked, Status):
             if picked is CLOSED:
                 raise self._failed(CLOSED)

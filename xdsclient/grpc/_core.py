@@ -1,12 +1,12 @@
-"""What every call of one `XdsChannel` shares: the configuration, the picker, the connections,
-the load reporters, and the waiting for any of them to change.
+"""What every call of one `XdsChannel` shares: the configuration, the connections and their
+TLS, out-of-band ORCA streams, and gRPC's words for what fails.
 
-Why apart from the channel and the calls: the config watch's callback, the connections'
-connectivity reports and the calls all read and write the same few things; keeping them here
-keeps each decision in one place and the calls to what gRPC's call does. Each decision is
-synchronous (the snapshot is applied, the pick is made, the connections are held or released in
-one step); only waiting is asynchronous, on an event replaced at every change (a queued call
-picks again after each change, gRPC's queued-pick rule).
+Why apart from the channel and the calls: the shared shell of the call path
+(`xdsclient._plane.PlaneCore`: the picker, the pick loop, the waiting, the load reporters) is
+the same for every front end; what is gRPC's is here: one config watch for the channel's
+target, grpc.aio connections per endpoint and TLS policy (gRFC A29), ORCA streams (A51), and
+C-core's statuses. Each decision is synchronous (the snapshot is applied, the pick is made, the
+connections are held or released in one step); only waiting is asynchronous.
 
 Calls wait for a configuration only until their deadline. With an error instead (the listener
 or its routes missing or deleted, the server unreachable before any snapshot), a call fails
@@ -17,31 +17,21 @@ that snapshot in use (the watch says so with an ambient error, which changes not
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import logging
 import random
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
-from .. import ClusterConfig, ClusterLoad, XdsClient, XdsConfig, XdsError
+from .. import XdsClient, XdsConfig, XdsError
 from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
+from .._plane import PlaneCore, resource_details
 from .._settings._targets import listener_for
-from ..lb import (
-    ComposedPicker,
-    ConnectivityState,
-    EndpointKey,
-    PickOutcome,
-    PickResult,
-    aggregate_state,
-    key_of,
-    orca_interval_of,
-)
+from ..lb import ConnectivityState, EndpointKey, aggregate_state, key_of, orca_interval_of
 from ..resources import (
     LISTENER,
     ROUTE_CONFIGURATION,
@@ -54,7 +44,6 @@ from ..resources import (
 )
 from ._connections import Connection, Connections
 from ._oob import OobStreams
-from ._status import resource_details
 from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
@@ -63,7 +52,6 @@ logger = logging.getLogger("xdsclient.grpc")
 
 #: The status of a call the channel's `close` ended (C-core's details).
 CLOSED = Status(code=Code.CANCELLED, details="Channel closed!")
-_DEADLINE = Status(code=Code.DEADLINE_EXCEEDED, details="Deadline Exceeded")
 #: the multi-callables a channel keeps (`ChannelCore.multicallable`)
 _MULTICALLABLES = 256
 _FACTORIES = {
@@ -72,9 +60,6 @@ _FACTORIES = {
     (True, False): "stream_unary",
     (True, True): "stream_stream",
 }
-_COMPLETE = PickOutcome.COMPLETE
-_QUEUE = PickOutcome.QUEUE
-_FAIL = PickOutcome.FAIL
 
 
 #: calls inside an injected fault, in every channel of the process: A33's ``max_active_faults``
@@ -82,8 +67,10 @@ _FAIL = PickOutcome.FAIL
 ACTIVE_FAULTS = ActiveFaults()
 
 
-class ChannelCore:
+class ChannelCore(PlaneCore):
     """The shared state of one channel (see the module's docstring)."""
+
+    closed_status = CLOSED
 
     def __init__(
         self,
@@ -96,15 +83,10 @@ class ChannelCore:
         clock: Callable[[], float] = time.monotonic,
         fallback: grpc.ChannelCredentials | None = None,
     ) -> None:
+        super().__init__(client, owns_client=owns_client, rng=rng, clock=clock)
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
         self.authority = authority_of(target)
-        self.client = client
-        self.rng = rng
-        self.clock = clock
-        #: gRFC A42's ``channel_id``: one random 64-bit value per channel
-        self.channel_id = rng.getrandbits(64)
-        self.picker = ComposedPicker(channel_id=self.channel_id)
         #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
         self.security = ClusterSecurity(client.config.certificate_providers)
         self.connections = Connections(
@@ -117,65 +99,36 @@ class ChannelCore:
         self.oob = OobStreams(self._on_load_report)
         self.faults = ACTIVE_FAULTS
         self.config: CallConfig | None = None
-        self.snapshot: XdsConfig | None = None
         #: why there is no configuration (UNAVAILABLE), None while none came yet
         self.error: Status | None = None
-        self.closed = False
-        self._owns_client = owns_client
-        self._changed = asyncio.Event()
         self._watch: Any = None
-        self._start: asyncio.Task[None] | None = None
-        self._loads: dict[str, ClusterLoad] = {}
         self._multicallables: dict[tuple[Any, ...], Any] = {}
-        self._node_id = client.config.node.id
 
-    # --- lifecycle ---
+    # --- the plane's hooks ---
 
-    def started(self) -> bool:
-        """Whether `start` ran."""
-        return self._start is not None
+    def _watch_configs(self) -> None:
+        self._watch = self.client.add_config_watcher(self.target, self._on_update)
 
-    def kick(self) -> None:
-        """Start watching the target's configuration, once."""
-        if self._start is None:
-            self._start = asyncio.ensure_future(self._begin())
+    def _start_failed(self, error: Exception) -> None:
+        # nothing was added to the client: calls fail with why
+        self.error = Status(code=Code.UNAVAILABLE, details=f"{self.target}: {error}")
 
-    async def start(self) -> None:
-        """`kick`, and wait until the watch is in place (or failed)."""
-        self.kick()
-        assert self._start is not None
-        await asyncio.shield(self._start)
-
-    async def _begin(self) -> None:
-        try:
-            if self._owns_client:
-                await self.client.start()
-            self._watch = self.client.add_config_watcher(self.target, self._on_update)
-        except (XdsError, ValueError, RuntimeError) as error:
-            # nothing was added to the client: calls fail with why
-            self.error = Status(code=Code.UNAVAILABLE, details=f"{self.target}: {error}")
-            self._notify()
-
-    def begin_close(self) -> None:
-        """Refuse new picks: stop watching and wake every waiting call (they fail)."""
-        if self.closed:
-            return
-        self.closed = True
+    def _cancel_watches(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
-        self._notify()
 
-    async def close(self) -> None:
-        """`begin_close`, then close the connections and the client this channel made."""
-        self.begin_close()
-        if self._start is not None:
-            await asyncio.gather(self._start, return_exceptions=True)
-            if self._watch is not None:
-                self._watch.cancel()
+    def _hold(self, snapshot: XdsConfig | None) -> None:
+        if snapshot is None:
+            self.connections.hold_only(())
+        else:
+            self.connections.hold_only(self.security.update(snapshot.clusters))
+
+    async def _close_connections(self) -> None:
         await self.oob.close()
         await self.connections.close()
-        if self._owns_client:
-            await self.client.close()
+
+    def _refused(self, cluster: str) -> str | None:
+        return self.security.invalid(cluster)
 
     # --- state and waiting ---
 
@@ -188,106 +141,19 @@ class ChannelCore:
         states = self.connections.states()
         return aggregate_state(states) if states else ConnectivityState.TRANSIENT_FAILURE
 
-    def changed(self) -> asyncio.Event:
-        """The event the next change sets."""
-        return self._changed
-
-    async def wait_change(self, event: asyncio.Event, until: float | None) -> None:
-        """Wait for ``event`` (a change) or until ``until`` on `clock`."""
-        if until is None:
-            await event.wait()
-            return
-        timeout = until - self.clock()
-        if timeout <= 0:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
-
     async def call_config(
         self, deadline: float | None, wait_for_ready: bool
     ) -> CallConfig | Status:
         """The configuration a call routes by, waiting for one (see the module's docstring)."""
-        while True:
-            if self.closed:
-                return CLOSED
+
+        def answer() -> CallConfig | Status | None:
             if self.config is not None:
                 return self.config
             if self.error is not None and not wait_for_ready:
                 return self.error
-            if deadline is not None and self.clock() >= deadline:
-                return _DEADLINE
-            await self.wait_change(self._changed, deadline)
-
-    async def pick(
-        self,
-        cluster: str,
-        headers: Mapping[str, str],
-        request_hash: int,
-        deadline: float | None,
-        wait_for_ready: bool,
-    ) -> PickResult | Status:
-        """A pick in ``cluster``: COMPLETE, DROP or FAIL (waiting while it queues, and while it
-        fails for a ``wait_for_ready`` call), or the status that ended the wait."""
-        picker = self.picker
-        while True:
-            if self.closed:
-                return CLOSED
-            event = self._changed
-            now = self.clock()
-            refused = self.security.invalid(cluster)
-            if refused is not None:
-                return Status(
-                    code=Code.UNAVAILABLE,
-                    details=f"CDS resource {cluster}: invalid resource: {refused} "
-                    f"(node ID:{self._node_id})",
-                )
-            timer = picker.next_deadline()
-            if timer is not None and timer <= now:
-                picker.poll(self.rng, now)
-                timer = picker.next_deadline()
-            result = picker.pick_in(cluster, headers, self.rng, now, request_hash=request_hash)
-            for endpoint in result.connect:
-                self._connect(key_of(endpoint))
-            outcome = result.outcome
-            if outcome is _COMPLETE:
-                return result
-            if outcome is _FAIL and not wait_for_ready:
-                return self.failure(cluster, result)
-            if outcome is not _QUEUE and outcome is not _FAIL:
-                return result  # a drop fails even a wait-for-ready call
-            if deadline is not None and now >= deadline:
-                return _DEADLINE
-            self._connect_wanted()
-            until = deadline if timer is None else min(timer, deadline or timer)
-            await self.wait_change(event, until)
-
-    def pick_now(
-        self, cluster: str, headers: Mapping[str, str], request_hash: int
-    ) -> PickResult | Status | None:
-        """`pick` without waiting: its answer when it has one at once (COMPLETE, DROP, FAIL),
-        None when the pick would queue, fails, or a timer is due, or the cluster's TLS is refused
-        (`pick` waits, fires the timer or fails the call)."""
-        picker = self.picker
-        timer = picker.next_deadline()
-        if (
-            self.closed
-            or (timer is not None and timer <= self.clock())
-            or self.security.invalid(cluster) is not None
-        ):
             return None
-        result = picker.pick_in(cluster, headers, self.rng, self.clock(), request_hash=request_hash)
-        for endpoint in result.connect:
-            self._connect(key_of(endpoint))
-        outcome = result.outcome
-        if outcome is _COMPLETE:
-            return result
-        if outcome is _QUEUE or outcome is _FAIL:
-            return None  # `pick` waits or fails it, with the call's deadline and wait_for_ready
-        return result
+
+        return await self.wait_for(answer, deadline)
 
     def multicallable(
         self,
@@ -312,25 +178,7 @@ class ChannelCore:
             )
         return found
 
-    def failure(self, cluster: str, result: PickResult) -> Status:
-        """The status of a failed pick: C-core's for a cluster or assignment the snapshot could
-        not resolve (``CDS resource <name>: does not exist (node ID:<id>)``) and for a cluster
-        with no endpoints or whose every endpoint failed to connect, else the picker's
-        reason."""
-        snapshot = self.snapshot
-        entry = snapshot.clusters.get(cluster) if snapshot is not None else None
-        error = None if entry is None else (entry.error or entry.endpoints_error)
-        if error is not None:
-            details = resource_details(error, self._node_id)
-        elif (empty := _empty_assignment(entry)) is not None:
-            details = empty
-        elif (failed := self._all_failing(cluster)) is not None:
-            details = failed
-        else:
-            details = result.error or f"cluster {cluster}: no endpoint is reachable"
-        return Status(code=Code.UNAVAILABLE, details=details)
-
-    def _all_failing(self, cluster: str) -> str | None:
+    def _unreachable(self, cluster: str) -> str | None:
         """C-core's words when every endpoint of the cluster failed to connect, naming the last
         that failed (grpc.aio does not tell why it failed: the OS error C-core adds is left
         out)."""
@@ -347,23 +195,6 @@ class ChannelCore:
             f" (xDS node ID:{self._node_id})"
         )
 
-    # --- load reporting ---
-
-    def load_of(self, cluster: str) -> ClusterLoad | None:
-        """The load reporter of leaf ``cluster`` when it reports load (``lrs_server``)."""
-        load = self._loads.get(cluster)
-        if load is not None:
-            return load
-        snapshot = self.snapshot
-        entry = snapshot.clusters.get(cluster) if snapshot is not None else None
-        if entry is None or entry.cluster is None or not entry.cluster.lrs_server_self:
-            return None
-        try:
-            load = self._loads[cluster] = self.client.load_reporter(entry.cluster)
-        except XdsError:  # the client closed
-            return None
-        return load
-
     # --- inputs ---
 
     def _on_update(self, update: object) -> None:
@@ -374,15 +205,14 @@ class ChannelCore:
         elif isinstance(update, XdsError):
             logger.warning("%s: no configuration: %s", self.target, update)
             self.config = None
-            self.snapshot = None
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
-            self.connections.hold_only(())
+            self.drop_snapshot()
             self.oob.want({})
         else:
             logger.info("%s: %s (the last configuration stays in use)", self.target, update)
             return
-        self._notify()
+        self.notify()
 
     def _unroutable(self) -> Status | None:
         """When the listener and its routes are cached but have no virtual host for the
@@ -418,26 +248,17 @@ class ChannelCore:
         return routed if isinstance(routed, Status) else None
 
     def _apply(self, snapshot: XdsConfig) -> None:
-        now = self.clock()
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes)
-        self.snapshot = snapshot
         self.error = None
-        self.picker.update(snapshot, now)
-        self._loads = {}  # the client gives the same load again per (cluster, service)
-        self.connections.hold_only(self.security.update(snapshot.clusters))
-        self._connect_wanted()
+        self.use_snapshot(snapshot)
         for key in self.oob.want(_oob_wanted(snapshot)):
             connection = self._oob_connection(key) if key in self.connections else None
             if connection is not None:
                 self.oob.connectivity(
                     key, connection.state, functools.partial(_channel_of, connection)
                 )
-
-    def _connect_wanted(self) -> None:
-        for endpoint in self.picker.wanted_connections():
-            self._connect(key_of(endpoint))
 
     def connect(self, key: EndpointKey, cluster: str) -> Connection:
         """The connection a call picked in leaf ``cluster`` runs on, under that cluster's TLS
@@ -458,7 +279,7 @@ class ChannelCore:
         self._connect_wanted()
         if key in self.oob.wanted:
             self.oob.connectivity(key, state, lambda: self._oob_channel(key))
-        self._notify()
+        self.notify()
 
     def _oob_connection(self, key: EndpointKey) -> Connection | None:
         """The connection to ``key`` an ORCA stream runs on: under the TLS policy of the
@@ -500,27 +321,6 @@ def _oob_wanted(snapshot: XdsConfig) -> dict[EndpointKey, float]:
             key = key_of(endpoint)
             wanted[key] = min(wanted.get(key, period), period)
     return wanted
-
-
-def _empty_assignment(entry: ClusterConfig | None) -> str | None:
-    """C-core's words for an assignment with no endpoint: no localities, or only empty ones
-    (listed as C-core lists them)."""
-    assignment = entry.endpoints if entry is not None else None
-    if assignment is None:
-        return None
-    localities = [locality for group in assignment.priorities for locality in group]
-    if any(locality.endpoints for locality in localities):
-        return None
-    if not localities:
-        reason = "contains no localities"
-    else:
-        listed = ", ".join(
-            f'{{region="{loc.locality.region}", zone="{loc.locality.zone}", '
-            f'sub_zone="{loc.locality.sub_zone}"}}'
-            for loc in localities
-        )
-        reason = f"contains empty localities: [{listed}]"
-    return f"no children in weighted_target policy (EDS resource {assignment.name}: {reason})"
 
 
 def authority_of(target: str) -> str:

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import grpc
 
-from .. import ResourceDoesNotExistError, ResourceError, ResourceValidationError, XdsError
 from .._call import AttemptOutcome, Code, Status
+from .._plane import resource_details
 
 __all__ = ["PUSHBACK", "outcome_of", "resource_details", "rpc_error", "status_code"]
-
-_KINDS = {
-    "envoy.config.listener.v3.Listener": "LDS",
-    "envoy.config.route.v3.RouteConfiguration": "RDS",
-    "envoy.config.cluster.v3.Cluster": "CDS",
-    "envoy.config.endpoint.v3.ClusterLoadAssignment": "EDS",
-}
 
 #: The trailer a server asks for a retry delay with (gRFC A6).
 PUSHBACK = "grpc-retry-pushback-ms"
@@ -60,19 +53,3 @@ def outcome_of(error: grpc.aio.AioRpcError, *, committed: bool) -> AttemptOutcom
     return AttemptOutcome(
         code=code, details=error.details() or "", committed=committed, pushback=pushback
     )
-
-
-def resource_details(error: XdsError, node_id: str) -> str:
-    """C-core's words for a resource the configuration lacks: ``<LDS|RDS|CDS|EDS> resource
-    <name>: <reason> (node ID:<id>)``, the reason ``does not exist`` for a missing or deleted
-    one, ``invalid resource: <why>`` for a NACKed one (C-core words the why its own way)."""
-    if not isinstance(error, ResourceError):
-        return f"{error} (node ID:{node_id})"
-    kind = _KINDS.get(error.type_url.rsplit("/", 1)[-1], error.type_url)
-    if isinstance(error, ResourceDoesNotExistError):
-        reason = "does not exist"
-    elif isinstance(error, ResourceValidationError):
-        reason = f"invalid resource: {error.message}"
-    else:
-        reason = error.message
-    return f"{kind} resource {error.name}: {reason} (node ID:{node_id})"

@@ -1,64 +1,46 @@
-"""An example-grade grpc.aio client-side balancer built on the `xdsclient.lb` blocks.
+"""`AioBalancer`, deprecated: kept for compatibility as a thin use of `xdsclient.grpc.XdsChannel`.
 
-Superseded by `xdsclient.grpc.XdsChannel`, a grpc.aio channel for generated stubs with the call
-path's routing, faults, deadlines, retries and load reporting, which keeps calls in flight when
-their endpoint leaves and bounds the wait for a pick by the call's deadline. This module stays
-as the shortest reading of how the blocks are driven.
+Why it is still here: code written against the example balancer (``async with AioBalancer(client,
+listener) as balancer: await balancer.unary_unary(method, request_bytes)``) keeps running, with a
+`DeprecationWarning`, on the channel that replaced it. It has no channels, picks or waiting of
+its own any more: each call is an `XdsChannel` call, so it is routed, retried, fault-injected,
+balanced and load-reported as the configuration says, keeps running when its endpoint leaves,
+waits for a pick no longer than its deadline, fails at `close`, and fails UNAVAILABLE once the
+listener is deleted.
 
-Why it is here: the blocks are sans-I/O, so something must own the connections, report their
-connectivity, wait when a pick says QUEUE and report each call's outcome. This module shows the
-least that takes with grpc.aio, and is what the suite runs end to end against real backends:
-
-- one insecure grpc.aio channel per endpoint the picker wants connected (`wanted_connections`,
-  `PickResult.connect`), closed when the endpoint leaves every assignment;
-- a task per channel reports its state as it changes (``get_state(try_to_connect=True)``,
-  ``wait_for_state_change``), SHUTDOWN as TRANSIENT_FAILURE;
-- snapshots from `XdsClient.add_config_watcher` go to `ComposedPicker.update`;
-- a call picks with its method as the path and its metadata as the headers, waits on QUEUE
-  until something changes (an update, a state, a timer), raises `PickFailed` on FAIL or DROP,
-  and reports its outcome (ok = the RPC returned) with `call_finished`.
-
-It is an example, not a production balancer: insecure channels only, no retries, no per-call
-deadline beyond the one passed in, and every call goes through a Python pick. Take it as a
-starting point for your own transport.
+What the channel cannot honour is refused or changed, loudly: ``picker=`` and ``clock=`` raise
+`TypeError` (the channel owns its picker; a policy of your own is registered with
+`xdsclient.grpc.register_lb_policy`); a failed or dropped pick fails the call with a
+`grpc.aio.AioRpcError` (UNAVAILABLE, C-core's details), so `PickFailed` is no longer raised;
+`start` waits for the first configuration as long as the client's does-not-exist timer, not
+10 s. Use `XdsChannel` directly: ``XdsChannel(listener, client=client, rng=rand,
+channel_options=options)`` and ``await channel.unary_unary(method)(request, timeout=...)``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
-import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
-import grpc
-
 from .. import XdsClient, XdsConfig, XdsError
-from ..resources import Endpoint
-from ._base import (
-    ConnectivityState,
-    EndpointKey,
-    PickOutcome,
-    PickResult,
-    header_map,
-    key_of,
-)
-from ._composed import ComposedPicker
+from ..grpc import XdsChannel
+from ._base import PickResult
 
 __all__ = ["AioBalancer", "PickFailed"]
 
-_STATES = {
-    grpc.ChannelConnectivity.IDLE: ConnectivityState.IDLE,
-    grpc.ChannelConnectivity.CONNECTING: ConnectivityState.CONNECTING,
-    grpc.ChannelConnectivity.READY: ConnectivityState.READY,
-    grpc.ChannelConnectivity.TRANSIENT_FAILURE: ConnectivityState.TRANSIENT_FAILURE,
-    grpc.ChannelConnectivity.SHUTDOWN: ConnectivityState.TRANSIENT_FAILURE,
+_REMOVED = {
+    "picker": "the channel owns its picker",
+    "clock": "the channel runs on the event loop's time",
 }
 
 
 class PickFailed(XdsError):
-    """A call the balancer failed or dropped without sending it (``result`` says why)."""
+    """Deprecated, no longer raised: a pick that fails or drops a call now fails it with a
+    `grpc.aio.AioRpcError` (UNAVAILABLE), as `XdsChannel` does. Kept so code catching it still
+    imports; ``PickFailed(result)`` still says why ``result`` refused the call."""
 
     def __init__(self, result: PickResult) -> None:
         reason = result.error or f"dropped ({result.drop_category or 'circuit breaker'})"
@@ -68,11 +50,14 @@ class PickFailed(XdsError):
 
 
 class AioBalancer:
-    """Balances unary calls over a listener's endpoints with grpc.aio channels (an example).
+    """Deprecated: use `xdsclient.grpc.XdsChannel`. Kept for compatibility, as a thin use of it.
 
-    ``async with AioBalancer(client, "listener") as balancer``: waits for the first snapshot;
-    ``await balancer.unary_unary("/pkg.Service/Method", b"...")`` sends one call.
-    ``channel_options`` go to every endpoint's channel (e.g. gRPC's reconnect backoff).
+    ``AioBalancer(client, listener, rand=..., channel_options=...)`` is
+    ``XdsChannel(listener, client=client, rng=rand, channel_options=channel_options)``
+    (`channel`), and warns that it is deprecated. ``picker=`` and ``clock=`` are refused with a
+    `TypeError`: the channel owns its picker and its time (register a policy of your own with
+    `xdsclient.grpc.register_lb_policy`). Calls fail with `grpc.aio.AioRpcError`, drops
+    included (UNAVAILABLE, C-core's details); `PickFailed` is no longer raised.
     """
 
     def __init__(
@@ -80,24 +65,34 @@ class AioBalancer:
         client: XdsClient,
         listener: str,
         *,
-        picker: ComposedPicker | None = None,
         rand: random.Random | None = None,
-        clock: Callable[[], float] = time.monotonic,
         channel_options: Sequence[tuple[str, Any]] = (),
+        **removed: object,
     ) -> None:
-        self.picker = picker if picker is not None else ComposedPicker()
+        if removed:
+            name = sorted(removed)[0]
+            why = _REMOVED.get(name)
+            if why is None:
+                raise TypeError(f"AioBalancer() got an unexpected keyword argument {name!r}")
+            raise TypeError(
+                f"AioBalancer no longer takes {name}= ({why}): use xdsclient.grpc.XdsChannel, "
+                "and xdsclient.grpc.register_lb_policy for a policy of your own"
+            )
+        warnings.warn(
+            "AioBalancer is deprecated: use xdsclient.grpc.XdsChannel(listener, client=client)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         self._client = client
         self._listener = listener
-        self._rand = rand if rand is not None else random.Random()
-        self._clock = clock
-        self._options = tuple(channel_options)
-        self._channels: dict[EndpointKey, grpc.aio.Channel] = {}
-        self._watchers: dict[EndpointKey, asyncio.Task[None]] = {}
-        #: channels being closed (their endpoint left every assignment), awaited by `close`
-        self._closing: set[asyncio.Task[None]] = set()
-        self._changed = asyncio.Event()
-        self._first = asyncio.Event()
-        self._watch: object = None
+        self._channel = XdsChannel(
+            listener, client=client, rng=rand, channel_options=channel_options
+        )
+
+    @property
+    def channel(self) -> XdsChannel:
+        """The `XdsChannel` every call goes through (for generated stubs too)."""
+        return self._channel
 
     async def __aenter__(self) -> AioBalancer:
         await self.start()
@@ -106,10 +101,35 @@ class AioBalancer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def start(self, timeout: float = 10.0) -> None:
-        """Watch the listener's configuration and wait for its first snapshot."""
-        self._watch = self._client.add_config_watcher(self._listener, self._on_config)
-        await asyncio.wait_for(self._first.wait(), timeout)
+    async def start(self, timeout: float | None = None) -> None:
+        """Start the channel and wait for the listener's first complete configuration.
+
+        Raises the client's `XdsError` when the configuration is unusable (a listener the
+        server does not have: once the client's does-not-exist timer fires; a server that
+        cannot be reached), or `TimeoutError` naming the listener after ``timeout`` seconds
+        (None: no limit of its own). A start that fails closes the balancer: nothing is left
+        watching.
+        """
+        try:
+            self._channel.get_state(try_to_connect=True)  # the channel starts watching
+            await asyncio.wait_for(self._first_configuration(), timeout)
+        except TimeoutError:
+            await self.close()
+            raise TimeoutError(
+                f"no configuration for listener {self._listener!r} within {timeout} s"
+            ) from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _first_configuration(self) -> None:
+        async with self._client.watch_config(self._listener) as updates:
+            async for update in updates:
+                if isinstance(update, XdsConfig):
+                    return
+                if isinstance(update, XdsError):
+                    raise update
+                # an ambient error before any snapshot says nothing yet: wait on
 
     async def unary_unary(
         self,
@@ -119,101 +139,14 @@ class AioBalancer:
         metadata: Sequence[tuple[str, str]] = (),
         timeout: float | None = None,
     ) -> bytes:
-        """Pick an endpoint for one call (waiting while the pick queues) and send it."""
-        result = await self._pick(method, header_map(metadata))
-        assert result.endpoint is not None
-        channel = self._connect(result.endpoint)
-        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
-        ok = False
-        try:
-            reply: bytes = await call(request, metadata=tuple(metadata), timeout=timeout)
-            ok = True
-            return reply
-        finally:
-            self.picker.call_finished(result, ok, self._clock())
+        """One unary call of ``method`` with ``request`` as its serialized message; its reply's
+        bytes. ``await balancer.channel.unary_unary(method)(request, ...)``."""
+        reply: bytes = await self._channel.unary_unary(method)(
+            request, metadata=tuple(metadata), timeout=timeout
+        )
+        return reply
 
     async def close(self) -> None:
-        """Stop watching and close every channel."""
-        cancel = getattr(self._watch, "cancel", None)
-        if cancel is not None:
-            cancel()
-        for task in self._watchers.values():
-            task.cancel()
-        for task in self._watchers.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for channel in self._channels.values():
-            await channel.close()
-        for closing in list(self._closing):
-            await closing
-        self._watchers.clear()
-        self._channels.clear()
-
-    # -- picking -------------------------------------------------------------------------------
-
-    async def _pick(self, method: str, headers: Mapping[str, str]) -> PickResult:
-        while True:
-            self._changed.clear()
-            result = self.picker.pick(method, headers, self._rand, self._clock())
-            for endpoint in result.connect:
-                self._connect(endpoint)
-            if result.outcome is PickOutcome.COMPLETE:
-                return result
-            if result.outcome is not PickOutcome.QUEUE:
-                raise PickFailed(result)
-            self._sync_connections()
-            await self._wait_for_change()
-
-    async def _wait_for_change(self) -> None:
-        deadline = self.picker.next_deadline()
-        timeout = None if deadline is None else max(0.0, deadline - self._clock())
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout)
-
-    # -- configuration and connections ----------------------------------------------------------
-
-    def _on_config(self, update: object) -> None:
-        if not isinstance(update, XdsConfig):
-            return  # an error keeps the last snapshot in use, as gRPC does
-        self.picker.update(update, self._clock())
-        self._sync_connections()
-        self._first.set()
-        self._changed.set()
-
-    def _sync_connections(self) -> None:
-        """Connect what the picker wants; close channels of endpoints no assignment has."""
-        for endpoint in self.picker.wanted_connections():
-            self._connect(endpoint)
-        config = self.picker.config
-        if config is None:
-            return
-        known = {
-            key_of(e)
-            for entry in config.clusters.values()
-            if entry.endpoints is not None
-            for e in entry.endpoints.healthy_endpoints()
-        }
-        for key in [k for k in self._channels if k not in known]:
-            self._watchers.pop(key).cancel()
-            task = asyncio.ensure_future(self._channels.pop(key).close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-
-    def _connect(self, endpoint: Endpoint) -> grpc.aio.Channel:
-        key = key_of(endpoint)
-        channel = self._channels.get(key)
-        if channel is None:
-            channel = self._channels[key] = grpc.aio.insecure_channel(
-                f"{key[0]}:{key[1]}", options=self._options
-            )
-            self._watchers[key] = asyncio.ensure_future(self._watch_channel(key, channel))
-        return channel
-
-    async def _watch_channel(self, key: EndpointKey, channel: grpc.aio.Channel) -> None:
-        """Report the channel's connectivity on every change, asking it to connect."""
-        while True:
-            state = channel.get_state(try_to_connect=True)
-            self.picker.set_endpoint_state(key, _STATES[state], self._clock())
-            self._changed.set()
-            self._sync_connections()
-            await channel.wait_for_state_change(state)
+        """Close the channel: queued calls fail and calls in flight end (CANCELLED); the
+        client is left open."""
+        await self._channel.close()

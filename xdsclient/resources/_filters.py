@@ -9,6 +9,10 @@ negative delay is a NACK); an unknown type is NACKed unless the filter (or its
 appear in ``typed_per_filter_config``. RBAC is a server filter (gRFC A41): on a client listener
 it is unknown; fault, stateful session and GCP authn are client filters, unknown on a server
 listener; the router runs on both. Checked against grpcio's C-core by the differential harness.
+
+One client filter gRPC lacks is known here: Envoy's on-demand filter (``OnDemand`` and its
+``PerRouteConfig``), because this library runs it (`_on_demand`: the routes it covers resolve
+their cluster at request time). grpcio NACKs a listener naming it unless the filter is optional.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from envoy.extensions.filters.http.fault.v3 import fault_pb2
 from envoy.extensions.filters.http.gcp_authn.v3 import gcp_authn_pb2
+from envoy.extensions.filters.http.on_demand.v3 import on_demand_pb2
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
 from envoy.extensions.filters.http.stateful_session.v3 import stateful_session_pb2
@@ -60,6 +65,18 @@ def _fault(name: str, path: str, packed: Any) -> None:
             check_duration(name, f"{path}.delay.fixed_delay", delay.fixed_delay)
 
 
+def _on_demand(name: str, path: str, packed: Any) -> None:
+    """OnDemand or PerRouteConfig: it must unpack and an ODCDS timeout be a valid duration."""
+    message_class = (
+        on_demand_pb2.OnDemand
+        if packed.type_url == _url(on_demand_pb2.OnDemand)
+        else on_demand_pb2.PerRouteConfig
+    )
+    config = unpack(name, path, packed, message_class)
+    if config.odcds.HasField("timeout"):
+        check_duration(name, f"{path}.odcds.timeout", config.odcds.timeout)
+
+
 def _no_check(name: str, path: str, packed: Any) -> None:
     """Known and taken as it is."""
 
@@ -72,6 +89,7 @@ _CLIENT_CHECKS: dict[str, Check] = {
     _url(fault_pb2.HTTPFault): _fault,
     _url(stateful_session_pb2.StatefulSession): _no_check,
     _url(gcp_authn_pb2.GcpAuthnFilterConfig): _no_check,
+    _url(on_demand_pb2.OnDemand): _on_demand,
 }
 #: Filters gRPC runs on servers only (gRFC A41).
 SERVER_ONLY_HTTP_FILTERS: frozenset[str] = frozenset({_url(rbac_pb2.RBAC)})
@@ -86,6 +104,7 @@ OVERRIDE_TYPES: dict[str, Check] = {
     _url(fault_pb2.HTTPFault): _fault,
     _url(rbac_pb2.RBACPerRoute): _no_check,
     _url(stateful_session_pb2.StatefulSessionPerRoute): _no_check,
+    _url(on_demand_pb2.PerRouteConfig): _on_demand,
 }
 
 

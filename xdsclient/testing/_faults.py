@@ -76,6 +76,7 @@ class Faults:
         self.send_unrequested = SeededBug.UNREQUESTED_RESOURCES in self.bugs
         self.full_state = SeededBug.PARTIAL_STATE not in self.bugs
         self.send_absent = SeededBug.NO_DELTA_ABSENT not in self.bugs
+        self.late_subscription_waits = SeededBug.LATE_SUBSCRIPTION_WAITS in self.bugs
         self.mangles = bool(self.bugs & _MANGLING)
 
     @property

@@ -30,3 +30,7 @@ class SeededBug(enum.Enum):
     IGNORE_INITIAL_VERSIONS = "Delta: initial_resource_versions are ignored on a new stream"
     NO_DELTA_ABSENT = "Delta: nothing is sent for a subscribed name that does not exist"
     DELTA_NO_VERSION = "Delta: resources carry no version"
+    LATE_SUBSCRIPTION_WAITS = (
+        "Delta: a name subscribed on a stream that already asked for its type is sent only at "
+        "the type's next change"
+    )

@@ -100,6 +100,11 @@ class DeltaServerStream(ServerStream):
         if sub.mode is Mode.UNREQUESTED:
             if self._faults.honour_initial_versions:
                 sub.sent.update(request.initial_resource_versions)
+        elif self._faults.late_subscription_waits:  # taken as held: sent when it changes
+            for name in subscribe - {WILDCARD} - sub.names:
+                stored = self._store.get(type_url, name)
+                if stored is not None:
+                    sub.sent[name] = stored.version
         elif self._faults.resend_on_subscribe:
             for name in subscribe - {WILDCARD}:
                 sub.sent.pop(name, None)

@@ -1,0 +1,424 @@
+"""One request through an `XdsTransport`: the call path's plan driven over real attempts.
+
+Why a driver per request: `CallPlan` (under Envoy's HTTP rules) decides the route, the
+rewrites, the fault, the timeouts and the retries, and the picker picks; what is left is
+waiting, sending and classifying. The driver waits out delays and back-offs, picks in each
+attempt's cluster (avoiding the hosts the retry policy says to avoid where another can be had),
+sends the attempt on that endpoint's connection with the attempt's path, authority and header
+changes, classifies how it ended (a status, a reset, a connect failure, the per-try timeout),
+and answers with the last attempt's response or the plan's local reply.
+
+The response body is streamed, never buffered: the attempt's response is handed to the caller
+as it came, and the request counts as ended for the picker (outlier detection, least request,
+circuit breaking), the cluster's load report and the connection when the caller closes the
+body. So a retry is possible only before the response is handed over. A request body that
+cannot be read again (a stream not yet read) is sent once: its attempt is committed.
+
+What counts as a failure for outlier detection and load reports is what Envoy counts: a 5xx
+response (502, 503 and 504 are its gateway failures), a reset, a connect failure, a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+
+from .. import Available, Missing, XdsError
+from .._call import (
+    HTTP_RULES,
+    Attempt,
+    AttemptOutcome,
+    CallConfig,
+    CallPlan,
+    CallRequest,
+    CallState,
+    Code,
+    Delay,
+    Finish,
+    LocalReply,
+    RetryAt,
+    Status,
+    apply_header_changes,
+)
+from .._plane import DEADLINE, PickWait
+from .._plane._tls_policy import TlsError
+from ..lb import PickOutcome, PickResult
+from ._core import HttpCore, RouteWatch
+
+__all__ = ["Exchange", "local_response"]
+
+#: moves a ring-hash request hash to another place on the ring for a pick again (the 64-bit
+#: golden ratio: successive picks spread over the ring)
+_REHASH = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
+_CONNECT_FAILURES = (httpx.ConnectError,)
+#: the request header naming response headers a retry looks at (Envoy's)
+_RETRIABLE_HEADERS = "x-envoy-retriable-header-names"
+#: how early a timeout may fire and still be the attempt's deadline (timers are not exact)
+_EARLY = 0.05
+_RESETS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
+
+
+def local_response(reply: LocalReply) -> httpx.Response:
+    """The response for a local answer of the call path."""
+    return httpx.Response(status_code=reply.status, headers=list(reply.headers), content=reply.body)
+
+
+class _Ending:
+    """Ends one attempt once: the picker and the load report learn it (the connection counts
+    its requests itself, until their responses close)."""
+
+    __slots__ = ("_core", "_load", "_picked", "_started", "done")
+
+    def __init__(self, core: HttpCore, picked: PickResult) -> None:
+        self._core = core
+        self._picked = picked
+        self._load = core.load_of(picked.cluster)
+        self._started = core.clock()
+        self.done = False
+        if self._load is not None and picked.locality is not None:
+            self._load.call_started(picked.locality)
+
+    def end(self, ok: bool) -> None:
+        if self.done:
+            return
+        self.done = True
+        core, picked = self._core, self._picked
+        now = core.clock()
+        core.picker.call_finished(picked, ok, now, elapsed=now - self._started)
+        if self._load is not None and picked.locality is not None:
+            self._load.call_finished(picked.locality, ok)
+
+
+class _Body(httpx.AsyncByteStream):
+    """The response body as it comes, ending the attempt when the caller closes it."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, ending: _Ending, ok: bool) -> None:
+        self._inner = inner
+        self._ending = ending
+        self._ok = ok
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except (httpx.TransportError, asyncio.CancelledError):
+            self._ok = False  # the body was cut short: a reset
+            raise
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._ending.end(self._ok)
+
+
+class Exchange:
+    """One request's drive (see the module's docstring)."""
+
+    def __init__(self, core: HttpCore, request: httpx.Request) -> None:
+        self._core = core
+        self._request = request
+        self._plan: CallPlan | None = None
+        #: the last attempt's response and its ending, until handed over or dropped
+        self._response: httpx.Response | None = None
+        self._ending: _Ending | None = None
+        self._body: bytes | None = None
+        #: the configuration of the request's authority
+        self._route: RouteWatch | None = None
+
+    async def run(self) -> httpx.Response:
+        """Drive the request to its response."""
+        try:
+            return await self._drive()
+        except BaseException:
+            if self._plan is not None and self._plan.state is not CallState.DONE:
+                self._plan.cancel()
+            await self._drop(ok=False)
+            raise
+
+    async def _drive(self) -> httpx.Response:
+        core, request = self._core, self._request
+        authority = request.headers.get("host") or request.url.netloc.decode("ascii")
+        wait = _timeout(request, "pool")
+        deadline = None if wait is None else core.clock() + wait
+        route, config = await core.call_config(authority, deadline)
+        if isinstance(config, LocalReply):
+            return local_response(config)
+        if isinstance(config, Status):
+            if config is DEADLINE:
+                config = Status(
+                    code=Code.UNAVAILABLE,
+                    details=f"listener {core.listener}: no configuration for {authority} in "
+                    f"{wait} s",
+                )
+            return local_response(_status_reply(config))
+        self._route = route
+        route.in_flight += 1
+        try:
+            return await self._routed(self._call(authority), config)
+        finally:
+            route.in_flight -= 1
+
+    def _call(self, authority: str) -> CallRequest:
+        request = self._request
+        path = request.url.raw_path.decode("ascii")
+        pseudo = (
+            (":authority", authority),
+            (":method", request.method),
+            (":path", path),
+            (":scheme", request.url.scheme),
+        )
+        headers = tuple(
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in request.headers.raw
+            if name.lower() != b"host"
+        )
+        return CallRequest(
+            authority=authority,
+            path=path,
+            metadata=pseudo + headers,
+            method=request.method,
+            scheme=request.url.scheme,
+            grpc_rules=False,
+        )
+
+    async def _routed(self, call: CallRequest, config: CallConfig) -> httpx.Response:
+        core = self._core
+        now = core.clock()
+        plan = self._plan = CallPlan.begin(
+            call, config, now=now, rng=core.rng, faults=core.faults, rules=HTTP_RULES
+        )
+        try:
+            self._body = self._request.content
+        except httpx.RequestNotRead:
+            self._body = None  # a stream: sent once
+        step = plan.start(now)
+        while True:
+            if isinstance(step, Attempt):
+                outcome = await self._attempt(step, call)
+                step = plan.attempt_done(outcome, core.clock())
+                if not isinstance(step, Finish) or step.reply is not None:
+                    await self._drop(ok=outcome.http_status is not None)
+            elif isinstance(step, Delay):
+                await self._sleep_until(step.until)
+                step = plan.delay_elapsed(core.clock())
+            elif isinstance(step, RetryAt):
+                await self._sleep_until(step.at)
+                step = plan.backoff_elapsed(core.clock())
+            else:
+                assert isinstance(step, Finish)
+                if step.at > core.clock():
+                    await self._sleep_until(step.at)
+                if step.reply is not None or self._response is None:
+                    return local_response(step.reply or _status_reply(step.status))
+                return self._hand_over()
+
+    async def _sleep_until(self, until: float) -> None:
+        core = self._core
+        while core.clock() < until:
+            if core.closed:
+                raise httpx.TransportError("the XdsTransport is closed")
+            await core.wait_change(core.changed(), until)
+
+    async def _attempt(self, step: Attempt, call: CallRequest) -> AttemptOutcome:
+        missing = await self._request_time_cluster(step.cluster)
+        if missing is not None:
+            return missing
+        picked = await self._pick(step, call)
+        if isinstance(picked, AttemptOutcome):
+            return picked
+        return await self._send(step, picked)
+
+    async def _request_time_cluster(self, cluster: str) -> AttemptOutcome | None:
+        """Have ``cluster`` in the picker when the route resolves it at request time (a
+        ``cluster_header`` route, or one Envoy's on-demand filter covers), as Envoy's
+        on-demand CDS does: None once it is there, else the 503 the request ends with."""
+        route, plan = self._route, self._plan
+        snapshot = route.snapshot if route is not None else None
+        if snapshot is None or plan is None or plan.choice is None:
+            return None
+        if cluster in snapshot.clusters:
+            return None
+        timeout = snapshot.on_demand_timeout(plan.choice.route)
+        if timeout is None or route is None:
+            return None  # walked ahead: the picker says why it cannot pick
+        try:
+            outcome = await route.watch.resolve_cluster(cluster, timeout=timeout)
+        except (XdsError, ValueError) as error:
+            return AttemptOutcome(reply=LocalReply.error(503, f"cluster {cluster}: {error}"))
+        if isinstance(outcome, Available):
+            self._core.catch_up(route)
+            return None
+        why = "does not exist" if isinstance(outcome, Missing) else f"not found in {timeout} s"
+        return AttemptOutcome(
+            reply=LocalReply.error(503, f"CDS resource {cluster}: {why} (on demand)")
+        )
+
+    def _picks(self, step: Attempt) -> int:
+        """How many picks an attempt may make to find a host it need not avoid: one, and
+        with hosts to avoid Envoy's ``host_selection_retry_max_attempts`` more."""
+        choice = self._plan.choice if self._plan is not None else None
+        if not step.avoid or choice is None:
+            return 1
+        policy = choice.action.retry_policy or choice.virtual_host.retry_policy
+        return 1 + (policy.host_selection_retry_max_attempts if policy is not None else 1)
+
+    async def _pick(self, step: Attempt, call: CallRequest) -> PickResult | AttemptOutcome:
+        core = self._core
+        picks = self._picks(step)
+        request_hash = step.request_hash
+        for tries in range(picks):
+            picked = core.pick_now(step.cluster, call.headers, request_hash, step.deadline)
+            if isinstance(picked, PickWait):
+                picked = await core.wait_pick(picked)
+            if isinstance(picked, Status):
+                if picked is DEADLINE:
+                    return AttemptOutcome(timed_out=True, details=picked.details)
+                return AttemptOutcome(reply=_status_reply(picked), details=picked.details)
+            if picked.outcome is PickOutcome.DROP:
+                load = core.load_of(picked.cluster)
+                if load is not None:
+                    load.call_dropped(picked.drop_category or None)
+                return AttemptOutcome(reply=LocalReply.error(503, picked.error or "dropped"))
+            endpoint = picked.endpoint
+            assert endpoint is not None
+            avoided = (endpoint.address, endpoint.port) in step.avoid
+            if not avoided or tries == picks - 1:
+                return picked  # Envoy too takes the last host picked when all are avoided
+            # given back unused: it counted as a call for circuit breaking and least request
+            core.picker.call_finished(picked, True, core.clock())
+            request_hash = (request_hash + _REHASH) & _MASK  # ring hash: elsewhere on the ring
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
+        core = self._core
+        endpoint = picked.endpoint
+        assert endpoint is not None
+        key = (endpoint.address, endpoint.port)
+        try:
+            conn = core.connect(key, picked.cluster)
+        except (TlsError, RuntimeError) as error:  # TLS refused, or closed: a connect failure
+            core.picker.call_finished(picked, False, core.clock())
+            return AttemptOutcome(connect_failure=True, endpoint=key, details=str(error))
+        ending = _Ending(core, picked)
+        outgoing = self._outgoing(step)
+        timeout = None if step.deadline is None else max(0.0, step.deadline - core.clock())
+        committed = self._body is None
+        try:
+            response = await conn.send(outgoing, timeout)
+        except httpx.TimeoutException as error:
+            ending.end(False)
+            if isinstance(error, httpx.ConnectTimeout):
+                return AttemptOutcome(
+                    connect_failure=True, endpoint=key, details=str(error), committed=committed
+                )
+            if step.deadline is None or core.clock() < step.deadline - _EARLY:
+                raise  # the caller's own (httpx) timeout, not the route's: httpx raises it
+            return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
+        except _CONNECT_FAILURES as error:
+            ending.end(False)
+            return AttemptOutcome(
+                connect_failure=True, endpoint=key, details=str(error), committed=committed
+            )
+        except _RESETS as error:
+            ending.end(False)
+            return AttemptOutcome(reset=True, endpoint=key, details=str(error), committed=committed)
+        except BaseException:
+            ending.end(False)
+            raise
+        self._response, self._ending = response, ending
+        status = response.status_code
+        return AttemptOutcome(
+            http_status=status,
+            headers=self._response_headers(response),
+            endpoint=key,
+            committed=committed,
+            code=Code.OK if status < 500 else Code.UNAVAILABLE,
+        )
+
+    def _response_headers(self, response: httpx.Response) -> tuple[tuple[str, str], ...]:
+        """A response's headers (lower-case names) when a retry may look at them
+        (``retriable-headers``, the route's or the request's ``x-envoy-retriable-header-names``),
+        else none: most requests never need them."""
+        choice = self._plan.choice if self._plan is not None else None
+        policy = None
+        if choice is not None:
+            policy = choice.action.retry_policy or choice.virtual_host.retry_policy
+        wanted = (policy is not None and policy.retriable_headers) or (
+            _RETRIABLE_HEADERS in self._request.headers
+        )
+        if not wanted:
+            return ()
+        return tuple((k.lower(), v) for k, v in response.headers.multi_items())
+
+    def _outgoing(self, step: Attempt) -> httpx.Request:
+        request = self._request
+        raw = request.headers.raw
+        headers: list[tuple[bytes, bytes]] | list[tuple[str, str]]
+        if not step.headers_to_remove and not step.headers_to_add:  # the usual request
+            headers = [(b"host", step.authority.encode("ascii"))]
+            headers.extend(pair for pair in raw if pair[0].lower() != b"host")
+        else:
+            headers = apply_header_changes(
+                (
+                    (k.decode("latin-1"), v.decode("latin-1"))
+                    for k, v in raw
+                    if k.lower() != b"host"
+                ),
+                step.headers_to_remove,
+                step.headers_to_add,
+            )
+            headers.insert(0, ("host", step.authority))
+        # the connection sends to its endpoint, with its scheme: only the target is ours
+        url = request.url
+        target = step.path.encode("ascii")
+        if target != url.raw_path:  # rewritten
+            url = url.copy_with(raw_path=target)
+        body = self._body
+        return httpx.Request(
+            request.method,
+            url,
+            headers=headers,
+            stream=request.stream if body is None else httpx.ByteStream(body),
+            extensions=request.extensions,
+        )
+
+    def _hand_over(self) -> httpx.Response:
+        response, ending = self._response, self._ending
+        assert response is not None
+        assert ending is not None
+        self._response = self._ending = None
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        # the response as it came, its body ending the attempt when closed
+        response.stream = _Body(stream, ending, ok=response.status_code < 500)
+        return response
+
+    async def _drop(self, *, ok: bool) -> None:
+        """Close the last attempt's response, not handed over (a retry follows, or a local
+        answer replaces it)."""
+        response, ending = self._response, self._ending
+        self._response = self._ending = None
+        if response is None or ending is None:
+            return
+        try:
+            await response.aclose()
+        finally:
+            ending.end(ok and response.status_code < 500)
+
+
+def _status_reply(status: Status) -> LocalReply:
+    """A local answer for a status of the shared shell: 504 for a deadline, else 503."""
+    http = 504 if status.code is Code.DEADLINE_EXCEEDED else 503
+    return LocalReply.error(http, status.details)
+
+
+def _timeout(request: httpx.Request, kind: str) -> float | None:
+    timeouts = request.extensions.get("timeout")
+    if isinstance(timeouts, dict):
+        value = timeouts.get(kind)
+        return float(value) if value is not None else None
+    return None
