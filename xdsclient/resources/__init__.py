@@ -35,6 +35,7 @@ from ._cluster import (
     UpstreamTls,
     WeightedRoundRobin,
     WrrLocality,
+    cluster_type,
 )
 from ._endpoint import (
     ClusterLoadAssignmentView,
@@ -147,6 +148,7 @@ __all__ = [
     "VirtualHostView",
     "WeightedRoundRobin",
     "WrrLocality",
+    "cluster_type",
     "http_route_matches",
     "match_http_route",
     "match_route",
