@@ -111,6 +111,12 @@ _TRANSITIONS: dict[tuple[CallState, str], frozenset[CallState]] = {
     **{(state, "cancel"): frozenset({_S.DONE}) for state in _S if state is not _S.DONE},
 }
 
+# Every input may end the call, and each input that leads to an attempt allows it: the steps
+# below set those two states directly (the table still decides every input and the others).
+assert all(_S.DONE in allowed for allowed in _TRANSITIONS.values())
+_TO_ATTEMPT = ((_S.START, "start"), (_S.DELAYING, "delay_elapsed"), (_S.BACKOFF, "backoff_elapsed"))
+assert all(_S.ATTEMPTING in _TRANSITIONS[key] for key in _TO_ATTEMPT)
+
 Step = Delay | Attempt | RetryAt | Finish
 _NO_HOSTS: frozenset[tuple[str, int]] = frozenset()
 
@@ -226,7 +232,9 @@ class CallPlan:
         self._check("start")
         if self.failure is not None:
             return self._finish(Finish(status=self.failure, at=now, reply=self.reply))
-        return self._run_faults(now)
+        if self._faults:
+            return self._run_faults(now)
+        return self._attempt(now)  # the usual call: no fault filter, or none decided
 
     def delay_elapsed(self, now: float) -> Step:
         """The injected delay ended at ``now``."""
@@ -236,12 +244,13 @@ class CallPlan:
     def attempt_done(self, outcome: AttemptOutcome, now: float) -> Step:
         """The attempt in flight ended with ``outcome`` at ``now``."""
         self._check("attempt_done")
-        assert self.choice is not None
-        number = self._retry.attempts + 1
+        choice = self.choice
+        assert choice is not None
+        retry = self._retry
         self.attempts.append(
-            AttemptRecord(number=number, cluster=self.choice.cluster, outcome=outcome)
+            AttemptRecord(number=retry.attempts + 1, cluster=choice.cluster, outcome=outcome)
         )
-        decision = self._retry.on_attempt_done(outcome, now, self._rng)
+        decision = retry.on_attempt_done(outcome, now, self._rng)
         if isinstance(decision, Finish):
             return self._finish(decision)
         self._to(CallState.BACKOFF)
@@ -281,11 +290,11 @@ class CallPlan:
         return self._attempt(now)
 
     def _attempt(self, now: float) -> Step:
-        if self._past_deadline(now):
+        deadline = self.deadline
+        if deadline is not None and now >= deadline:
             return self._finish(self._rules.deadline_finish(now))
         assert self.choice is not None
-        self._to(CallState.ATTEMPTING)
-        deadline = self.deadline
+        self.state = CallState.ATTEMPTING  # allowed after every input that gets here
         if self._per_try_timeout:
             per_try = now + self._per_try_timeout
             deadline = per_try if deadline is None else min(deadline, per_try)
@@ -302,8 +311,9 @@ class CallPlan:
         )
 
     def _finish(self, finish: Finish) -> Finish:
-        self._release_fault()
-        self._to(CallState.DONE)
+        if self._holding_fault:
+            self._release_fault()
+        self.state = CallState.DONE  # allowed after every input
         return finish
 
     def _release_fault(self) -> None:
