@@ -253,7 +253,10 @@ class WeightedTarget:
                 cluster=self._cluster,
                 error="weighted_target: no localities",
             )
-        child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
+        if len(chosen) == 1:  # one locality (or one READY): no draw
+            child = chosen[0]
+        else:
+            child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
         result = child.picker.pick(request, rand, now)
         endpoint = result.endpoint
         plain = (
