@@ -176,7 +176,8 @@ class RetryState:
             or outcome.committed
             or self.attempts >= self.max_attempts
         ):
-            return Finish(status=outcome.status, at=now)
+            ok = code is Code.OK and not outcome.details
+            return Finish(status=OK_STATUS if ok else outcome.status, at=now)
         delay = self._delay(outcome.pushback, rng)
         if delay is None:
             return Finish(status=outcome.status, at=now)

@@ -204,15 +204,6 @@ class _Leaf:
             local_failure,
         )
 
-    def next_deadline(self) -> float | None:
-        """When the leaf's next timer is due (failover, retention, an outlier sweep)."""
-        earliest = self.priority.next_deadline()
-        for detector in self.detectors:
-            due = detector.next_deadline()
-            if due is not None and (earliest is None or due < earliest):
-                earliest = due
-        return earliest
-
 
 def _with_cluster(result: PickResult, cluster: str) -> PickResult:
     return PickResult(
@@ -502,11 +493,15 @@ class ComposedPicker:
 
     def next_deadline(self) -> float | None:
         """When a timer is next due (None when none runs)."""
-        earliest = None  # asked before every pick: no lists
+        earliest = None  # asked before every pick: no lists, no call per leaf
         for leaf in self._leaves.values():
-            due = leaf.next_deadline()
+            due = leaf.priority.next_deadline()
             if due is not None and (earliest is None or due < earliest):
                 earliest = due
+            for detector in leaf.detectors:
+                due = detector.next_deadline()
+                if due is not None and (earliest is None or due < earliest):
+                    earliest = due
         return earliest
 
     def _route(self, path: str, headers: Mapping[str, str]) -> Route | None:

@@ -242,7 +242,7 @@ class WeightedTarget:
 
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """A READY locality at random by weight, then its picker's pick."""
-        state, chosen, sums = self._current()
+        state, chosen, sums = self._view or self._current()
         if state is _CONNECTING:
             return PickResult(outcome=PickOutcome.QUEUE, cluster=self._cluster)
         if state is _IDLE:
