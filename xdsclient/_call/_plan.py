@@ -114,6 +114,9 @@ _TRANSITIONS: dict[tuple[CallState, str], frozenset[CallState]] = {
 # Every input may end the call, and each input that leads to an attempt allows it: the steps
 # below set those two states directly (the table still decides every input and the others).
 assert all(_S.DONE in allowed for allowed in _TRANSITIONS.values())
+#: what the two inputs of every call allow, read directly when the call is where they expect
+_AFTER_START = _TRANSITIONS[_S.START, "start"]
+_AFTER_ATTEMPT = _TRANSITIONS[_S.ATTEMPTING, "attempt_done"]
 _TO_ATTEMPT = ((_S.START, "start"), (_S.DELAYING, "delay_elapsed"), (_S.BACKOFF, "backoff_elapsed"))
 assert all(_S.ATTEMPTING in _TRANSITIONS[key] for key in _TO_ATTEMPT)
 
@@ -229,7 +232,10 @@ class CallPlan:
 
     def start(self, now: float) -> Step:
         """The first step of the call, at ``now``."""
-        self._check("start")
+        if self.state is CallState.START:
+            self._allowed = _AFTER_START
+        else:
+            self._check("start")  # raises: only a new call starts
         if self.failure is not None:
             return self._finish(Finish(status=self.failure, at=now, reply=self.reply))
         if self._faults:
@@ -243,7 +249,10 @@ class CallPlan:
 
     def attempt_done(self, outcome: AttemptOutcome, now: float) -> Step:
         """The attempt in flight ended with ``outcome`` at ``now``."""
-        self._check("attempt_done")
+        if self.state is CallState.ATTEMPTING:
+            self._allowed = _AFTER_ATTEMPT
+        else:
+            self._check("attempt_done")  # raises: only an attempt in flight ends
         choice = self.choice
         assert choice is not None
         retry = self._retry
@@ -251,8 +260,11 @@ class CallPlan:
             AttemptRecord(number=retry.attempts + 1, cluster=choice.cluster, outcome=outcome)
         )
         decision = retry.on_attempt_done(outcome, now, self._rng)
-        if isinstance(decision, Finish):
-            return self._finish(decision)
+        if isinstance(decision, Finish):  # `_finish`, inline: the end of most calls
+            if self._holding_fault:
+                self._release_fault()
+            self.state = CallState.DONE
+            return decision
         self._to(CallState.BACKOFF)
         return decision
 
