@@ -28,6 +28,7 @@ async def run_xdsclient(address: str) -> None:
     generations it holds, so the parent can tell which push it completes."""
     from xdsclient import XdsClient, XdsConfig
 
+    _LOAD_PROFILE.start()
     async with XdsClient(address, node_id="bench-xdsclient") as client:
         stop = asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         async with client.watch_config(cfg.LISTENER) as configs:
@@ -43,6 +44,7 @@ async def _report(configs: Any, config_class: type) -> None:
             now = time.monotonic()
             if isinstance(update, config_class):
                 print(f"snapshot {now} {_generations(update)}", flush=True)
+                _LOAD_PROFILE.stop()  # the full load ends with the first snapshot
                 profile.start()  # after the full load: the updates only
     finally:
         profile.stop()
@@ -50,7 +52,9 @@ async def _report(configs: Any, config_class: type) -> None:
 
 class _Profile:
     """With ``XDSCLIENT_BENCH_PROFILE=PATH``: cProfile the client from its first snapshot on (the
-    updates, not the full load), written to PATH (pstats) when the worker ends."""
+    updates, not the full load), written to PATH (pstats) when the worker ends. With
+    ``XDSCLIENT_BENCH_PROFILE_LOAD=PATH``: the full load, from the client's start to its first
+    snapshot."""
 
     def __init__(self, path: str | None) -> None:
         self._path = path
@@ -67,6 +71,10 @@ class _Profile:
         if self._profile is not None:
             self._profile.disable()
             self._profile.dump_stats(self._path)
+            self._path, self._profile = None, None
+
+
+_LOAD_PROFILE = _Profile(os.environ.get("XDSCLIENT_BENCH_PROFILE_LOAD"))
 
 
 def _generations(config: Any) -> int:

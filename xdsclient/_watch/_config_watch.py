@@ -41,13 +41,14 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeAlias
 
 from .._errors import XdsError
-from .._protocol import AmbientError, DataError, ResourceChanged
+from .._protocol import AmbientError, DataError, Event, ResourceChanged
 from .._runtime._gc import gc_paused
 from ..resources import ENDPOINT
 from ._dependencies import Resolved, XdsConfig, endpoint_users, rewalk_endpoints, walk
 from ._dynamic_clusters import ClusterSubscription, DynamicClusters, OnDemand
 from ._resolve import Outcome
 from ._watchers import (
+    BatchFeeder,
     ResourceWatcher,
     WatchHandle,
     await_user_code,
@@ -87,21 +88,19 @@ def _same(a: XdsConfig | XdsError | None, b: XdsConfig | XdsError | None) -> boo
     return a == b
 
 
-class _Feeder:
-    """The resource watcher behind a config watch (held weakly, like `Watch`'s)."""
+class _Feeder(BatchFeeder):
+    """The resource watcher behind a config watch (held weakly, like `Watch`'s): a batch's
+    events in one call (a CDS response of N clusters is one call, and one walk after it)."""
+
+    __slots__ = ("_owner",)
 
     def __init__(self, owner: ConfigWatch) -> None:
         self._owner = weakref.ref(owner)
 
-    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
+    def on_batch(self, events: list[Event]) -> None:
         owner = self._owner()
         if owner is not None:
-            owner._changed(event)
-
-    def on_ambient_error(self, event: AmbientError) -> None:
-        owner = self._owner()
-        if owner is not None:
-            owner._ambient(event)
+            owner._events(events)
 
 
 class ConfigWatch:
@@ -309,6 +308,22 @@ class ConfigWatch:
         if config is not None:
             self._last = config
         return config
+
+    def _events(self, events: list[Event]) -> None:
+        """A batch's events, in order: the endpoint assignments among them are noted for the
+        re-walk; one walk follows."""
+        endpoint = ENDPOINT.type_url
+        for event in events:
+            if isinstance(event, AmbientError):
+                self._ambient(event)
+            elif self._batch_warning is not None or self._warned is not None:
+                self._changed(event)
+            elif (changed := self._changed_endpoints) is not None:  # `_changed`, inlined
+                if event.type_url == endpoint:
+                    changed.add(event.name)
+                else:
+                    self._changed_endpoints = None
+        self._schedule()
 
     def _changed(self, event: ResourceChanged | DataError) -> None:
         changed = self._changed_endpoints
