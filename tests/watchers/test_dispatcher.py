@@ -90,6 +90,21 @@ async def test_a_new_watcher_gets_its_replay_then_only_batches_published_after_i
     assert new == [changed("a", "1"), changed("a", "2")]  # v1 once, from the replay
 
 
+async def test_watchers_added_at_once_get_their_own_replays_then_only_later_batches() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    before = dispatcher.publish([changed("a", "1")])
+    seen, watcher = _recorder()
+    cached: dict[str, list[Event]] = {"b": [changed("b", "1")]}
+    handles = dispatcher.add_all(EDS, ["a", "b", "c"], watcher, lambda t, n: cached.get(n, []))
+    after = dispatcher.publish([changed("c", "2"), changed("a", "2")])
+    assert before is not None
+    assert after is not None
+    async with running(dispatcher):
+        await after
+    assert [h.cancelled for h in handles] == [False, False, False]
+    assert seen == [changed("b", "1"), changed("c", "2"), changed("a", "2")]
+
+
 async def test_publish_completes_once_every_watcher_was_called_and_returns_none_for_nothing() -> (
     None
 ):

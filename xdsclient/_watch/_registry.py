@@ -30,7 +30,7 @@ import asyncio
 import enum
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .._errors import ClientClosedError, ResourceDoesNotExistError, XdsError
 from .._names import OLD_AUTHORITY, WILDCARD, authority_of
@@ -251,13 +251,16 @@ class Registry:
     ) -> list[WatchHandle]:
         """The one path: register each of ``keys`` (a cache key with its cached state, an
         error with itself), then subscribe ``fetch`` (the keys by authority), one call each."""
-        add, replay = self.dispatcher.add, self._replay
-        handles = [
-            add(type_url, key, watcher, replay(type_url, key), on_close=on_close)
-            if isinstance(key, str)
-            else add(type_url, key.name, watcher, [key], on_close=on_close)
-            for key in keys
-        ]
+        dispatcher, replay = self.dispatcher, self._replay
+        if on_close is None and all(isinstance(key, str) for key in keys):  # a walk's names
+            handles = dispatcher.add_all(type_url, cast("Sequence[str]", keys), watcher, replay)
+        else:
+            handles = [
+                dispatcher.add(type_url, key, watcher, replay(type_url, key), on_close=on_close)
+                if isinstance(key, str)
+                else dispatcher.add(type_url, key.name, watcher, [key], on_close=on_close)
+                for key in keys
+            ]
         subscriber = self._open_subscriber()
         for authority, names in fetch.items():
             subscriber.subscribe_all(type_url, authority, names)

@@ -32,7 +32,7 @@ import itertools
 import logging
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -290,6 +290,33 @@ class Dispatcher:
         if events:
             self._put(_Batch(handle._since, events, None, only=handle))
         return handle
+
+    def add_all(
+        self,
+        type_url: str,
+        names: Sequence[str],
+        watcher: ResourceWatcher,
+        replay: Callable[[str, str], list[Event]],
+    ) -> list[WatchHandle]:
+        """`add` ``watcher`` for each of ``names`` (a walk adds thousands at once), each with
+        its replay ``replay(type_url, name)``, in one pass: the handles share one sequence
+        number (they are registered in one step, so every later batch is after all of them)."""
+        if self._closed:
+            raise RuntimeError("the XdsClient is closed")
+        since = next(self._seq)
+        registered = self._watchers.get(type_url)
+        if registered is None:
+            registered = self._watchers[type_url] = {}
+        handles = []
+        for name in names:
+            handle = WatchHandle(self, type_url, name, watcher, since, None)
+            handles.append(handle)
+            others = registered.get(name)
+            registered[name] = (handle,) if others is None else (*others, handle)
+            events = replay(type_url, name)
+            if events:
+                self._put(_Batch(since, events, None, only=handle))
+        return handles
 
     def _remove(self, handle: WatchHandle) -> None:
         names = self._watchers.get(handle._type_url)
