@@ -37,7 +37,7 @@ from .._names import OLD_AUTHORITY, WILDCARD, authority_of
 from .._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
 from .._runtime._clock import Clock
 from .._runtime._tasks import TaskOwner
-from .._xdstp import canonical_name, is_xdstp
+from .._xdstp import XDSTP_PREFIX, canonical_name
 from ..resources import LISTENER, ResourceType
 from ..resources._type import removed_v2_type
 from ._config_watch import ConfigUpdate, ConfigWatch
@@ -206,7 +206,10 @@ class Registry:
 
     def _is_plain(self, type_url: str, names: Sequence[str]) -> bool:
         """Whether every name is old-style of a type whose checks passed once."""
-        return type_url in self._plain and all(name and not is_xdstp(name) for name in names)
+        if type_url not in self._plain:
+            return False
+        prefix = XDSTP_PREFIX  # no call per name: a walk passes thousands
+        return all(name and not name.startswith(prefix) for name in names)
 
     # ------------------------------------------------------------------ registration
 
@@ -325,7 +328,7 @@ class Registry:
     def resource_state(self, type_url: str, name: str) -> Resolved | None:
         """The walk's lookup: the cache's live entry (no snapshot copy: a walk reads one per
         resource it needs), or the unusable state of a name that cannot be fetched."""
-        if type_url in self._plain and name and not is_xdstp(name):  # checked once per type
+        if type_url in self._plain and name and not name.startswith(XDSTP_PREFIX):  # checked once
             if not self._open:
                 self.check_open()
             table = self.cache.table(OLD_AUTHORITY, type_url)
