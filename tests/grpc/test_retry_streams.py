@@ -6,7 +6,7 @@ against a real backend that fails the first attempts after reading the client's 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import grpc
 import pytest
@@ -203,21 +203,35 @@ async def test_attempts_of_a_failing_stream_are_capped_at_five_and_unlisted_code
     assert backend.counts() == {"cap": 5, "internal": 1}
 
 
+def _broken_sync() -> Iterator[Text]:
+    yield Text(value="a")
+    raise RuntimeError("the caller's iterator broke")
+
+
+async def _broken_async() -> AsyncIterator[Text]:
+    yield Text(value="a")
+    raise RuntimeError("the caller's iterator broke")
+
+
+@pytest.mark.parametrize("source", ["sync", "async", "not iterable"])
 async def test_a_request_iterator_that_raises_cancels_the_call(
-    plane: ControlPlane, client: XdsClient
+    plane: ControlPlane, client: XdsClient, source: str
 ) -> None:
-    """The caller's request iterator raises after its first message: the call is cancelled,
-    as grpc.aio cancels it, and not retried."""
+    """The caller's request iterator raises after its first message (sync or async), or the
+    requests are not iterable: the call is cancelled, as grpc.aio cancels it, at once (the
+    attempt is not half-closed and never waits for its deadline), and not retried."""
+    sources: dict[str, Callable[[], object]] = {
+        "sync": _broken_sync,
+        "async": _broken_async,
+        "not iterable": lambda: 5,
+    }
+    requests = sources[source]
     async with retry_backend() as backend:
         plane.set_all(retrying(backend))
-
-        def requests() -> Iterator[Text]:
-            yield Text(value="a")
-            raise RuntimeError("the caller's iterator broke")
-
         async with XdsChannel(TARGET, client=client) as channel:
-            call = EchoStub(channel).Collect(requests(), timeout=5, metadata=[("x-call", "r")])
+            metadata = [("x-call", "r"), ("x-fail", "1")]
+            call = EchoStub(channel).Collect(requests(), timeout=30, metadata=metadata)
             with pytest.raises(asyncio.CancelledError):
-                await call
+                await asyncio.wait_for(call, 5)
             assert await call.code() is grpc.StatusCode.CANCELLED
     assert backend.counts() in ({"r": 1}, {})

@@ -133,6 +133,7 @@ class RequestStream:
     when the iterator raises (grpc.aio cancels the call then)."""
 
     __slots__ = (
+        "_broken",
         "_closed",
         "_ended",
         "_failed",
@@ -166,6 +167,8 @@ class RequestStream:
         #: whether the source has no more messages; whether the call ended
         self._ended = False
         self._closed = False
+        #: whether the source failed (the call is cancelled)
+        self._broken = False
         #: the one read from the source under way (its result lands in the buffer)
         self._reading: asyncio.Task[None] | None = None
         #: messages given with `write` so far; whether `done_writing` was called
@@ -217,6 +220,8 @@ class RequestStream:
             while True:
                 message = await self._message(index)
                 if message is _END:
+                    if self._broken:
+                        return  # the call is being cancelled
                     await call.done_writing()
                     self._half_closed = True
                     self._wake()
@@ -244,49 +249,76 @@ class RequestStream:
 
     async def _message(self, index: int) -> Any:
         """Message ``index``, read from the source when it is the next one (`_END` after the
-        last)."""
+        last). A message ready at once (a sync iterator's, a queued write) is read here; one
+        that must be awaited (an async iterator's, a write to come) by a task of its own,
+        which an attempt's end never cancels."""
         buffer = self.buffer
         while index >= buffer.count:
             if self._ended:
                 return _END
-            if self._reading is None:
+            if self._reading is None and not self._read_now():
                 self._reading = asyncio.ensure_future(self._read())
-            await asyncio.shield(self._reading)
+            if self._reading is not None:
+                await asyncio.shield(self._reading)
         return buffer.get(index)
 
-    async def _read(self) -> None:
-        """Read one message from the source into the buffer (or note its end)."""
+    def _read_now(self) -> bool:
+        """Read the next message if the source has it ready; whether it had."""
+        writes = self._writes
+        if writes is not None:
+            if writes.empty():
+                return False
+            self._take(writes.get_nowait())
+            return True
         try:
-            message = await self._next()
-            if message is _END:
-                self._ended = True
-            else:
-                self.buffer.add(message)
-        except Exception as error:  # the caller's iterator failed: grpc.aio cancels the call
-            self._ended = True
-            self._failed(error)
+            iterator = self._source()
+            if isinstance(iterator, AsyncIterator):
+                return False
+            self._take(self._serialize(next(iterator)))
+        except StopIteration:
+            self._take(_END)
+        except Exception as error:
+            self._fail(error)
+        return True
+
+    async def _read(self) -> None:
+        """Wait for the next message of the source (or its end) and take it."""
+        try:
+            writes = self._writes
+            if writes is not None:
+                self._take(await writes.get())
+                return
+            iterator = self._source()
+            assert isinstance(iterator, AsyncIterator)
+            try:
+                self._take(self._serialize(await anext(iterator)))
+            except StopAsyncIteration:
+                self._take(_END)
+        except Exception as error:
+            self._fail(error)
         finally:
             self._reading = None
 
-    async def _next(self) -> Any:
-        writes = self._writes
-        if writes is not None:
-            return await writes.get()
+    def _source(self) -> AsyncIterator[Any] | Iterator[Any]:
         iterator = self._iterator
         if iterator is None:
             requests = self._requests
             iterator = self._iterator = (
                 aiter(requests) if isinstance(requests, AsyncIterable) else iter(requests)
             )
-        if isinstance(iterator, AsyncIterator):
-            try:
-                return self._serialize(await anext(iterator))
-            except StopAsyncIteration:
-                return _END
-        try:
-            return self._serialize(next(iterator))
-        except StopIteration:
-            return _END
+        return iterator
+
+    def _take(self, message: Any) -> None:
+        if message is _END:
+            self._ended = True
+        else:
+            self.buffer.add(message)
+
+    def _fail(self, error: Exception) -> None:
+        """The caller's iterator (or its serializer) failed: grpc.aio cancels the call (and no
+        attempt half-closes)."""
+        self._ended = self._broken = True
+        self._failed(error)
 
     def _serialize(self, message: Any) -> bytes:
         if self._serializer is None:
