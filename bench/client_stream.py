@@ -160,8 +160,8 @@ def main() -> None:
     print(f"client streaming, {args.messages} messages of {args.size} bytes, medians of rounds")
     print("| tree | channel | p50 (ms), conc. 1 | calls/s, conc. 16 | CPU/call (us) |")
     print("|---|---|---|---|---|")
-    for (tree, name), values in rows.items():
-        p50, rate, cpu = (statistics.median(column) for column in zip(*values, strict=True))
+    for (tree, name), measured in rows.items():
+        p50, rate, cpu = (statistics.median(column) for column in zip(*measured, strict=True))
         print(f"| {tree} | {name} | {p50 * 1e3:.2f} | {rate:.0f} | {cpu * 1e6:.0f} |")
 
 
