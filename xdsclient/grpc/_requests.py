@@ -216,9 +216,15 @@ class RequestStream:
         when the attempt ended (its status says how); the caller cancels it at the attempt's
         end, which never cancels a read of the source."""
         index = 0
+        buffer = self.buffer
         try:
             while True:
-                message = await self._message(index)
+                if index < buffer.count:  # kept, or read at once: no wait
+                    message = buffer.get(index)
+                elif not self._ended and self._reading is None and self._read_now():
+                    continue
+                else:
+                    message = await self._message(index)
                 if message is _END:
                     if self._broken:
                         return  # the call is being cancelled
@@ -227,7 +233,7 @@ class RequestStream:
                     self._wake()
                     return
                 await call.write(message)
-                self.buffer.sent(index)
+                buffer.sent(index)
                 index += 1
                 if index > self._sent:
                     self._sent = index
