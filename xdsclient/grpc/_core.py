@@ -44,6 +44,7 @@ from ..resources import (
 )
 from ._connections import Connection, Connections
 from ._oob import OobStreams
+from ._requests import retry_buffer_size
 from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
@@ -88,6 +89,8 @@ class ChannelCore(PlaneCore):
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
         self.authority = authority_of(target)
+        #: the bytes a request-streaming call keeps for its retries (C-core's per-RPC limit)
+        self.retry_buffer_size = retry_buffer_size(options)
         #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
         self.security = ClusterSecurity(client.config.certificate_providers)
         self.connections = Connections(
