@@ -57,6 +57,7 @@ async def test_five_503_in_a_row_eject_a_backend_until_base_ejection_time(
         XdsTransport(LISTENER, client=client) as transport,
         httpx.AsyncClient(transport=transport, timeout=10) as http,
     ):
+        began = time.monotonic()  # the ejection comes after this, during the 15 requests
         statuses = await get(http, 15)
         ejected_by = time.monotonic()
         assert statuses.count(503) == 5
@@ -67,4 +68,4 @@ async def test_five_503_in_a_row_eject_a_backend_until_base_ejection_time(
         while a.total == 5:
             assert time.monotonic() - ejected_by < 5, "backend a never came back"
             assert await get(http, 1) == [200]
-        assert time.monotonic() - ejected_by >= BASE_EJECTION
+        assert time.monotonic() - began >= BASE_EJECTION
