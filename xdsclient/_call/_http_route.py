@@ -31,6 +31,13 @@ decides per request, following Envoy's router (``source/common/router/router.cc`
   are not expanded. The retry headers the router consumes (``x-envoy-retry-on``,
   ``x-envoy-max-retries``) are removed. The result is given as "remove these names, then
   add these pairs" (`apply_header_changes`).
+
+Why a memo (`RouteMemo`, one per configuration): most requests of a service go to a few
+(authority, path) pairs, and a route whose choice depends on nothing else (no runtime
+fraction, no header matcher on any route looked at up to it, one ``cluster``) chooses the same
+way every time; the memo keeps that choice, so such a request skips the virtual host and route
+walk. Header changes are still worked out per request (they depend on the request's headers),
+and so is everything random or header-dependent: those routes are never memoized.
 """
 
 from __future__ import annotations
@@ -60,7 +67,9 @@ from ._route import RouteChoice
 
 __all__ = [
     "CONSUMED_HEADERS",
+    "MEMO_LIMIT",
     "HttpRoute",
+    "RouteMemo",
     "apply_header_changes",
     "route_http",
 ]
@@ -70,6 +79,8 @@ CONSUMED_HEADERS = ("x-envoy-retry-on", "x-envoy-max-retries")
 _PPM = 1_000_000
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 Pairs = tuple[tuple[str, str], ...]
+#: How many (authority, path) choices a `RouteMemo` keeps (the oldest go first).
+MEMO_LIMIT = 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -90,14 +101,21 @@ def route_http(
     rng: random.Random,
     *,
     source: str,
+    memo: RouteMemo | None = None,
 ) -> HttpRoute | LocalReply:
-    """Route ``call`` by ``routes`` (``source`` names them in errors: ``RDS resource x``)."""
+    """Route ``call`` by ``routes`` (``source`` names them in errors: ``RDS resource x``),
+    through ``memo`` (of these ``routes``) when given."""
+    key = (call.authority, call.path)
+    if memo is not None:
+        hit = memo.get(routes, key)
+        if hit is not None:
+            return _with_headers(hit, call)
     vhost = routes.http_virtual_host_for(call.authority)
     if vhost is None:
         return LocalReply.error(
             404, f"{source}: no virtual host matches the authority {call.authority}"
         )
-    route = _first_match(vhost, call, rng)
+    route, stable = _first_match(vhost, call, rng)
     if route is None:
         return LocalReply.error(
             404,
@@ -121,31 +139,91 @@ def route_http(
     chosen = _cluster(routes, vhost, route, call, rng, source)
     if isinstance(chosen, LocalReply):
         return chosen
-    remove, add = header_changes(call.metadata, _levels(route, vhost, routes), call.headers)
     path = call.path
     if action.prefix_rewrite or action.regex_rewrite is not None:
         path = rewrite_path(route, path)
-    return HttpRoute(
-        choice=chosen,
-        path=path,
-        authority=action.host_rewrite_literal or call.authority,
-        headers_to_remove=remove,
-        headers_to_add=add,
+    choice = _Choice(
+        route=HttpRoute(
+            choice=chosen, path=path, authority=action.host_rewrite_literal or call.authority
+        ),
+        levels=tuple(_levels(route, vhost, routes)),
     )
+    if memo is not None and stable and action.cluster:
+        memo.put(routes, key, choice)
+    return _with_headers(choice, call)
 
 
-def _first_match(vhost: VirtualHost, call: CallRequest, rng: random.Random) -> Route | None:
+class _Choice:
+    """A route choice without the request's header changes, and the levels that make them."""
+
+    __slots__ = ("levels", "route")
+
+    def __init__(self, *, route: HttpRoute, levels: tuple[Level, ...]) -> None:
+        self.route = route
+        self.levels = levels
+
+
+def _with_headers(choice: _Choice, call: CallRequest) -> HttpRoute:
+    """``choice`` with ``call``'s header changes (none, the usual request: shared as is)."""
+    view = call.headers
+    if not choice.levels and CONSUMED_HEADERS[0] not in view and CONSUMED_HEADERS[1] not in view:
+        return choice.route
+    remove, add = header_changes(call.metadata, choice.levels, view)
+    return attrs.evolve(choice.route, headers_to_remove=remove, headers_to_add=add)
+
+
+class RouteMemo:
+    """The route choices of one route configuration by (authority, path), for the routes
+    whose choice depends on nothing else (see the module's docstring); at most ``limit``,
+    the oldest dropped first. Given another route configuration, it forgets the old one's."""
+
+    __slots__ = ("_choices", "_routes", "limit")
+
+    def __init__(self, limit: int = MEMO_LIMIT) -> None:
+        self._choices: dict[tuple[str, str], _Choice] = {}
+        self._routes: RouteConfigurationView | None = None
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self._choices)
+
+    def get(self, routes: RouteConfigurationView, key: tuple[str, str]) -> _Choice | None:
+        """The choice kept for ``key`` under ``routes``."""
+        if routes is not self._routes:
+            return None
+        return self._choices.get(key)
+
+    def put(self, routes: RouteConfigurationView, key: tuple[str, str], choice: _Choice) -> None:
+        """Keep ``choice`` for ``key`` under ``routes``."""
+        choices = self._choices
+        if routes is not self._routes:
+            self._routes = routes
+            choices.clear()
+        elif len(choices) >= self.limit:
+            del choices[next(iter(choices))]
+        choices[key] = choice
+
+
+def _first_match(
+    vhost: VirtualHost, call: CallRequest, rng: random.Random
+) -> tuple[Route | None, bool]:
     """`match_http_route`'s rules over the request's own header view: one roll per request
-    for every runtime fraction, drawn only when a route has one."""
+    for every runtime fraction, drawn only when a route has one; and whether the answer
+    depends on the path alone (no route looked at has a runtime fraction or header matcher)."""
     path = call.path
     roll = -1
+    stable = True
     for route in vhost.http_routes:
         match = route.match
-        if roll < 0 and match.runtime_fraction_ppm is not None:
-            roll = rng.randrange(_PPM)
+        if match.runtime_fraction_ppm is not None:
+            stable = False
+            if roll < 0:
+                roll = rng.randrange(_PPM)
+        if match.headers:
+            stable = False
         if http_route_matches(match, path, call.headers if match.headers else _NO_HEADERS, roll):
-            return route
-    return None
+            return route, stable
+    return None, stable
 
 
 def _cluster(
@@ -209,7 +287,9 @@ def _levels(route: Route, vhost: VirtualHost, routes: RouteConfigurationView) ->
 
 
 def header_changes(
-    metadata: Iterable[tuple[str, str | bytes]], levels: list[Level], view: Mapping[str, str]
+    metadata: Iterable[tuple[str, str | bytes]],
+    levels: Iterable[Level],
+    view: Mapping[str, str],
 ) -> tuple[tuple[str, ...], Pairs]:
     """The names to remove and the pairs to add that turn the request's headers into what
     Envoy's header mutations at ``levels`` (in order) make of them, with the consumed retry

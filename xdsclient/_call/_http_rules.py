@@ -30,7 +30,7 @@ from ._config import CallConfig
 from ._fault import FaultDecision
 from ._http_hash import http_request_hash
 from ._http_retry import HttpRetryState, timeout_finish
-from ._http_route import HttpRoute, route_http
+from ._http_route import HttpRoute, RouteMemo, route_http
 from ._reply import LocalReply, code_of_http
 from ._request import CallRequest
 from ._retry import Finish
@@ -51,9 +51,18 @@ def route_timeout(timeout: float | None) -> float | None:
 
 
 class HttpRules(CallRules):
-    """Envoy's HTTP router (see the module's docstring)."""
+    """Envoy's HTTP router (see the module's docstring). With a ``memo`` (`memoized`: one per
+    configuration), route choices that depend on the authority and path alone are kept."""
 
-    __slots__ = ()
+    __slots__ = ("_memo",)
+
+    def __init__(self, name: str = "HTTP", *, memo: RouteMemo | None = None) -> None:
+        super().__init__(name)
+        self._memo = memo
+
+    def memoized(self) -> HttpRules:
+        """These rules with a memo of their own."""
+        return HttpRules(self.name, memo=RouteMemo())
 
     def decide(
         self,
@@ -73,7 +82,7 @@ class HttpRules(CallRules):
             if hcm.route_config is not None
             else f"RDS resource {routes.name}"
         )
-        routed = route_http(routes, call, rng, source=source)
+        routed = route_http(routes, call, rng, source=source, memo=self._memo)
         if isinstance(routed, LocalReply):
             plan.decided(
                 choice=None,

@@ -35,7 +35,7 @@ from ._connectivity import Backoff, ConnectEvent, EndpointConnectivity
 from ._network import Opener
 from ._tls import TlsContexts
 
-__all__ = ["HttpConnection", "HttpConnections", "Slot"]
+__all__ = ["HttpConnection", "HttpConnections", "Slot", "unchecked_request"]
 
 OnState = Callable[[EndpointKey, ConnectivityState], None]
 #: an endpoint and the TLS policy its pool follows (None: plaintext)
@@ -44,6 +44,7 @@ Slot = tuple[EndpointKey, TlsPolicy | None]
 #: httpx's defaults
 DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 DEFAULT_TIMEOUT = httpx.Timeout(5.0)
+_DEFAULT_TIMEOUTS = DEFAULT_TIMEOUT.as_dict()
 
 
 class Clock(Protocol):
@@ -71,6 +72,7 @@ class HttpConnection:
 
     __slots__ = (
         "_backoff_task",
+        "_host",
         "_owner",
         "closed",
         "connectivity",
@@ -87,6 +89,7 @@ class HttpConnection:
         self._owner = owner
         self.slot = slot
         self.key, self.policy = slot
+        self._host = self.key[0].encode("ascii")
         #: requests running on this pool (their responses not yet closed)
         self.requests = 0
         self.held = False
@@ -134,21 +137,46 @@ class HttpConnection:
         )
 
     def _core(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
-        host, port = self.key
-        url = httpcore.URL(
-            scheme=self.scheme, host=host.encode("ascii"), port=port, target=request.url.raw_path
-        )
-        timeouts = dict(request.extensions.get("timeout") or DEFAULT_TIMEOUT.as_dict())
+        extensions = request.extensions
+        timeouts = extensions.get("timeout") or _DEFAULT_TIMEOUTS
         if timeout is not None:
-            for name, value in timeouts.items():
-                timeouts[name] = timeout if value is None else min(value, timeout)
-        return httpcore.Request(
-            method=request.method.encode("ascii"),
-            url=url,
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions={**request.extensions, "timeout": timeouts},
+            timeouts = {
+                name: timeout if value is None else min(value, timeout)
+                for name, value in timeouts.items()
+            }
+        extensions = {**extensions, "timeout": timeouts}
+        method = request.method.encode("ascii")
+        target = request.url.raw_path
+        if "target" in extensions:  # the caller's own target: httpcore's checks and rules
+            url = httpcore.URL(scheme=self.scheme, host=self._host, port=self.key[1], target=target)
+            return httpcore.Request(
+                method, url, headers=request.headers.raw, content=request.stream,
+                extensions=extensions,
+            )  # fmt: skip
+        return unchecked_request(
+            method, self.scheme, self._host, self.key[1], target, request, extensions
         )
+
+
+def unchecked_request(
+    method: bytes,
+    scheme: bytes,
+    host: bytes,
+    port: int,
+    target: bytes,
+    request: httpx.Request,
+    extensions: dict[str, Any],
+) -> httpcore.Request:
+    """The httpcore request httpx's own transport makes of ``request`` (a valid httpx request:
+    bytes method, URL parts and headers, a byte stream), to ``host``:``port``, without
+    checking again what httpx checked (``httpcore.Request`` and ``httpcore.URL`` only convert
+    and check types: every part here is already of the type they convert to)."""
+    url = object.__new__(httpcore.URL)
+    url.scheme, url.host, url.port, url.target = scheme, host, port, target
+    core = object.__new__(httpcore.Request)
+    core.method, core.url, core.headers = method, url, request.headers.raw
+    core.stream, core.extensions = request.stream, extensions
+    return core
 
 
 class _Body(httpx.AsyncByteStream):

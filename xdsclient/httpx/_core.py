@@ -35,7 +35,16 @@ import attrs
 import httpx
 
 from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
-from .._call import ActiveFaults, CallConfig, Code, LocalReply, Status
+from .._call import (
+    HTTP_RULES,
+    ActiveFaults,
+    CallConfig,
+    CallRules,
+    Code,
+    HttpRules,
+    LocalReply,
+    Status,
+)
 from .._plane import PlaneCore, resource_details
 from .._plane._tls_policy import TlsError
 from .._settings._targets import listener_for
@@ -58,13 +67,24 @@ IDLE_TIMEOUT = 300.0
 class RouteWatch:
     """One authority's configuration: its config watch and the latest answer."""
 
-    __slots__ = ("authority", "config", "in_flight", "reply", "snapshot", "used", "watch")
+    __slots__ = (
+        "authority",
+        "config",
+        "in_flight",
+        "reply",
+        "rules",
+        "snapshot",
+        "used",
+        "watch",
+    )
 
     def __init__(self, authority: str, now: float) -> None:
         self.authority = authority
         self.watch: Any = None
         #: what requests route by; None until the first snapshot and after an error
         self.config: CallConfig | None = None
+        #: Envoy's HTTP rules with a route memo of ``config``'s own (made with it)
+        self.rules: CallRules = HTTP_RULES
         self.snapshot: XdsConfig | None = None
         #: the answer while there is no configuration (404, 503), None before the first update
         self.reply: LocalReply | None = None
@@ -185,6 +205,8 @@ class HttpCore(PlaneCore):
         if self.error is not None:
             return RouteWatch(authority, self.clock()), self.error
         route = self.route(authority)
+        if route.config is not None and not self.closed:  # the usual request: no wait
+            return route, route.config
 
         def answer() -> CallConfig | LocalReply | None:
             return route.config if route.config is not None else route.reply
@@ -234,6 +256,7 @@ class HttpCore(PlaneCore):
             return
         if isinstance(update, XdsConfig):
             route.config = _call_config(update)
+            route.rules = HttpRules().memoized()
             route.snapshot = update
             route.reply = None
         elif isinstance(update, XdsError):

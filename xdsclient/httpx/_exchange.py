@@ -27,7 +27,6 @@ import httpx
 
 from .. import Available, Missing, XdsError
 from .._call import (
-    HTTP_RULES,
     Attempt,
     AttemptOutcome,
     CallConfig,
@@ -128,6 +127,10 @@ class Exchange:
         self._body: bytes | None = None
         #: the configuration of the request's authority
         self._route: RouteWatch | None = None
+        #: the request's Host header and path, as sent (an attempt that changes neither, nor
+        #: any header, sends the request itself)
+        self._host: str | None = None
+        self._path = ""
 
     async def run(self) -> httpx.Response:
         """Drive the request to its response."""
@@ -141,7 +144,8 @@ class Exchange:
 
     async def _drive(self) -> httpx.Response:
         core, request = self._core, self._request
-        authority = request.headers.get("host") or request.url.netloc.decode("ascii")
+        self._host = request.headers.get("host")
+        authority = self._host or request.url.netloc.decode("ascii")
         wait = _timeout(request, "pool")
         deadline = None if wait is None else core.clock() + wait
         route, config = await core.call_config(authority, deadline)
@@ -158,38 +162,42 @@ class Exchange:
         self._route = route
         route.in_flight += 1
         try:
-            return await self._routed(self._call(authority), config)
+            return await self._routed(self._call(authority), config, route)
         finally:
             route.in_flight -= 1
 
     def _call(self, authority: str) -> CallRequest:
         request = self._request
-        path = request.url.raw_path.decode("ascii")
-        pseudo = (
+        url = request.url
+        path = self._path = url.raw_path.decode("ascii")
+        scheme = url.scheme
+        metadata = [
             (":authority", authority),
             (":method", request.method),
             (":path", path),
-            (":scheme", request.url.scheme),
-        )
-        headers = tuple(
+            (":scheme", scheme),
+        ]
+        metadata += [
             (name.decode("latin-1"), value.decode("latin-1"))
             for name, value in request.headers.raw
             if name.lower() != b"host"
-        )
+        ]
         return CallRequest(
             authority=authority,
             path=path,
-            metadata=pseudo + headers,
+            metadata=tuple(metadata),
             method=request.method,
-            scheme=request.url.scheme,
+            scheme=scheme,
             grpc_rules=False,
         )
 
-    async def _routed(self, call: CallRequest, config: CallConfig) -> httpx.Response:
+    async def _routed(
+        self, call: CallRequest, config: CallConfig, route: RouteWatch
+    ) -> httpx.Response:
         core = self._core
         now = core.clock()
         plan = self._plan = CallPlan.begin(
-            call, config, now=now, rng=core.rng, faults=core.faults, rules=HTTP_RULES
+            call, config, now=now, rng=core.rng, faults=core.faults, rules=route.rules
         )
         try:
             self._body = self._request.content
@@ -224,9 +232,12 @@ class Exchange:
             await core.wait_change(core.changed(), until)
 
     async def _attempt(self, step: Attempt, call: CallRequest) -> AttemptOutcome:
-        missing = await self._request_time_cluster(step.cluster)
-        if missing is not None:
-            return missing
+        route = self._route
+        snapshot = route.snapshot if route is not None else None
+        if snapshot is not None and step.cluster not in snapshot.clusters:
+            missing = await self._request_time_cluster(step.cluster)
+            if missing is not None:
+                return missing
         picked = await self._pick(step, call)
         if isinstance(picked, AttemptOutcome):
             return picked
@@ -356,6 +367,14 @@ class Exchange:
 
     def _outgoing(self, step: Attempt) -> httpx.Request:
         request = self._request
+        if (
+            not step.headers_to_remove
+            and not step.headers_to_add
+            and step.authority == self._host
+            and step.path == self._path
+            and (self._body is None or isinstance(request.stream, httpx.ByteStream))
+        ):
+            return request  # the usual request: sent as it is (a byte body can be sent again)
         raw = request.headers.raw
         headers: list[tuple[bytes, bytes]] | list[tuple[str, str]]
         if not step.headers_to_remove and not step.headers_to_add:  # the usual request
