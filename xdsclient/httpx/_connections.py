@@ -19,7 +19,6 @@ back in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import ssl
 import time
@@ -116,18 +115,37 @@ class HttpConnection:
         each of httpcore's timeouts. The response's body is not read yet; closing it ends the
         request. httpcore's errors come out as httpx's (a failed TLS check is a
         ``ConnectError``, and so is a send on a connection already closed: ask `connect` for
-        the endpoint's current one)."""
+        the endpoint's current one). In three steps for a caller that awaits the pool itself
+        (one coroutine fewer per request): `begin`, ``pool.handle_async_request``, then
+        `response`, or `failed` for what it raised."""
+        core = self.begin(request, timeout)
+        try:
+            response = await self.pool.handle_async_request(core)
+        except BaseException as error:
+            raise self.failed(error, request)  # noqa: B904 - failed() gives its cause
+        return self.response(response, request)
+
+    def begin(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
+        """A request starts on this pool: what to give ``pool.handle_async_request``."""
         if self.closed:
             host, port = self.key
             raise httpx.ConnectError(f"the connection to {host}:{port} is closed", request=request)
+        self._owner.request_started(self)
+        return self._core(request, timeout)
+
+    def failed(self, error: BaseException, request: httpx.Request) -> BaseException:
+        """The pool raised ``error`` for ``request``: the request ended; what to raise
+        (httpcore's errors as httpx's, caused by them)."""
+        self._owner.request_ended(self)
+        if isinstance(error, _HTTPCORE_ERRORS):
+            mapped = _mapped(error, request)
+            mapped.__cause__ = error
+            return mapped
+        return error
+
+    def response(self, response: httpcore.Response, request: httpx.Request) -> httpx.Response:
+        """The pool's ``response`` to ``request``, its body ending the request when closed."""
         owner = self._owner
-        owner.request_started(self)
-        try:
-            with _mapped(request):
-                response = await self.pool.handle_async_request(self._core(request, timeout))
-        except BaseException:
-            owner.request_ended(self)
-            raise
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
@@ -188,14 +206,17 @@ class _Body(httpx.AsyncByteStream):
         self._ended: Callable[[], None] | None = ended
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _mapped(self._request):
+        try:
             async for chunk in self._stream:
                 yield chunk
+        except _HTTPCORE_ERRORS as error:
+            raise _mapped(error, self._request) from error
 
     async def aclose(self) -> None:
         try:
-            with _mapped(self._request):
-                await self._stream.aclose()
+            await self._stream.aclose()
+        except _HTTPCORE_ERRORS as error:
+            raise _mapped(error, self._request) from error
         finally:
             ended, self._ended = self._ended, None
             if ended is not None:
@@ -219,17 +240,22 @@ _ERRORS: dict[type[Exception], type[httpx.RequestError]] = {
 }
 
 
-@contextlib.contextmanager
-def _mapped(request: httpx.Request) -> Any:
-    """httpcore's exceptions raised inside as httpx's, with the same message."""
-    try:
-        yield
-    except Exception as error:
-        for kind in type(error).__mro__:
-            mapped = _ERRORS.get(kind)
-            if mapped is not None:
-                raise mapped(str(error), request=request) from error
-        raise
+#: the roots of every error `_ERRORS` maps
+_HTTPCORE_ERRORS = (
+    httpcore.ProtocolError,
+    httpcore.NetworkError,
+    httpcore.TimeoutException,
+    httpcore.UnsupportedProtocol,
+)
+
+
+def _mapped(error: BaseException, request: httpx.Request) -> httpx.RequestError:
+    """httpcore's ``error`` as httpx's, with the same message."""
+    for kind in type(error).__mro__:
+        mapped = _ERRORS.get(kind)
+        if mapped is not None:
+            return mapped(str(error), request=request)
+    raise AssertionError(f"not one of httpcore's errors: {error!r}")  # pragma: no cover
 
 
 class HttpConnections:

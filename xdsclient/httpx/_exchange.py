@@ -133,16 +133,27 @@ class Exchange:
         self._path = ""
 
     async def run(self) -> httpx.Response:
-        """Drive the request to its response."""
+        """Drive the request to its response (few coroutines deep: each is entered again at
+        every resume)."""
         try:
-            return await self._drive()
+            configured = await self._configured()
+            if isinstance(configured, httpx.Response):
+                return configured
+            call, config, route = configured
+            route.in_flight += 1
+            try:
+                return await self._routed(call, config, route)
+            finally:
+                route.in_flight -= 1
         except BaseException:
             if self._plan is not None and self._plan.state is not CallState.DONE:
                 self._plan.cancel()
             await self._drop(ok=False)
             raise
 
-    async def _drive(self) -> httpx.Response:
+    async def _configured(self) -> httpx.Response | tuple[CallRequest, CallConfig, RouteWatch]:
+        """The request as a call, its authority's configuration and config watch (waited for
+        at its first request), or the local answer there is instead."""
         core, request = self._core, self._request
         self._host = request.headers.get("host")
         authority = self._host or request.url.netloc.decode("ascii")
@@ -160,11 +171,7 @@ class Exchange:
                 )
             return local_response(_status_reply(config))
         self._route = route
-        route.in_flight += 1
-        try:
-            return await self._routed(self._call(authority), config, route)
-        finally:
-            route.in_flight -= 1
+        return self._call(authority), config, route
 
     def _call(self, authority: str) -> CallRequest:
         request = self._request
@@ -206,7 +213,11 @@ class Exchange:
         step = plan.start(now)
         while True:
             if isinstance(step, Attempt):
-                outcome = await self._attempt(step, call)
+                picked = await self._picked(step, call)
+                if isinstance(picked, AttemptOutcome):
+                    outcome = picked
+                else:
+                    outcome = await self._send(step, picked)
                 step = plan.attempt_done(outcome, core.clock())
                 if not isinstance(step, Finish) or step.reply is not None:
                     await self._drop(ok=outcome.http_status is not None)
@@ -231,17 +242,16 @@ class Exchange:
                 raise httpx.TransportError("the XdsTransport is closed")
             await core.wait_change(core.changed(), until)
 
-    async def _attempt(self, step: Attempt, call: CallRequest) -> AttemptOutcome:
+    async def _picked(self, step: Attempt, call: CallRequest) -> PickResult | AttemptOutcome:
+        """The attempt's pick (its cluster resolved first when the route names it at request
+        time), or how the attempt ends without one."""
         route = self._route
         snapshot = route.snapshot if route is not None else None
         if snapshot is not None and step.cluster not in snapshot.clusters:
             missing = await self._request_time_cluster(step.cluster)
             if missing is not None:
                 return missing
-        picked = await self._pick(step, call)
-        if isinstance(picked, AttemptOutcome):
-            return picked
-        return await self._send(step, picked)
+        return await self._pick(step, call)
 
     async def _request_time_cluster(self, cluster: str) -> AttemptOutcome | None:
         """Have ``cluster`` in the picker when the route resolves it at request time (a
@@ -319,7 +329,12 @@ class Exchange:
         timeout = None if step.deadline is None else max(0.0, step.deadline - core.clock())
         committed = self._body is None
         try:
-            response = await conn.send(outgoing, timeout)
+            core_request = conn.begin(outgoing, timeout)
+            try:
+                answer = await conn.pool.handle_async_request(core_request)
+            except BaseException as error:
+                raise conn.failed(error, outgoing)  # noqa: B904 - failed() gives its cause
+            response = conn.response(answer, outgoing)
         except httpx.TimeoutException as error:
             ending.end(False)
             if isinstance(error, httpx.ConnectTimeout):

@@ -11,7 +11,9 @@ reporters) and one `Exchange` per request.
 from __future__ import annotations
 
 import random
+from collections.abc import Coroutine
 from types import TracebackType
+from typing import Any
 
 import httpx
 
@@ -21,6 +23,10 @@ from ._core import IDLE_TIMEOUT, HttpCore
 from ._exchange import Exchange
 
 __all__ = ["XdsTransport"]
+
+
+async def _closed() -> httpx.Response:
+    raise RuntimeError("the XdsTransport is closed")
 
 
 class XdsTransport(httpx.AsyncBaseTransport):
@@ -93,11 +99,12 @@ class XdsTransport(httpx.AsyncBaseTransport):
     ) -> None:
         await self.aclose()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Route, send (and retry) ``request``; its response, or a local answer."""
+    def handle_async_request(self, request: httpx.Request) -> Coroutine[Any, Any, httpx.Response]:
+        """Route, send (and retry) ``request``; its response, or a local answer. (The
+        exchange's own coroutine, awaited by httpx: one coroutine fewer per request.)"""
         if self._core.closed:
-            raise RuntimeError("the XdsTransport is closed")
-        return await Exchange(self._core, request).run()
+            return _closed()
+        return Exchange(self._core, request).run()
 
     async def aclose(self) -> None:
         """Stop watching, close every connection and the client the transport made."""
