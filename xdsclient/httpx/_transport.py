@@ -19,7 +19,7 @@ import httpx
 
 from .. import XdsClient
 from ._connections import DEFAULT_LIMITS
-from ._core import IDLE_TIMEOUT, HttpCore
+from ._core import IDLE_TIMEOUT, MAX_AUTHORITIES, HttpCore
 from ._exchange import Exchange
 
 __all__ = ["XdsTransport"]
@@ -52,6 +52,9 @@ class XdsTransport(httpx.AsyncBaseTransport):
     the bootstrap's certificate providers, its subject alt names checked. ``rng`` seeds every
     random choice (weighted clusters, faults, retries' jitter, picks). ``idle_timeout``: how
     long the configuration of an authority is kept after its last request (seconds).
+    ``max_authorities``: how many authorities (Host headers, each a config watch) are kept at
+    once; a new one past it replaces the least recently used with no request running, or,
+    when each has one, is answered 503 naming the cap.
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class XdsTransport(httpx.AsyncBaseTransport):
         limits: httpx.Limits = DEFAULT_LIMITS,
         rng: random.Random | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
+        max_authorities: int = MAX_AUTHORITIES,
     ) -> None:
         owns = client is None
         self._core = HttpCore(
@@ -75,6 +79,7 @@ class XdsTransport(httpx.AsyncBaseTransport):
             http2=http2,
             limits=limits,
             idle_timeout=idle_timeout,
+            max_authorities=max_authorities,
         )
 
     @property
