@@ -44,11 +44,11 @@ def _subscribed(cp: ControlPlane) -> set[str]:
 def _serve_three(cp: ControlPlane, three: list[HttpBackend]) -> None:
     a, b, c = three
     routes = route_config(
-        vhost("a", ["a.svc"], to("a")), vhost("b", ["b.svc"], to("b")), vhost("c", ["c.svc"], to("c"))
+        vhost("a", ["a.svc"], to("a")),
+        vhost("b", ["b.svc"], to("b")),
+        vhost("c", ["c.svc"], to("c")),
     )
-    cp.set_all(
-        resources(routes, cluster_of("a", [a]), cluster_of("b", [b]), cluster_of("c", [c]))
-    )
+    cp.set_all(resources(routes, cluster_of("a", [a]), cluster_of("b", [b]), cluster_of("c", [c])))
 
 
 async def test_a_new_authority_past_the_cap_releases_the_least_recently_used_watch(

@@ -56,6 +56,7 @@ from ..resources import (
     RouteAction,
     RouteActionType,
     RouteConfigurationView,
+    RouteMatch,
     VirtualHost,
     http_route_matches,
     redirect_location,
@@ -107,7 +108,8 @@ def route_http(
     through ``memo`` (of these ``routes``) when given."""
     key = (call.authority, call.path)
     if memo is not None:
-        hit = memo.get(routes, key)
+        memo.use(routes)
+        hit = memo.get(key)
         if hit is not None:
             return _with_headers(hit, call)
     vhost = routes.http_virtual_host_for(call.authority)
@@ -115,7 +117,7 @@ def route_http(
         return LocalReply.error(
             404, f"{source}: no virtual host matches the authority {call.authority}"
         )
-    route, stable = _first_match(vhost, call, rng)
+    route, stable = _first_match(vhost, call, rng, memo)
     if route is None:
         return LocalReply.error(
             404,
@@ -149,7 +151,7 @@ def route_http(
         levels=tuple(_levels(route, vhost, routes)),
     )
     if memo is not None and stable and action.cluster:
-        memo.put(routes, key, choice)
+        memo.put(key, choice)
     return _with_headers(choice, call)
 
 
@@ -175,54 +177,70 @@ def _with_headers(choice: _Choice, call: CallRequest) -> HttpRoute:
 class RouteMemo:
     """The route choices of one route configuration by (authority, path), for the routes
     whose choice depends on nothing else (see the module's docstring); at most ``limit``,
-    the oldest dropped first. Given another route configuration, it forgets the old one's."""
+    the oldest dropped first. Given another route configuration (`use`), it starts again."""
 
-    __slots__ = ("_choices", "_routes", "limit")
+    __slots__ = ("_choices", "_paths", "_routes", "limit")
 
     def __init__(self, limit: int = MEMO_LIMIT) -> None:
         self._choices: dict[tuple[str, str], _Choice] = {}
+        #: each route's match without its header matchers and runtime fraction, by the id of
+        #: the route (one of ``_routes``': they live as long as it is used)
+        self._paths: dict[int, RouteMatch] = {}
         self._routes: RouteConfigurationView | None = None
         self.limit = limit
 
     def __len__(self) -> int:
         return len(self._choices)
 
-    def get(self, routes: RouteConfigurationView, key: tuple[str, str]) -> _Choice | None:
-        """The choice kept for ``key`` under ``routes``."""
-        if routes is not self._routes:
-            return None
-        return self._choices.get(key)
-
-    def put(self, routes: RouteConfigurationView, key: tuple[str, str], choice: _Choice) -> None:
-        """Keep ``choice`` for ``key`` under ``routes``."""
-        choices = self._choices
+    def use(self, routes: RouteConfigurationView) -> None:
+        """Route by ``routes`` from now on (the choices of others are forgotten)."""
         if routes is not self._routes:
             self._routes = routes
-            choices.clear()
-        elif len(choices) >= self.limit:
+            self._choices.clear()
+            self._paths.clear()
+
+    def get(self, key: tuple[str, str]) -> _Choice | None:
+        """The choice kept for ``key``."""
+        return self._choices.get(key)
+
+    def put(self, key: tuple[str, str], choice: _Choice) -> None:
+        """Keep ``choice`` for ``key``."""
+        choices = self._choices
+        if len(choices) >= self.limit:
             del choices[next(iter(choices))]
         choices[key] = choice
 
+    def path_matches(self, route: Route, path: str) -> bool:
+        """Whether ``path`` meets ``route``'s match but for its header matchers and runtime
+        fraction (then those decided it, and the choice depends on more than the path)."""
+        match = self._paths.get(id(route))
+        if match is None:
+            match = attrs.evolve(route.match, headers=(), runtime_fraction_ppm=None)
+            self._paths[id(route)] = match
+        return http_route_matches(match, path, _NO_HEADERS, 0)
+
 
 def _first_match(
-    vhost: VirtualHost, call: CallRequest, rng: random.Random
+    vhost: VirtualHost, call: CallRequest, rng: random.Random, memo: RouteMemo | None
 ) -> tuple[Route | None, bool]:
     """`match_http_route`'s rules over the request's own header view: one roll per request
-    for every runtime fraction, drawn only when a route has one; and whether the answer
-    depends on the path alone (no route looked at has a runtime fraction or header matcher)."""
+    for every runtime fraction, drawn only when a route has one; and (with a ``memo``)
+    whether the answer depends on the authority and path alone: no route whose path matched
+    on the way has header matchers or a runtime fraction."""
     path = call.path
     roll = -1
-    stable = True
+    stable = memo is not None
     for route in vhost.http_routes:
         match = route.match
+        varies = bool(match.headers)
         if match.runtime_fraction_ppm is not None:
-            stable = False
+            varies = True
             if roll < 0:
                 roll = rng.randrange(_PPM)
-        if match.headers:
-            stable = False
         if http_route_matches(match, path, call.headers if match.headers else _NO_HEADERS, roll):
-            return route, stable
+            return route, stable and not varies
+        if varies and stable and memo is not None and memo.path_matches(route, path):
+            stable = False  # its headers or the roll turned it down: another request's may not
     return None, stable
 
 
