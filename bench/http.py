@@ -33,7 +33,11 @@ too, for comparison: it moves with the machine's load. ``--sync`` also runs ``be
 (latency and throughput of the sync clients, 1 and 32 threads) in the same run.
 
     python bench/http.py [--rounds 6] [--latency-requests 300] [--throughput-requests 1500]
-                         [--counted-requests 300] [--blocks 5] [--sync]
+                         [--counted-requests 300] [--blocks 5] [--sync] [--before DIR]
+
+``--before DIR`` counts the XdsTransport and sync rows again with the xdsclient found in
+``DIR`` (another checkout's root, e.g. ``git archive``'d from main) first on the path: before
+and after in one run.
 
 (Run as a script, this file's folder comes first on ``sys.path``, where its own name would
 hide the standard library's ``http`` from httpx: it takes itself off before importing httpx.)
@@ -63,6 +67,7 @@ import httpx
 
 from xdsclient import XdsClient
 from xdsclient.httpx import XdsSyncTransport, XdsTransport
+from xdsclient.httpx._sync import BridgedTransport
 from xdsclient.sync import LoopThread, SyncXdsClient
 from xdsclient.testing import ControlPlane, builders
 
@@ -255,11 +260,13 @@ async def paired_cpu(
 
 # --- what we add, counted: each client alone in a child process ---
 
-#: (mode, client) of each counted row, the plain client of a mode first
+#: (mode, client) of each counted row, the plain client of a mode first (the bridge: the sync
+#: transport's bridge over httpx's own async transport, what `XdsSyncTransport` adds to)
 COUNTED = (
     ("async", "plain"),
     ("async", "XdsTransport"),
     ("sync", "plain"),
+    ("sync", "bridge"),
     ("sync", "XdsSyncTransport"),
 )
 _OURS = os.sep + "xdsclient" + os.sep
@@ -268,11 +275,21 @@ _OURS = os.sep + "xdsclient" + os.sep
 def counted(port: int, args: argparse.Namespace) -> None:
     """The second table: each client in a child process of its own (`child`)."""
     rows = {}
-    for mode, client in COUNTED:
+    runs: list[tuple[str, str, str | None]] = [(mode, client, None) for mode, client in COUNTED]
+    if args.before:  # the same rows of another checkout's xdsclient, in this run
+        runs += [
+            (mode, f"{client} (before)", args.before)
+            for mode, client in COUNTED
+            if client != "plain"
+        ]
+    for mode, client, path in runs:
         command = [sys.executable, os.path.abspath(__file__), "--child", f"{mode}:{client}"]
         command += ["--port", str(port), "--counted-requests", str(args.counted_requests)]
         command += ["--blocks", str(args.blocks)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        env = dict(os.environ)
+        if path is not None:
+            env["PYTHONPATH"] = os.pathsep.join([path, env.get("PYTHONPATH", "")])
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
         if done.returncode != 0:
             raise RuntimeError(f"{mode} {client}: {done.stderr.strip().splitlines()[-1:]}")
         rows[mode, client] = json.loads(done.stdout)
@@ -286,19 +303,28 @@ def counted(port: int, args: argparse.Namespace) -> None:
         "| CPU us/request | CPU added us |"
     )
     print("|---|---|---:|---:|---:|---:|---:|")
-    for mode, client in COUNTED:
-        row, plain = rows[mode, client], rows[mode, "plain"]
-        added = "" if client == "plain" else f"{row['calls'] - plain['calls']:.0f}"
-        cpu = "" if client == "plain" else f"{row['cpu'] - plain['cpu']:.1f}"
+    for mode, client, _ in runs:
+        row = rows[mode, client]
+        added = cpu = ""
+        if client != "plain":  # over httpx's own async transport: plain async, or the bridge
+            base = rows[mode, "plain" if mode == "async" or "bridge" in client else "bridge"]
+            added = f"{row['calls'] - base['calls']:.0f}"
+            cpu = f"{row['cpu'] - base['cpu']:.1f}"
         print(
             f"| {mode} | {client} | {row['calls']:.0f} | {row['ours']:.0f} | {added} "
             f"| {row['cpu']:.1f} | {cpu} |"
         )
+    print(
+        "\n(calls and CPU added: over plain httpx for async and for the bridge; over the "
+        "bridge, which is httpx's own async transport run for a sync client, for "
+        "XdsSyncTransport)"
+    )
 
 
 def child(which: str, port: int, args: argparse.Namespace) -> None:
     """One counted row: print {calls, ours, cpu} per request as JSON."""
     mode, client = which.split(":")
+    client = client.removesuffix(" (before)")
     if mode == "async":
         result = asyncio.run(_child_async(client, port, args))
     else:
@@ -344,6 +370,10 @@ def _child_sync(client: str, port: int, args: argparse.Namespace) -> dict[str, f
     if client == "plain":
         with httpx.Client() as http:
             return _counted_sync(http, f"http://127.0.0.1:{port}/bench", None, args)
+    if client == "bridge":
+        bridge = BridgedTransport(httpx.AsyncHTTPTransport)
+        with httpx.Client(transport=bridge) as http:
+            return _counted_sync(http, f"http://127.0.0.1:{port}/bench", bridge, args)
     with contextlib.ExitStack() as stack:
         thread = stack.enter_context(LoopThread(name="bench-control-plane"))
         plane = thread.run(_started_plane(port))
@@ -362,7 +392,7 @@ async def _started_plane(port: int) -> ControlPlane:
 
 
 def _counted_sync(
-    http: httpx.Client, url: str, transport: XdsSyncTransport | None, args: argparse.Namespace
+    http: httpx.Client, url: str, transport: BridgedTransport | None, args: argparse.Namespace
 ) -> dict[str, float]:
     count = args.counted_requests
 
@@ -421,6 +451,7 @@ def main() -> None:
     parser.add_argument("--counted-requests", type=int, default=300)
     parser.add_argument("--blocks", type=int, default=5, help="CPU blocks per counted row")
     parser.add_argument("--sync", action="store_true", help="run bench/sync.py too")
+    parser.add_argument("--before", help="a checkout of xdsclient to count too (its root)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
