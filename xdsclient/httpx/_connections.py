@@ -34,7 +34,7 @@ from ._connectivity import Backoff, ConnectEvent, EndpointConnectivity
 from ._network import Opener
 from ._tls import TlsContexts
 
-__all__ = ["HttpConnection", "HttpConnections", "Slot", "unchecked_request"]
+__all__ = ["HttpConnection", "HttpConnections", "ResponseBody", "Slot", "unchecked_request"]
 
 OnState = Callable[[EndpointKey, ConnectivityState], None]
 #: an endpoint and the TLS policy its pool follows (None: plaintext)
@@ -149,7 +149,7 @@ class HttpConnection:
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(response.stream, request, lambda: owner.request_ended(self)),
+            stream=ResponseBody(response.stream, request, lambda: owner.request_ended(self)),
             extensions=response.extensions,
             request=request,
         )
@@ -197,20 +197,29 @@ def unchecked_request(
     return core
 
 
-class _Body(httpx.AsyncByteStream):
-    """A response's body: httpcore's errors as httpx's; closing it ends the request once."""
+class ResponseBody(httpx.AsyncByteStream):
+    """A response's body: httpcore's errors as httpx's; closing it ends the request once and
+    then tells ``on_close`` (when set: the exchange's attempt) whether the body came whole
+    (``ok``: False once reading it failed or was cancelled; the exchange sets where it
+    starts). One wrapper for the connection and the exchange: one layer per chunk."""
 
     def __init__(self, stream: Any, request: httpx.Request, ended: Callable[[], None]) -> None:
         self._stream = stream
         self._request = request
         self._ended: Callable[[], None] | None = ended
+        self.ok = True
+        self.on_close: Callable[[bool], None] | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._stream:
                 yield chunk
         except _HTTPCORE_ERRORS as error:
+            self.ok = False  # the body was cut short: a reset
             raise _mapped(error, self._request) from error
+        except asyncio.CancelledError:
+            self.ok = False
+            raise
 
     async def aclose(self) -> None:
         try:
@@ -221,6 +230,8 @@ class _Body(httpx.AsyncByteStream):
             ended, self._ended = self._ended, None
             if ended is not None:
                 ended()
+                if self.on_close is not None:
+                    self.on_close(self.ok)
 
 
 _ERRORS: dict[type[Exception], type[httpx.RequestError]] = {

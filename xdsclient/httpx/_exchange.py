@@ -20,9 +20,6 @@ response (502, 503 and 504 are its gateway failures), a reset, a connect failure
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
 import httpx
 
 from .. import Available, Missing, XdsError
@@ -44,6 +41,7 @@ from .._call import (
 from .._plane import DEADLINE, PickWait
 from .._plane._tls_policy import TlsError
 from ..lb import PickOutcome, PickResult
+from ._connections import ResponseBody
 from ._core import HttpCore, RouteWatch
 
 __all__ = ["Exchange", "local_response"]
@@ -89,29 +87,6 @@ class _Ending:
         core.picker.call_finished(picked, ok, now, elapsed=now - self._started)
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
-
-
-class _Body(httpx.AsyncByteStream):
-    """The response body as it comes, ending the attempt when the caller closes it."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, ending: _Ending, ok: bool) -> None:
-        self._inner = inner
-        self._ending = ending
-        self._ok = ok
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._inner:
-                yield chunk
-        except (httpx.TransportError, asyncio.CancelledError):
-            self._ok = False  # the body was cut short: a reset
-            raise
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._ending.end(self._ok)
 
 
 class Exchange:
@@ -426,9 +401,10 @@ class Exchange:
         assert ending is not None
         self._response = self._ending = None
         stream = response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
+        assert isinstance(stream, ResponseBody)
         # the response as it came, its body ending the attempt when closed
-        response.stream = _Body(stream, ending, ok=response.status_code < 500)
+        stream.ok = response.status_code < 500
+        stream.on_close = ending.end
         return response
 
     async def _drop(self, *, ok: bool) -> None:
