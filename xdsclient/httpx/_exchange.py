@@ -20,6 +20,8 @@ response (502, 503 and 504 are its gateway failures), a reset, a connect failure
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import httpx
 
 from .. import Available, Missing, XdsError
@@ -106,6 +108,8 @@ class Exchange:
         #: any header, sends the request itself)
         self._host: str | None = None
         self._path = ""
+        #: the request's headers by lower-case name (the call's view)
+        self._names: Mapping[str, str] | None = None
 
     async def run(self) -> httpx.Response:
         """Drive the request to its response (few coroutines deep: each is entered again at
@@ -146,7 +150,9 @@ class Exchange:
                 )
             return local_response(_status_reply(config))
         self._route = route
-        return self._call(authority), config, route
+        call = self._call(authority)
+        self._names = call.headers
+        return call, config, route
 
     def _call(self, authority: str) -> CallRequest:
         request = self._request
@@ -349,7 +355,7 @@ class Exchange:
         if choice is not None:
             policy = choice.action.retry_policy or choice.virtual_host.retry_policy
         wanted = (policy is not None and policy.retriable_headers) or (
-            _RETRIABLE_HEADERS in self._request.headers
+            self._names is not None and _RETRIABLE_HEADERS in self._names
         )
         if not wanted:
             return ()
