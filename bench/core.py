@@ -11,11 +11,17 @@ every one changed, with one changed, and with none changed, to its ACK; their fl
 response and every ClusterLoadAssignment.
 
 Times are this process's CPU time (best of ``--repeat``), which other processes on a shared
-machine disturb far less than wall time. Each case runs twice: as installed (compiled where
-the build is: the wheels, `make compiled`) and as pure Python (``XDSCLIENT_PURE=1``, in a
-second process), side by side.
+machine disturb far less than wall time; the session receives and answers with the cyclic
+collector paused, as the client's driver runs it (`xdsclient._runtime._gc`). Each case runs
+twice: as installed (compiled where the build is: the wheels, `make compiled`) and as pure
+Python (``XDSCLIENT_PURE=1``, in a second process), side by side. ``--before PATH`` runs both again
+with the package of another checkout (an older commit, built the same way) in the same run.
 
-    python bench/core.py [--sizes 10000 100000] [--repeat 3]
+    python bench/core.py [--sizes 10000 100000] [--repeat 3] [--before PATH]
+    python bench/core.py --instructions [--sizes 1000 10000] [--before PATH]
+
+``--instructions`` counts the EDS cases' instructions per assignment with callgrind instead
+(valgrind must be installed): a measure that the machine's load does not change.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ import argparse
 import gc
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -42,6 +51,7 @@ import xds_config as cfg
 
 import xdsclient
 from xdsclient import ProtocolOptions, ResourceType, Session
+from xdsclient._runtime._gc import gc_paused
 from xdsclient.resources import ENDPOINT
 
 # The core's own cost: clusters decode into their protobuf message (bench/views.py measures the
@@ -138,8 +148,9 @@ def core_run(wire: bytes, names: list[str], delta: bool, wildcard: bool) -> Call
 
     def run() -> None:
         s = state["s"]
-        events = s.receive(response_class.FromString(wire), 1.0)
-        (ack,) = s.requests_to_send(1.0)
+        with gc_paused():  # until the ACK, as the driver runs it
+            events = s.receive(response_class.FromString(wire), 1.0)
+            (ack,) = s.requests_to_send(1.0)
         assert len(events) == len(names), len(events)
         assert not ack.HasField("error_detail")
 
@@ -191,8 +202,9 @@ def eds_run(n: int, update: bytes, events: int) -> Callable[[], None]:
 
     def run() -> None:
         s = state["s"]
-        found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
-        (ack,) = s.requests_to_send(1.0)
+        with gc_paused():  # until the ACK, as the driver runs it
+            found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
+            (ack,) = s.requests_to_send(1.0)
         assert len(found) == events, len(found)
         assert not ack.HasField("error_detail")
 
@@ -243,17 +255,72 @@ def measure(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]
     return rows
 
 
-def pure_rows(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]]:
-    """The same cases in a second process with every module from its source."""
+def other_rows(sizes: list[int], repeat: int, env: dict[str, str]) -> dict[tuple[int, str], float]:
+    """The same cases in a second process with ``env`` (``XDSCLIENT_PURE=1``: every module from
+    its source; ``PYTHONPATH``: another checkout's package): seconds by (N, case)."""
     command = [sys.executable, __file__, "--json", "--sizes", *map(str, sizes)]
     done = subprocess.run(
         [*command, "--repeat", str(repeat)],
-        env={**os.environ, "XDSCLIENT_PURE": "1"},
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         check=True,
     )
-    return [(n, label, total, floor) for n, label, total, floor in json.loads(done.stdout)]
+    return {(n, label): total for n, label, total, _ in json.loads(done.stdout)}
+
+
+#: The EDS cases by their short name: the update and the changes it must report.
+EDS_CASES: dict[str, Callable[[int], tuple[bytes, int]]] = {
+    "all": lambda n: (eds_bytes(n, 1), n),
+    "one": lambda n: (eds_bytes(n, 1, changed=1), 1),
+    "none": lambda n: (eds_bytes(n, 0), 0),
+}
+
+
+def run_once(n: int, case: str) -> None:
+    """One EDS case, the session set up (and warmed by a first run) outside ``sys.call_tracing``,
+    the run inside it: what `instructions` counts."""
+    run = eds_run(n, *EDS_CASES[case](n))
+    setup = run.setup  # type: ignore[attr-defined]
+    setup()
+    run()
+    setup()
+    gc.collect()
+    gc.disable()  # the young collection after the pause is the watchers' (it follows the ACK)
+    sys.call_tracing(run, ())
+
+
+def instructions(n: int, case: str, path: str | None) -> float | None:
+    """Instructions per assignment of one EDS case (callgrind, counting only inside
+    ``sys.call_tracing``: the machine's load does not change them), with the package at
+    ``path`` (None: this one); None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        command = [
+            "valgrind", "--tool=callgrind", "--collect-atstart=no",
+            "--toggle-collect=sys_call_tracing", f"--callgrind-out-file={folder}/out",
+            sys.executable, __file__, "--run-once", str(n), case,
+        ]  # fmt: skip
+        env = {**os.environ, **({"PYTHONPATH": os.path.abspath(path)} if path else {})}
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    counted = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    return None if counted is None else int(counted.group(1).replace(",", "")) / n
+
+
+def print_instructions(sizes: list[int], before: str | None) -> None:
+    print(f"{'N':>8}  {'EDS case':<12} {'instructions/assignment':>24} {'before':>10}")
+    for n in sizes:
+        for case in EDS_CASES:
+            ours = instructions(n, case, None)
+            theirs = instructions(n, case, before) if before else None
+            if ours is None:
+                print("no valgrind here")
+                return
+            then = "-" if theirs is None else f"{theirs / 1000:.1f}k"
+            print(f"{n:>8}  {case:<12} {ours / 1000:>23.1f}k {then:>10}")
+    print("callgrind: Session.receive of one SotW EDS response and its ACK, collector off;")
+    print("all: every assignment changed; one: one of N; none: all N unchanged.")
 
 
 def main() -> None:
@@ -261,21 +328,45 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--before", metavar="PATH", help="also run the package of the checkout at PATH"
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the EDS cases' instructions with callgrind instead (needs valgrind)",
+    )
+    parser.add_argument("--run-once", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_once:
+        run_once(int(args.run_once[0]), args.run_once[1])
+        return
+    if args.instructions:
+        print_instructions(args.sizes, args.before)
+        return
     rows = measure(args.sizes, args.repeat)
     if args.json:
         print(json.dumps(rows))
         return
-    pure = {(n, label): total for n, label, total, _ in pure_rows(args.sizes, args.repeat)}
+    columns = {"pure": other_rows(args.sizes, args.repeat, {"XDSCLIENT_PURE": "1"})}
+    if args.before:
+        before = {"PYTHONPATH": os.path.abspath(args.before)}
+        columns["before"] = other_rows(args.sizes, args.repeat, before)
+        columns["bef.pure"] = other_rows(args.sizes, args.repeat, {**before, "XDSCLIENT_PURE": "1"})
     build = "compiled" if xdsclient.compiled else "pure Python: no compiled build here"
-    print(f"{'N':>8}  {'case':<36} {'core us/res':>11} {'pure us/res':>11} {'floor us/res':>12} "
-          f"{'ratio':>6} {'pure':>6}")  # fmt: skip
+    heads = "".join(f" {name + ' us':>11}" for name in columns)
+    ratios = "".join(f" {name:>8}" for name in columns)
+    print(f"{'N':>8}  {'case':<36} {'core us/res':>11}{heads} {'floor us/res':>12} {'ratio':>6}"
+          f"{ratios}")  # fmt: skip
     for n, label, total, floor in rows:
-        other = pure[(n, label)]
-        per, pure_per, floor_per = total / n * 1e6, other / n * 1e6, floor / n * 1e6
-        print(f"{n:>8}  {label:<36} {per:>11.2f} {pure_per:>11.2f} {floor_per:>12.2f} "
-              f"{total / floor:>5.2f}x {other / floor:>5.2f}x")  # fmt: skip
+        others = [column[(n, label)] for column in columns.values()]
+        cells = "".join(f" {other / n * 1e6:>11.2f}" for other in others)
+        shares = "".join(f" {other / floor:>7.2f}x" for other in others)
+        print(f"{n:>8}  {label:<36} {total / n * 1e6:>11.2f}{cells} {floor / n * 1e6:>12.2f} "
+              f"{total / floor:>5.2f}x{shares}")  # fmt: skip
     print(f"core: as installed ({build}); pure: XDSCLIENT_PURE=1, every module from its source.")
+    if args.before:
+        print(f"before: the package at {args.before} (as built there); bef.pure: it, pure Python.")
     print("floor: parse the response + FromString of every resource, kept (upb alone).")
     print("core: parse + Session.receive (decode, cache, events) + the ACK request; Clusters are")
     print("decoded into protobuf messages here (bench/views.py adds the validated views); EDS")

@@ -33,10 +33,12 @@ assignments and unpacking every ``Any`` with protobuf alone, in this process. gr
 runs up to ``--grpcio-max`` (default 1,000: at 10,000 it does not finish in minutes).
 
 Ours runs twice: as installed (``xdsclient``: compiled where the build is) and as pure Python
-(``xdsclient-pure``, with ``XDSCLIENT_PURE=1``), so the fallback's cost shows too.
+(``xdsclient-pure``, with ``XDSCLIENT_PURE=1``), so the fallback's cost shows too; with
+``--before PATH`` the package of another checkout (an older commit, built the same way) runs
+both ways too (``before``, ``before-pure``), in the same run.
 
     python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient xdsclient-pure grpcio]
-        [--rounds 3]
+        [--rounds 3] [--before PATH]
 """
 
 from __future__ import annotations
@@ -67,6 +69,18 @@ WORKER = os.path.join(os.path.dirname(__file__), "e2e_worker.py")
 #: every module from its source (``XDSCLIENT_PURE=1``: the sdist's, a platform without a wheel).
 PURE = "xdsclient-pure"
 OURS = ("xdsclient", PURE)
+#: Ours from another checkout (``--before PATH``), as built there and as pure Python.
+BEFORE = ("before", "before-pure")
+#: Each of ours: the environment its worker runs in, over this process's.
+ENVIRONMENTS: dict[str, dict[str, str]] = {"xdsclient": {}, PURE: {"XDSCLIENT_PURE": "1"}}
+
+
+def add_before(path: str) -> None:
+    """Run ``BEFORE`` with the package of the checkout at ``path``."""
+    where = {"PYTHONPATH": os.path.abspath(path)}
+    ENVIRONMENTS[BEFORE[0]] = where
+    ENVIRONMENTS[BEFORE[1]] = {**where, "XDSCLIENT_PURE": "1"}
+
 
 #: The cases, in the order one client process goes through them (each after the previous one).
 CASES = ("full load", "update all N", "update 1 of N", "resend unchanged")
@@ -325,22 +339,22 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
         for i in range(n):
             cp.set(cfg.cluster(i))
             cp.set(cfg.endpoints(i))
-        pure = client == PURE
+        ours = ENVIRONMENTS.get(client)
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             WORKER,
-            "xdsclient" if pure else client,
+            "xdsclient" if ours is not None else client,
             cp.address,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "XDSCLIENT_PURE": "1"} if pure else None,
+            env=None if ours is None else {**os.environ, **ours},
         )
         assert process.stdout is not None
         lines = Snapshots(process.stdout)
         cpu = CpuLog(process.pid)
         if not cpu.available:
             print("no /proc: cases may carry the previous one's work", file=sys.stderr)
-        run = Run(cp, n, timeout, lines if client in OURS else None, cpu)
+        run = Run(cp, n, timeout, lines if ours is not None else None, cpu)
         try:
             if await run.full_load():
                 await run.updates(rounds)
@@ -398,7 +412,13 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="updates of each kind (best)")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--before", metavar="PATH", help="also run the package of the checkout at PATH"
+    )
     args = parser.parse_args()
+    if args.before:
+        add_before(args.before)
+        args.clients = [*args.clients, *(c for c in BEFORE if c not in args.clients)]
     results: list[Result] = []
     floors: dict[int, float] = {}
     for n in args.sizes:
@@ -458,7 +478,7 @@ def main() -> None:
     print(f"xdsclient: as installed ({build}); {PURE}: XDSCLIENT_PURE=1, every module from source")
     for n, pair in by_n.items():
         theirs = pair.get("grpcio")
-        for client in OURS:
+        for client in ENVIRONMENTS:
             ours = pair.get(client)
             if not (ours and theirs):
                 continue

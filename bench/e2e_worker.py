@@ -37,10 +37,36 @@ async def run_xdsclient(address: str) -> None:
 
 
 async def _report(configs: Any, config_class: type) -> None:
-    async for update in configs:
-        now = time.monotonic()
-        if isinstance(update, config_class):
-            print(f"snapshot {now} {_generations(update)}", flush=True)
+    profile = _Profile(os.environ.get("XDSCLIENT_BENCH_PROFILE"))
+    try:
+        async for update in configs:
+            now = time.monotonic()
+            if isinstance(update, config_class):
+                print(f"snapshot {now} {_generations(update)}", flush=True)
+                profile.start()  # after the full load: the updates only
+    finally:
+        profile.stop()
+
+
+class _Profile:
+    """With ``XDSCLIENT_BENCH_PROFILE=PATH``: cProfile the client from its first snapshot on (the
+    updates, not the full load), written to PATH (pstats) when the worker ends."""
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path
+        self._profile: Any = None
+
+    def start(self) -> None:
+        if self._path and self._profile is None:
+            import cProfile
+
+            self._profile = cProfile.Profile()
+            self._profile.enable()
+
+    def stop(self) -> None:
+        if self._profile is not None:
+            self._profile.disable()
+            self._profile.dump_stats(self._path)
 
 
 def _generations(config: Any) -> int:

@@ -29,7 +29,14 @@ import core
 import xds_config as cfg
 
 from xdsclient import Session
-from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
+from xdsclient.resources import (
+    CLUSTER,
+    ENDPOINT,
+    LISTENER,
+    ROUTE_CONFIGURATION,
+    ResourceType,
+    cluster_type,
+)
 
 
 def realistic_endpoints(i: int) -> Any:
@@ -61,8 +68,25 @@ def realistic_cluster(i: int) -> Any:
     return message
 
 
+def tls_cluster(i: int) -> Any:
+    """A realistic cluster with mTLS from two provider instances (checked by the client's
+    decoder against its bootstrap's)."""
+    from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
+
+    message = realistic_cluster(i)
+    context = tls_pb2.UpstreamTlsContext()
+    common = context.common_tls_context
+    common.validation_context.ca_certificate_provider_instance.instance_name = "roots"
+    common.tls_certificate_provider_instance.instance_name = "identity"
+    message.transport_socket.name = "envoy.transport_sockets.tls"
+    message.transport_socket.typed_config.Pack(context)
+    return message
+
+
 CASES: list[tuple[str, ResourceType[Any], Callable[[int], Any]]] = [
     ("Cluster", CLUSTER, realistic_cluster),
+    ("Cluster (mTLS, no bootstrap)", CLUSTER, tls_cluster),
+    ("Cluster (mTLS, client's check)", cluster_type(["roots", "identity"]), tls_cluster),
     ("ClusterLoadAssignment", ENDPOINT, realistic_endpoints),
     ("RouteConfiguration (10 routes)", ROUTE_CONFIGURATION, realistic_route),
     ("Listener (API, RDS)", LISTENER, realistic_listener),

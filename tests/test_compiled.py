@@ -17,7 +17,7 @@ import pytest
 
 import xdsclient
 from xdsclient import _compiled
-from xdsclient.resources import _endpoint, _endpoint_wire
+from xdsclient.resources import ENDPOINT, _endpoint, _endpoint_wire
 
 ROOT = Path(xdsclient.__file__).parent.parent
 
@@ -43,7 +43,8 @@ def test_the_compiled_build_is_the_one_loaded_when_required() -> None:
     for module in _compiled.MODULES:
         assert not (sys.modules[module].__file__ or "").endswith(".py"), module
     assert _endpoint_wire.COMPILED
-    assert _endpoint._read_wire is _endpoint_wire.read_fields
+    assert _endpoint.decode_cluster_load_assignment is _endpoint_wire.decode
+    assert ENDPOINT.decode is _endpoint_wire.decode
 
 
 def test_the_flag_is_true_exactly_when_every_module_runs_compiled() -> None:

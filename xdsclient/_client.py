@@ -45,7 +45,7 @@ from ._watch._resolve import Outcome
 from ._watch._resolver import Resolver
 from ._watch._wait import wait_for, wait_for_config
 from ._watch._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
-from .resources import BUILTIN_TYPES, VIRTUAL_HOST, ClusterView, ResourceType
+from .resources import BUILTIN_TYPES, CLUSTER, VIRTUAL_HOST, ClusterView, ResourceType, cluster_type
 from .resources._virtual_host import vhds_name
 
 __all__ = ["XdsClient"]
@@ -65,6 +65,8 @@ class XdsClient:
     (the bootstrap's ``xdsclient_sources`` says the same; with sources for every type watched,
     no server is needed). ``options`` (a `ClientOptions`) holds every setting; ``ads`` and
     ``delta`` are shortcuts for the transport variant. ``resource_types`` adds custom types.
+    Clusters are validated against the bootstrap's ``certificate_providers`` as gRPC does: one
+    whose TLS context names an instance the bootstrap lacks is NACKed (`cluster_type`).
     ``transport`` and ``clock`` replace the transports and the event loop's clock
     (`xdsclient.testing.FakeTransport` and `FakeClock` test timing without waiting).
     """
@@ -89,7 +91,9 @@ class XdsClient:
             server, node_id, node, bootstrap, channel_credentials, _source_map(sources)
         )
         self._options = _options(options, ads=ads, delta=delta)
-        self._types = _resource_types(resource_types, ads=self._options.ads)
+        self._types = _resource_types(
+            resource_types, ads=self._options.ads, providers=self._config.certificate_providers
+        )
         self._transport_factory = transport
         self._clock: Clock = clock if clock is not None else LoopClock()
         self._tasks = TaskOwner()
@@ -529,13 +533,18 @@ def _flag(name: str, value: object, default: bool) -> bool:
 
 
 def _resource_types(
-    extra: Iterable[ResourceType[Any]], *, ads: bool
+    extra: Iterable[ResourceType[Any]], *, ads: bool, providers: Iterable[str]
 ) -> dict[str, ResourceType[Any]]:
+    """The built-in types, clusters decoded against the bootstrap's certificate provider
+    instances (gRPC's decode context), then ``extra``: a type of the user's own replaces the
+    built-in one of its URL as it is (passing `CLUSTER` itself keeps the bootstrap's check)."""
     types: dict[str, ResourceType[Any]] = {t.type_url: t for t in BUILTIN_TYPES}
+    types[CLUSTER.type_url] = cluster_type(providers)
     for rtype in extra:
         if not isinstance(rtype, ResourceType):
             raise TypeError(f"resource_types must hold ResourceType values, not {rtype!r}")
-        types[rtype.type_url] = rtype
+        if rtype is not CLUSTER:
+            types[rtype.type_url] = rtype
     if not ads:
         missing = [t for t in types if t not in PER_TYPE_SERVICES]
         if missing:

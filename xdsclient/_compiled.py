@@ -30,9 +30,17 @@ from types import ModuleType
 
 __all__ = ["MODULES", "PURE_VARIABLE", "from_sources", "install", "is_compiled"]
 
-#: The modules the compiled build compiles: the EDS update path (the wire reader, the classify
-#: step every response goes through).
-MODULES = ("xdsclient.resources._endpoint_wire", "xdsclient._protocol._classify")
+#: The modules the compiled build compiles: the update path of every response (the EDS wire
+#: reader, the cache entries, the classify step, the per-type state that applies what it found,
+#: and its SotW and Delta variants).
+MODULES = (
+    "xdsclient.resources._endpoint_wire",
+    "xdsclient._protocol._cache",
+    "xdsclient._protocol._classify",
+    "xdsclient._protocol._typestate",
+    "xdsclient._protocol._sotw",
+    "xdsclient._protocol._delta",
+)
 
 #: Set to ``1``, the environment variable that runs every module from its source.
 PURE_VARIABLE = "XDSCLIENT_PURE"

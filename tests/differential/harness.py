@@ -3,7 +3,9 @@
 Why: C-core is the reference xDS client we can run here (grpcio is already a dependency). All
 variants are served at once from one `ControlPlane`, each under its own names, to one grpcio
 subprocess that opens a channel per variant's listener; a variant's verdict for its changed type
-is NACK when C-core's error_detail names the changed resource. Our verdict is the decoder's.
+is NACK when C-core's error_detail names the changed resource. Our verdict is the decoder's,
+as our client would decode with the same bootstrap (clusters: `cluster_type` of its
+``certificate_providers``, none here).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from collections.abc import Sequence
 import attrs
 
 from xdsclient import ResourceDecodeError
-from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
+from xdsclient.resources import (
+    ENDPOINT,
+    LISTENER,
+    ROUTE_CONFIGURATION,
+    ResourceType,
+    cluster_type,
+)
 from xdsclient.testing import ControlPlane
 
 from .corpus import CDS, EDS, LDS, RDS, Chain, Variant, base_chain
@@ -26,7 +34,7 @@ from .corpus import CDS, EDS, LDS, RDS, Chain, Variant, base_chain
 _TYPES: dict[str, ResourceType[object]] = {
     LDS: LISTENER,  # type: ignore[dict-item]
     RDS: ROUTE_CONFIGURATION,  # type: ignore[dict-item]
-    CDS: CLUSTER,  # type: ignore[dict-item]
+    CDS: cluster_type(()),  # type: ignore[dict-item]  # the bootstrap below has no providers
     EDS: ENDPOINT,  # type: ignore[dict-item]
 }
 

@@ -16,7 +16,6 @@ DISAGREEMENTS = frozenset(
     {
         "lb_policy LEAST_REQUEST",
         "load_balancing_policy least_request",
-        "upstream TLS with a certificate provider instance",
         "downstream TLS with an identity provider instance",
         "RLS plugin with an empty config",
     }

@@ -18,6 +18,7 @@ from xdsclient import BootstrapError, CertificateProviderConfig, XdsClient, load
 from xdsclient.grpc import XdsChannel
 from xdsclient.grpc._connections import Connections
 from xdsclient.grpc._tls import CertificateStore, SanMatcher, Security, TlsError, TlsPolicy
+from xdsclient.resources import CLUSTER, ResourceType
 from xdsclient.testing import ControlPlane, FakeClock, bootstrap
 
 from .echo import EchoBackend, EchoStub, Text, simple, until
@@ -369,13 +370,44 @@ async def test_san_matchers_grpcio_cannot_check_fail_the_call_instead_of_being_s
 async def test_a_provider_instance_the_bootstrap_lacks_fails_the_clusters_calls(
     plane: ControlPlane, pki: dict[str, Path]
 ) -> None:
-    """A cluster naming an instance the bootstrap does not define is unusable (C-core NACKs
-    it): its calls fail UNAVAILABLE with C-core's words for an invalid cluster."""
+    """A cluster naming an instance the bootstrap does not define is NACKed at decode, as C-core
+    does: with no good version before it, its calls fail UNAVAILABLE with C-core's words for an
+    invalid cluster, naming the field and the instance."""
     async with _client(plane, _providers(pki)) as client, _tls_backend("s", pki) as s:
         plane.set_all(_secured(simple("svc", [("c", [s])]), ca="nope"))
         async with XdsChannel("xds:///svc", client=client) as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await _say(channel)
+        assert plane.nacks(CLUSTER.type_url)
+    assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert caught.value.details() == (
+        "CDS resource c: invalid resource: transport_socket.typed_config.common_tls_context."
+        "validation_context.ca_certificate_provider_instance.instance_name: unrecognized "
+        f"certificate provider instance name: nope (node ID:{NODE})"
+    )
+    assert not s.calls
+
+
+async def test_an_unchecked_cluster_type_leaves_the_unknown_instance_to_the_channel(
+    plane: ControlPlane, pki: dict[str, Path]
+) -> None:
+    """A client given a CLUSTER decoder of its own that does not check instance names (here
+    the bootstrap-free decoder of `CLUSTER`) ACKs the cluster; the channel still refuses it: its
+    calls fail UNAVAILABLE and its endpoints are never connected."""
+    config = bootstrap([plane], node_id=NODE)
+    config["certificate_providers"] = _providers(pki)
+    unchecked = ResourceType(
+        type_url=CLUSTER.type_url, decode=CLUSTER.decode, all_resources_required_in_sotw=True
+    )
+    async with (
+        XdsClient(bootstrap=config, resource_types=[unchecked]) as client,
+        _tls_backend("s", pki) as s,
+    ):
+        plane.set_all(_secured(simple("svc", [("c", [s])]), ca="nope"))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await _say(channel)
+        assert not plane.nacks(CLUSTER.type_url)
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     assert caught.value.details() == (
         "CDS resource c: invalid resource: ca_certificate_provider_instance: unrecognized "

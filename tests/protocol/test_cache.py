@@ -7,6 +7,7 @@ from tests.builders import CDS, EDS, NODE, cluster, endpoints, sotw_response, wr
 from xdsclient import DataError, ResourceExpiredError, ResourceStatus, Session
 from xdsclient._names import OLD_AUTHORITY, authority_of
 from xdsclient._protocol import ResourceCache
+from xdsclient._protocol._cache import CacheEntry
 from xdsclient.resources import CLUSTER, ENDPOINT
 
 
@@ -77,3 +78,30 @@ def test_names_carry_their_authority() -> None:
     assert authority_of("xdstp://mesh.example/envoy.config.cluster.v3.Cluster/backend") == (
         "mesh.example"
     )
+
+
+def _fields(entry: CacheEntry) -> tuple[str, ...]:
+    """Every field of a cache entry, compiled (mypyc lists them) or not (its slots)."""
+    cls = type(entry)
+    fields: tuple[str, ...] = getattr(cls, "__mypyc_attrs__", None) or cls.__slots__
+    return fields
+
+
+def test_an_adopted_entry_takes_every_field_of_its_source() -> None:
+    """A hand-over copies every field of the old writer's entry, the ones added later too."""
+    source = CacheEntry()
+    fields = _fields(source)
+    assert "status" in fields
+    assert "expires_at" in fields
+    values = {name: object() for name in fields}
+    values["status"] = ResourceStatus.NACKED_BUT_CACHED
+    for name in fields:
+        try:
+            setattr(source, name, values[name])
+        except TypeError:  # compiled: a typed field takes only its type
+            values[name] = {"raw": b"x", "version": "7"}.get(name, 1.5)
+            setattr(source, name, values[name])
+    target = CacheEntry()
+    target.copy_from(source)
+    for name in fields:
+        assert getattr(target, name) is values[name], name

@@ -22,7 +22,7 @@ from tests.builders import endpoints
 from tests.resources.differential import FUZZ_SETTINGS, plain
 from tests.resources.test_endpoint_differential import _WEIGHTS, _rich, assignments
 from tests.resources.test_mutations import _mutate
-from xdsclient.resources import ClusterLoadAssignmentView, _endpoint, _endpoint_wire
+from xdsclient.resources import ENDPOINT, ClusterLoadAssignmentView, _endpoint, _endpoint_wire
 from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
 from xdsclient.resources._view import is_ip_address
 
@@ -206,10 +206,40 @@ def test_corrupted_bytes_are_read_as_upb_reads_them_or_left_to_it(data: st.DataO
 
 
 def test_the_decoder_reads_with_the_wire_reader_exactly_when_it_runs_compiled() -> None:
-    """The compiled reader is the decoder's first step; interpreted, it is left out (upb is
-    faster than it then)."""
-    expected = _endpoint_wire.read_fields if _endpoint_wire.COMPILED else None
-    assert _endpoint._read_wire is expected
+    """The compiled reader's `decode` is the ENDPOINT decoder; interpreted, it is left out (upb
+    is faster than it then)."""
+    expected = _endpoint_wire.decode if _endpoint_wire.COMPILED else _endpoint._decode_upb
+    assert _endpoint.decode_cluster_load_assignment is expected
+    assert ENDPOINT.decode is expected
+
+
+def test_the_wire_readers_view_is_the_one_its_init_builds() -> None:
+    """`_endpoint_wire.decode` builds the view through its slots: every field as ``__init__``
+    sets it, for the common shape it reads and for what it leaves to upb."""
+    for data in (
+        _common(5).SerializeToString(),
+        _with(
+            lambda m: m.policy.drop_overloads.add(category="c", drop_percentage={"numerator": 1})
+        ),
+    ):
+        name, view = (
+            _endpoint_wire.decode(data)
+            if _endpoint_wire.COMPILED
+            else (_endpoint._decode_upb(data))
+        )
+        fields = upb_fields(data)
+        assert name == fields[0]
+        same = ClusterLoadAssignmentView(
+            name=name,
+            priorities=fields[1][0],
+            drop_overloads=fields[1][1],
+            overprovisioning_factor=fields[1][2],
+            raw=data,
+        )
+        assert type(view) is ClusterLoadAssignmentView
+        assert attrs.asdict(view, recurse=False) == attrs.asdict(same, recurse=False)
+        assert plain(view) == plain(same)
+        assert view.raw is data
 
 
 def test_a_view_built_through_its_slots_is_the_one_its_init_builds() -> None:

@@ -3,6 +3,7 @@ requests, responses, verdicts and connectivity, and that a bad observer breaks n
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import pytest
@@ -191,3 +192,26 @@ async def test_a_server_down_from_the_start_names_the_watched_types_in_its_failu
     failures = [e for e in told if isinstance(e, ConnectivityChanged) and not e.connected]
     assert [f.type_urls for f in failures] == [(EDS,)]
     assert not any(isinstance(e, RequestSent) for e in told)
+
+
+async def test_the_collector_stays_paused_until_the_ack_of_a_response_is_written(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """A response's objects are collected after its ACK went out, not before: the collector
+    is off while the ACK is written, and on again once it is."""
+    collecting: list[tuple[str, bool]] = []
+
+    def observe(event: ProtocolEvent) -> None:
+        if isinstance(event, RequestSent):
+            collecting.append((event.nonce, gc.isenabled()))
+
+    client.add_observer(observe)
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: None))
+    stream = await fake.stream()
+    await stream.request()
+    assert collecting == [("", True)]  # the subscription: no response being applied
+    nonce = stream.send([endpoints("a")], version="7")
+    await stream.request()
+    assert collecting == [("", True), (nonce, False)]
+    await idle()
+    assert gc.isenabled()

@@ -32,7 +32,15 @@ from typing import TypeVar
 
 from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import Code, Status
-from ..lb import ComposedPicker, ConnectivityState, EndpointKey, PickOutcome, PickResult, key_of
+from ..lb import (
+    ComposedPicker,
+    ConnectivityState,
+    EndpointKey,
+    OutlierMode,
+    PickOutcome,
+    PickResult,
+    key_of,
+)
 from ._failures import empty_assignment, resource_details
 
 __all__ = ["DEADLINE", "PickWait", "PlaneCore"]
@@ -70,6 +78,8 @@ class PlaneCore:
 
     #: what a pick or a wait returns once the front end closed (front ends give their words)
     closed_status = Status(code=Code.CANCELLED, details="closed")
+    #: whose outlier detection rules the picker follows (gRPC's A50; HTTP: Envoy's)
+    outlier_mode: OutlierMode = "grpc"
 
     def __init__(
         self,
@@ -85,7 +95,7 @@ class PlaneCore:
         self.clock = clock
         #: gRFC A42's ``channel_id``: one random 64-bit value per channel (or transport)
         self.channel_id = rng.getrandbits(64) if channel_id is None else channel_id
-        self.picker = ComposedPicker(channel_id=self.channel_id)
+        self.picker = ComposedPicker(channel_id=self.channel_id, outlier_mode=self.outlier_mode)
         #: the snapshot the picker follows (None before the first)
         self.snapshot: XdsConfig | None = None
         self.closed = False

@@ -350,9 +350,10 @@ class ClusterSecurity:
 
     Decided once per snapshot (`update`): each cluster's `TlsPolicy`, each endpoint's (the
     first cluster listing it wins for the connections made before a request picks it), and why
-    a cluster's TLS cannot be set up at all: an instance the bootstrap lacks (gRPC NACKs that
-    cluster; here its calls fail with C-core's words for a NACKed cluster), no CA, or what the
-    front end's ``check`` refuses.
+    a cluster's TLS cannot be set up at all: an instance the bootstrap lacks (the client NACKs
+    such a cluster, as gRPC does; this guards clusters from a CLUSTER decoder of the user's own,
+    whose calls fail with C-core's words for a NACKed cluster), no CA, or what the front end's
+    ``check`` refuses.
     """
 
     def __init__(

@@ -59,6 +59,17 @@ class CacheEntry:
         self.error_at: float | None = None
         self.expires_at: float | None = None  # the TTL deadline while one runs
 
+    def copy_from(self, source: CacheEntry) -> None:
+        """Take every field of ``source`` (a hand-over between servers)."""
+        self.status = source.status
+        self.value = source.value
+        self.raw = source.raw
+        self.version = source.version
+        self.updated_at = source.updated_at
+        self.error = source.error
+        self.error_at = source.error_at
+        self.expires_at = source.expires_at
+
     def snapshot(self, type_url: str, name: str) -> ResourceState:
         return ResourceState(
             type_url=type_url,

@@ -163,8 +163,11 @@ class DeltaTypeState(TypeState):
         classified.finish()
         if classified.invalid:
             invalid = classified.invalid
-            versions = ((key_of(r.name, type_url), r.version) for r in response.resources)
-            classified.versions = {key: version for key, version in versions if key in invalid}
+            classified.versions = {
+                key: r.version
+                for r in response.resources
+                if (key := key_of(r.name, type_url)) in invalid
+            }
         if aliased:
             classified.valid = self._expand_aliases(classified.valid, aliased)
 
@@ -173,7 +176,7 @@ class DeltaTypeState(TypeState):
 
         self.apply_classified(classified, keys, now, events)
         if self.adopted:
-            self.adopted.difference_update(item[0] for item in classified.valid)
+            self.adopted.difference_update([item[0] for item in classified.valid])
         classified.release()
         self._apply_removals(response, now, events)
         self.apply_server_errors(response.resource_errors, now, events)
@@ -181,8 +184,8 @@ class DeltaTypeState(TypeState):
 
     def _apply_removals(self, response: Any, now: float, events: list[Event]) -> None:
         removed = list(response.removed_resources)
-        removed.extend(item.name for item in response.removed_resource_names)
-        for name in (key_of(name, self.type_url) for name in removed):
+        removed.extend([item.name for item in response.removed_resource_names])
+        for name in [key_of(name, self.type_url) for name in removed]:
             self.ambiguous.discard(name)
             keys = (
                 [k for k, target in self.aliases.items() if target == name] if self.aliases else []
@@ -196,11 +199,10 @@ class DeltaTypeState(TypeState):
         """The cache keys a resource called ``name`` with these aliases updates."""
         names, type_url = self.names, self.type_url
         keys = [name] if name in names else []
-        keys.extend(
-            key
-            for key in (key_of(alias, type_url) for alias in aliases)
-            if key in names and key != name
-        )
+        for alias in aliases:
+            key = key_of(alias, type_url)
+            if key in names and key != name:
+                keys.append(key)
         if not keys and self.wildcard:
             keys.append(name)
         return keys

@@ -7,10 +7,12 @@ process: at N=10,000 about a quarter of an update went to collections that free 
 the collector paused for the synchronous decode, the allocations of one response cost at most
 one young collection afterwards.
 
-Safe because the pause covers synchronous code only (no await: no other task runs in it), it
-restores the state it found (an application that disabled the collector keeps it disabled),
-and it frees nothing late that matters: garbage made meanwhile is collected by the next
-collection, as it would have been by the one it skipped.
+Safe because the pause covers synchronous code only (no await: no other task runs in it), or
+(the driver's) one response's step and the write of its ACK right after it, so the young
+collection of what the response made does not delay the ACK; it restores the state it found
+(an application that disabled the collector keeps it disabled), and it frees nothing late
+that matters: garbage made meanwhile is collected by the next collection, as it would have
+been by the one it skipped.
 """
 
 from __future__ import annotations

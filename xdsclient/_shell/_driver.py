@@ -32,6 +32,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import nullcontext
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from .._errors import TransportError
@@ -274,21 +275,26 @@ class StreamDriver(Generic[P]):
                 events = protocol.expire(now)
                 if delivery is not None and delivery.done():
                     delivery = None
+                response = None
                 if read is not None and read.done():
                     response, read = read.result(), None
-                    self._life.received()
-                    listener.on_response(response, now)
-                    with gc_paused():
+                # A response is applied with the collector paused until its ACK is written: the
+                # young collection over the objects it made (11 to 16 ms of CPU after an update
+                # of 10,000 assignments) runs after the ACK, with the watchers, not before it.
+                with gc_paused() if response is not None else nullcontext():
+                    if response is not None:
+                        self._life.received()
+                        listener.on_response(response, now)
                         events.extend(protocol.receive(response, now))
-                    listener.on_applied(response, now)
-                # The ACK goes out before the watchers run: they (and the walk after them) may
-                # take long, and the server is waiting on the ACK.
-                written = asyncio.get_running_loop().create_future()
-                delivery = listener.publish(events, written) or delivery
-                try:
-                    await self._flush(stream)
-                finally:
-                    written.set_result(None)
+                        listener.on_applied(response, now)
+                    # The ACK goes out before the watchers run: they (and the walk after them)
+                    # may take long, and the server is waiting on the ACK.
+                    written = asyncio.get_running_loop().create_future()
+                    delivery = listener.publish(events, written) or delivery
+                    try:
+                        await self._flush(stream)
+                    finally:
+                        written.set_result(None)
         finally:
             if read is not None:
                 _discard(read)

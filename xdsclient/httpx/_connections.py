@@ -199,15 +199,15 @@ def unchecked_request(
 
 class ResponseBody(httpx.AsyncByteStream):
     """A response's body: httpcore's errors as httpx's; closing it ends the request once and
-    then tells ``on_close`` (when set: the exchange's attempt) whether the body came whole
-    (``ok``: False once reading it failed or was cancelled; the exchange sets where it
-    starts). One wrapper for the connection and the exchange: one layer per chunk."""
+    then tells ``on_close`` (when set: the exchange's attempt) whether the body was ``cut``
+    short (reading it failed or was cancelled). One wrapper for the connection and the
+    exchange: one layer per chunk."""
 
     def __init__(self, stream: Any, request: httpx.Request, ended: Callable[[], None]) -> None:
         self._stream = stream
         self._request = request
         self._ended: Callable[[], None] | None = ended
-        self.ok = True
+        self.cut = False
         self.on_close: Callable[[bool], None] | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -215,10 +215,10 @@ class ResponseBody(httpx.AsyncByteStream):
             async for chunk in self._stream:
                 yield chunk
         except _HTTPCORE_ERRORS as error:
-            self.ok = False  # the body was cut short: a reset
+            self.cut = True  # a reset
             raise _mapped(error, self._request) from error
         except asyncio.CancelledError:
-            self.ok = False
+            self.cut = True
             raise
 
     async def aclose(self) -> None:
@@ -231,7 +231,7 @@ class ResponseBody(httpx.AsyncByteStream):
             if ended is not None:
                 ended()
                 if self.on_close is not None:
-                    self.on_close(self.ok)
+                    self.on_close(self.cut)
 
 
 _ERRORS: dict[type[Exception], type[httpx.RequestError]] = {

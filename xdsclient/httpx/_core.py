@@ -106,6 +106,7 @@ class HttpCore(PlaneCore):
     """The shared state of one transport (see the module's docstring)."""
 
     closed_status = Status(code=Code.CANCELLED, details="the XdsTransport is closed")
+    outlier_mode = "envoy"
 
     def __init__(
         self,

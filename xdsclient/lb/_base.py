@@ -18,7 +18,7 @@ import enum
 import operator
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -31,6 +31,8 @@ __all__ = [
     "EndpointKey",
     "EndpointPicker",
     "Headers",
+    "LocalFailure",
+    "OutlierMode",
     "PickOutcome",
     "PickRequest",
     "PickResult",
@@ -147,6 +149,23 @@ class CallEnd:
     elapsed: float = 0.0
     now: float = 0.0
     load_report: Any = None
+
+
+class LocalFailure(enum.Enum):
+    """How a call failed without an answer from the upstream (Envoy's local-origin errors):
+    the connection could not be made (refused, TLS, connect timeout), the stream was reset
+    after connecting, or the route's timeout passed. Envoy's outlier detection counts them
+    as 503, 503 and 504, or apart with ``split_external_local_origin_errors``."""
+
+    CONNECT = "CONNECT"
+    RESET = "RESET"
+    TIMEOUT = "TIMEOUT"
+
+
+#: Which outlier detection rules a composed picker follows: ``"grpc"``, gRFC A50 (success rate
+#: and failure percentage by ``ok``, as C-core); ``"envoy"``, Envoy's (also consecutive 5xx,
+#: gateway and local-origin failures, counted from the HTTP status and `LocalFailure`).
+OutlierMode = Literal["grpc", "envoy"]
 
 
 class EndpointPicker(Protocol):

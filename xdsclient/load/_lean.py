@@ -7,7 +7,8 @@ ClusterLoadAssignments) and an identity for each version. A thousand clients rec
 bytes for the same version of a resource, so `SharedDecoder` keeps each distinct body's result,
 keyed by the bytes themselves, and every client after the first pays one dict lookup. Under
 ``validate`` the client's own decoder checks each distinct body first (a rejection NACKs it, as
-the client would), still once per body.
+the client would), still once per body: clusters against the certificate provider instances of
+the clients' bootstrap, as `XdsClient` decodes them (none for clients given only a server).
 
 A `Lean` value is shared by every client holding that version: its ``serial`` names the version
 across clients, which is how fan-out spread is measured (docs/load-testing.md).
@@ -15,7 +16,7 @@ across clients, which is how fan-out spread is measured (docs/load-testing.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -136,8 +137,13 @@ _READERS: dict[str, Callable[[bytes], tuple[str, dict[str, list[str]]]]] = {
 class SharedDecoder:
     """One run's decoding: each distinct body read once, shared by every client."""
 
-    def __init__(self, *, validate: bool = False) -> None:
+    def __init__(
+        self, *, validate: bool = False, certificate_providers: Iterable[str] = ()
+    ) -> None:
+        """``certificate_providers``: the instance names of the clients' bootstrap, which
+        ``validate`` checks clusters against (gRFC A29, as `XdsClient` does)."""
         self._validate = validate
+        self._checks = {**_BUILTIN, CLUSTER: resources.cluster_type(certificate_providers)}
         self._kept: dict[bytes, tuple[str, Lean] | ResourceDecodeError] = {}
         self._serial = 0
         #: bodies decoded (the rest were shared)
@@ -146,7 +152,7 @@ class SharedDecoder:
     def decoder(self, type_url: str) -> Callable[[bytes], tuple[str, Lean]]:
         """The ``decode`` of a `ResourceType` of ``type_url`` reading through this cache."""
         reader = _READERS[type_url]
-        check = _BUILTIN[type_url].decode if self._validate else None
+        check = self._checks[type_url].decode if self._validate else None
         kept = self._kept
 
         def decode(data: bytes) -> tuple[str, Lean]:

@@ -122,6 +122,9 @@ class _Run:
     async def main(self) -> RunResult:
         scenario = self.scenario
         self.target, self.node = target_and_node(scenario)
+        if scenario.validate and scenario.bootstrap is not None:  # check as its clients would
+            providers = load_bootstrap(scenario.bootstrap).certificate_providers
+            self.fleet.decoder = SharedDecoder(validate=True, certificate_providers=providers)
         await _reach(self.target, scenario.connect_timeout)
         cpu0, wall0 = time.process_time(), time.time()
         self.result.started = wall0

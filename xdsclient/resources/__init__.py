@@ -25,6 +25,7 @@ from ._cluster import (
     ClusterType,
     ClusterView,
     CustomLbPolicy,
+    EnvoyOutlierRules,
     LbPolicy,
     LeastRequest,
     OutlierDetection,
@@ -34,6 +35,7 @@ from ._cluster import (
     UpstreamTls,
     WeightedRoundRobin,
     WrrLocality,
+    cluster_type,
 )
 from ._endpoint import (
     ClusterLoadAssignmentView,
@@ -108,6 +110,7 @@ __all__ = [
     "DownstreamTls",
     "DropOverload",
     "Endpoint",
+    "EnvoyOutlierRules",
     "FilterChain",
     "FilterChainMatch",
     "HashPolicy",
@@ -145,6 +148,7 @@ __all__ = [
     "VirtualHostView",
     "WeightedRoundRobin",
     "WrrLocality",
+    "cluster_type",
     "http_route_matches",
     "match_http_route",
     "match_route",

@@ -9,12 +9,21 @@ is a ``TypedStruct`` naming it or its own message) or else from ``lb_policy`` (R
 RING_HASH with XX_HASH and sane ring sizes, LEAST_REQUEST with choice_count >= 2);
 ``lrs_server`` must be ``self``; durations and percentages of outlier detection must be in
 range; a transport socket must be an UpstreamTlsContext with a CA source.
+
+Certificate provider instances (gRFC A29): gRPC checks each instance a cluster's TLS context
+names against its own bootstrap's ``certificate_providers`` while decoding (C-core's
+DecodeContext), so a cluster naming one it lacks is NACKed and the last good version stays in
+use. The same check runs here when the decoder is given the bootstrap's instance names
+(``certificate_providers``): `cluster_type` builds the CLUSTER type a client with that bootstrap
+decodes with, and `XdsClient` uses it. Without them (``None``: `CLUSTER`, `decode_cluster`,
+`ClusterView.from_proto` as called by default) the names are kept unchecked in
+`ClusterView.upstream_tls`, for whoever holds the bootstrap to resolve.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Set
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
@@ -35,6 +44,7 @@ from udpa.type.v1 import typed_struct_pb2 as udpa_typed_struct_pb2
 from xds.type.v3 import typed_struct_pb2
 
 from ._lb_registry import lb_policy_type_registered
+from ._type import ResourceType
 from ._view import View, invalid, metadata_dict, parse, unpack
 
 __all__ = [
@@ -50,6 +60,7 @@ __all__ = [
     "UpstreamTls",
     "WeightedRoundRobin",
     "WrrLocality",
+    "cluster_type",
     "decode_cluster",
 ]
 
@@ -151,8 +162,42 @@ _TYPED_STRUCTS = {
 
 
 @attrs.frozen(kw_only=True)
+class EnvoyOutlierRules:
+    """Envoy's outlier detection settings beyond gRFC A50, read only by a front end that
+    follows Envoy (the HTTP transport; gRPC ignores them, as C-core does): the consecutive
+    failure rules with their enforcement percentages, the local-origin split, and the
+    interval rules' parameters whether or not gRPC would enforce them. Envoy's defaults;
+    percentages above 100 read as 100 (gRPC accepts them, and Envoy always enforces then)."""
+
+    consecutive_5xx: int = 5
+    enforcing_consecutive_5xx: int = 100
+    consecutive_gateway_failure: int = 5
+    enforcing_consecutive_gateway_failure: int = 0
+    #: count connect failures, resets and timeouts apart from the upstream's answers
+    split_external_local_origin_errors: bool = False
+    consecutive_local_origin_failure: int = 5
+    enforcing_consecutive_local_origin_failure: int = 100
+    enforcing_success_rate: int = 100
+    enforcing_local_origin_success_rate: int = 100
+    enforcing_failure_percentage: int = 0
+    enforcing_failure_percentage_local_origin: int = 0
+    #: (stdev_factor, minimum_hosts, request_volume)
+    success_rate: tuple[int, int, int] = (1900, 5, 100)
+    #: (threshold, minimum_hosts, request_volume)
+    failure_percentage: tuple[int, int, int] = (85, 5, 50)
+    #: eject one host even when ``max_ejection_percent`` would forbid it
+    always_eject_one_host: bool = False
+    #: seconds of random extra ejection time, at most
+    max_ejection_time_jitter: float = 0.0
+
+
+_ENVOY_RULES = EnvoyOutlierRules()
+
+
+@attrs.frozen(kw_only=True)
 class OutlierDetection:
-    """gRFC A50's outlier detection settings; durations in seconds, percentages 0-100."""
+    """gRFC A50's outlier detection settings; durations in seconds, percentages 0-100.
+    ``envoy`` holds what only Envoy reads (`EnvoyOutlierRules`)."""
 
     interval: float = 10.0
     base_ejection_time: float = 30.0
@@ -162,6 +207,7 @@ class OutlierDetection:
     success_rate_ejection: tuple[int, int, int, int] | None = None
     #: (threshold, enforcement_percentage, minimum_hosts, request_volume), or None when off
     failure_percentage_ejection: tuple[int, int, int, int] | None = None
+    envoy: EnvoyOutlierRules = _ENVOY_RULES
 
 
 @attrs.frozen(kw_only=True)
@@ -207,8 +253,18 @@ class ClusterView(View):
     raw: bytes = attrs.field(repr=False)
 
     @classmethod
-    def from_proto(cls, message: Any, raw: bytes | None = None) -> ClusterView:
-        """Validate ``message``; raises `ResourceDecodeError` naming the field at fault."""
+    def from_proto(
+        cls,
+        message: Any,
+        raw: bytes | None = None,
+        *,
+        certificate_providers: Set[str] | None = None,
+    ) -> ClusterView:
+        """Validate ``message``; raises `ResourceDecodeError` naming the field at fault.
+
+        ``certificate_providers``: the instance names of the bootstrap's
+        ``certificate_providers``; a TLS context naming another instance is rejected, as gRPC
+        rejects it. None (the default) leaves instance names unchecked."""
         name: str = message.name
         fields: dict[str, Any] = {}
         if message.HasField("cluster_type"):
@@ -241,7 +297,9 @@ class ClusterView(View):
                 raise invalid(name, "lrs_server", "must be self")
             fields["lrs_server_self"] = True
         if message.HasField("transport_socket"):
-            fields["upstream_tls"] = _upstream_tls(name, message.transport_socket)
+            fields["upstream_tls"] = _upstream_tls(
+                name, message.transport_socket, certificate_providers
+            )
         if message.HasField("metadata"):
             metadata = metadata_dict(message.metadata)
             fields["metadata"] = metadata
@@ -485,27 +543,79 @@ def _outlier_detection(name: str, config: Any) -> OutlierDetection:
         )
         if failure_enforcement > 0
         else None,
+        envoy=_envoy_outlier_rules(config),
     )
 
 
-def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
+def _envoy_outlier_rules(config: Any) -> EnvoyOutlierRules:
+    """Envoy's fields, read leniently: they never change gRPC's verdict on a cluster."""
+    defaults = _ENVOY_RULES
+
+    def get(field: str, default: int) -> int:
+        value: int = getattr(config, field).value if config.HasField(field) else default
+        return value
+
+    def percent(field: str) -> int:
+        return min(100, get(field, getattr(defaults, field)))
+
+    jitter = config.max_ejection_time_jitter
+    return EnvoyOutlierRules(
+        consecutive_5xx=get("consecutive_5xx", defaults.consecutive_5xx),
+        enforcing_consecutive_5xx=percent("enforcing_consecutive_5xx"),
+        consecutive_gateway_failure=get(
+            "consecutive_gateway_failure", defaults.consecutive_gateway_failure
+        ),
+        enforcing_consecutive_gateway_failure=percent("enforcing_consecutive_gateway_failure"),
+        split_external_local_origin_errors=config.split_external_local_origin_errors,
+        consecutive_local_origin_failure=get(
+            "consecutive_local_origin_failure", defaults.consecutive_local_origin_failure
+        ),
+        enforcing_consecutive_local_origin_failure=percent(
+            "enforcing_consecutive_local_origin_failure"
+        ),
+        enforcing_success_rate=percent("enforcing_success_rate"),
+        enforcing_local_origin_success_rate=percent("enforcing_local_origin_success_rate"),
+        enforcing_failure_percentage=percent("enforcing_failure_percentage"),
+        enforcing_failure_percentage_local_origin=percent(
+            "enforcing_failure_percentage_local_origin"
+        ),
+        success_rate=(
+            get("success_rate_stdev_factor", 1900),
+            get("success_rate_minimum_hosts", 5),
+            get("success_rate_request_volume", 100),
+        ),
+        failure_percentage=(
+            get("failure_percentage_threshold", 85),
+            get("failure_percentage_minimum_hosts", 5),
+            get("failure_percentage_request_volume", 50),
+        ),
+        always_eject_one_host=config.always_eject_one_host.value,
+        max_ejection_time_jitter=max(0.0, jitter.seconds + jitter.nanos / 1e9),
+    )
+
+
+def _upstream_tls(name: str, socket: Any, providers: Set[str] | None) -> UpstreamTls:
     path = "transport_socket"
     context = unpack(name, f"{path}.typed_config", socket.typed_config, tls_pb2.UpstreamTlsContext)
     common = context.common_tls_context
     where = f"{path}.typed_config.common_tls_context"
     if common.HasField("combined_validation_context"):
         validation = common.combined_validation_context.default_validation_context
+        ca_field = "combined_validation_context.default_validation_context"
     elif common.HasField("validation_context"):
         validation = common.validation_context
+        ca_field = "validation_context"
     else:
         raise invalid(name, where, "needs a validation context (a CA certificate provider)")
     provider = validation.ca_certificate_provider_instance
+    ca_field += ".ca_certificate_provider_instance"
     if not validation.HasField("ca_certificate_provider_instance") and common.HasField(
         "combined_validation_context"
     ):  # the deprecated field gRPC still reads
         provider = (
             common.combined_validation_context.validation_context_certificate_provider_instance
         )
+        ca_field = "combined_validation_context.validation_context_certificate_provider_instance"
     system = validation.HasField("system_root_certs")
     if not provider.instance_name and not system:
         raise invalid(
@@ -514,8 +624,15 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
             "needs ca_certificate_provider_instance or system_root_certs",
         )
     identity = common.tls_certificate_provider_instance
-    if not common.HasField("tls_certificate_provider_instance"):  # the deprecated field
+    identity_field = "tls_certificate_provider_instance"
+    if not common.HasField(identity_field):  # the deprecated field
         identity = common.tls_certificate_certificate_provider_instance
+        identity_field = "tls_certificate_certificate_provider_instance"
+    if providers is not None:
+        if provider.instance_name:  # else the system roots
+            _check_instance(name, f"{where}.{ca_field}", provider.instance_name, providers)
+        if common.HasField(identity_field):  # set: C-core looks it up, even an empty name
+            _check_instance(name, f"{where}.{identity_field}", identity.instance_name, providers)
     return UpstreamTls(
         sni=context.sni,
         ca_provider_instance=provider.instance_name,
@@ -526,7 +643,39 @@ def _upstream_tls(name: str, socket: Any) -> UpstreamTls:
     )
 
 
-def decode_cluster(data: bytes) -> tuple[str, ClusterView]:
-    """The CLUSTER type's decoder: bytes -> (name, view)."""
+def _check_instance(name: str, path: str, instance: str, providers: Set[str]) -> None:
+    """C-core's check of an instance a TLS context names against the bootstrap's."""
+    if instance not in providers:
+        raise invalid(
+            name,
+            f"{path}.instance_name",
+            f"unrecognized certificate provider instance name: {instance}",
+        )
+
+
+def decode_cluster(
+    data: bytes, certificate_providers: Set[str] | None = None
+) -> tuple[str, ClusterView]:
+    """The CLUSTER type's decoder: bytes -> (name, view); ``certificate_providers`` as
+    `ClusterView.from_proto` takes them."""
     message = parse(cluster_pb2.Cluster, data)
-    return message.name, ClusterView.from_proto(message, data)
+    return message.name, ClusterView.from_proto(
+        message, data, certificate_providers=certificate_providers
+    )
+
+
+_CLUSTER_URL = "type.googleapis.com/" + cluster_pb2.Cluster.DESCRIPTOR.full_name
+
+
+def cluster_type(certificate_providers: Iterable[str]) -> ResourceType[ClusterView]:
+    """The CLUSTER type as a client whose bootstrap defines ``certificate_providers`` (their
+    instance names; none: an empty iterable) decodes it: a cluster whose TLS context names
+    another instance is NACKed (gRFC A29, as gRPC does), naming the field and the instance.
+    `XdsClient` decodes clusters with the type of its own bootstrap; it equals `CLUSTER`."""
+    names = frozenset(certificate_providers)
+
+    def decode(data: bytes) -> tuple[str, ClusterView]:
+        message = parse(cluster_pb2.Cluster, data)
+        return message.name, ClusterView.from_proto(message, data, certificate_providers=names)
+
+    return ResourceType(type_url=_CLUSTER_URL, decode=decode, all_resources_required_in_sotw=True)

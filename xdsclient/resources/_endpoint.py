@@ -22,7 +22,7 @@ assignments is dominated by reading the upb message, not by building the view.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import attrs
 from envoy.config.endpoint.v3 import endpoint_pb2
@@ -364,23 +364,26 @@ def _locality_text(locality: Locality) -> str:
     return "/".join((locality.region, locality.zone, locality.sub_zone))
 
 
-def decode_cluster_load_assignment(data: bytes) -> tuple[str, ClusterLoadAssignmentView]:
-    """The ENDPOINT type's decoder: bytes -> (name, view). The compiled wire reader takes the
-    common shape when it is built; upb reads the rest, and decides every invalid message."""
-    if _read_wire is not None:
-        read = _read_wire(data)
-        if read is not None:
-            return read[0], ClusterLoadAssignmentView._of(read[0], read[1], data)
+def _decode_upb(data: bytes) -> tuple[str, ClusterLoadAssignmentView]:
+    """bytes -> (name, view) through upb: the decoder of the pure-Python build, and of what the
+    compiled wire reader leaves to upb (every invalid message among them)."""
     message = parse(endpoint_pb2.ClusterLoadAssignment, data)
     return message.cluster_name, ClusterLoadAssignmentView.from_proto(message, data)
 
 
-def _compiled_reader() -> Callable[[bytes], tuple[str, _LeanFields] | None] | None:
-    """The wire reader when it runs compiled (`xdsclient._compiled` decides whether it does:
-    not with ``XDSCLIENT_PURE=1``, nor from a build older than its source)."""
+def _decoder() -> Callable[[bytes], tuple[str, ClusterLoadAssignmentView]]:
+    """The compiled wire reader's `decode` when it runs compiled (`xdsclient._compiled` decides
+    whether it does: not with ``XDSCLIENT_PURE=1``, nor from a build older than its source),
+    else upb: interpreted, the reader is slower than upb."""
     from . import _endpoint_wire  # it reads this module's records: imported once they exist
 
-    return _endpoint_wire.read_fields if _endpoint_wire.COMPILED else None
+    if not _endpoint_wire.COMPILED:
+        return _decode_upb
+    setters = slot_setters(ClusterLoadAssignmentView)
+    _endpoint_wire.bind_view(ClusterLoadAssignmentView, setters, _decode_upb)
+    return _endpoint_wire.decode
 
 
-_read_wire = _compiled_reader()
+#: The ENDPOINT type's decoder: bytes -> (name, view). The compiled wire reader takes the
+#: common shape when it is built; upb reads the rest, and decides every invalid message.
+decode_cluster_load_assignment: Final = _decoder()

@@ -6,6 +6,10 @@ per field read). This module reads the bytes itself; compiled with mypyc (the wh
 than upb, so the decoder uses it only when it is compiled (`COMPILED`); the sdist needs no C
 compiler.
 
+`decode` is the decoder of the compiled build: the reader, then the view built through its slots
+in C, with no Python frame per assignment (the view's module lends its class and the upb
+decoder with `bind_view`: it imports this module, not the other way round).
+
 It reads only the shape control planes send: names, localities with weights and priorities,
 endpoints with socket addresses, hostnames, health and weights. At anything else (a field it
 does not read, metadata, a policy, a field given twice, an unexpected wire type, a value upb
@@ -16,10 +20,12 @@ fields (tests/resources/test_endpoint_wire.py holds it to that, interpreted and 
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from ._endpoint_records import (
     _HEALTH,
+    _LOCALITIES,
     _NO_METADATA,
     _UINT32_MAX,
     Endpoint,
@@ -28,9 +34,10 @@ from ._endpoint_records import (
     _LeanFields,
     _locality,
 )
+from ._locality import Locality
 from ._view import is_ip_address
 
-__all__ = ["COMPILED", "read_fields"]
+__all__ = ["COMPILED", "bind_view", "decode", "read_fields"]
 
 #: Whether this module runs compiled (mypyc), not from its source file.
 COMPILED: Final = not __file__.endswith(".py")
@@ -42,6 +49,23 @@ _ENDPOINT: Final = Endpoint
 _LOCALITY_ENDPOINTS: Final = LocalityEndpoints
 _STATUSES: Final = _HEALTH
 _NO_METADATA_MAP: Final = _NO_METADATA
+_object_new: Final = object.__new__
+#: The interned localities (`_endpoint_records._locality`), read here without a Python call
+_INTERNED: Final = _LOCALITIES
+
+
+class _Lent:
+    """What `bind_view` lent: the view class, its slot setters in field order (name,
+    priorities, drop overloads, overprovisioning factor, raw bytes) and the upb decoder. An
+    object's fields, not module globals: compiled, reading them is no dict lookup."""
+
+    def __init__(self) -> None:
+        self.view: Any = None
+        self.setters: tuple[Any, ...] = ()
+        self.fallback: Callable[[bytes], tuple[str, Any]] | None = None
+
+
+_LENT: Final = _Lent()
 
 
 class _Unusual(Exception):
@@ -124,6 +148,39 @@ def read_fields(data: bytes) -> tuple[str, _LeanFields] | None:
         return None
 
 
+def bind_view(
+    view: type, setters: tuple[Any, ...], fallback: Callable[[bytes], tuple[str, Any]]
+) -> None:
+    """Lend `decode` the view class, its five slot setters and the decoder of everything the
+    reader leaves to upb."""
+    if len(setters) != 5:
+        raise ValueError(f"{view.__name__} has {len(setters)} fields, the reader sets 5")
+    _LENT.view, _LENT.setters, _LENT.fallback = view, setters, fallback
+
+
+def decode(data: bytes) -> tuple[str, Any]:
+    """The ENDPOINT decoder of the compiled build: bytes -> (name, view), the view built here
+    when the reader takes the bytes, by the upb decoder (which decides every invalid message)
+    otherwise."""
+    try:
+        read = _assignment(data, len(data))
+    except (_Unusual, IndexError):
+        read = None
+    lent = _LENT
+    if read is None:
+        assert lent.fallback is not None, "bind_view was not called"
+        return lent.fallback(data)
+    name, fields = read
+    set_name, set_priorities, set_drops, set_factor, set_raw = lent.setters
+    view = _object_new(lent.view)
+    set_name(view, name)
+    set_priorities(view, fields[0])
+    set_drops(view, fields[1])
+    set_factor(view, fields[2])
+    set_raw(view, data)
+    return name, view
+
+
 def _assignment(data: bytes, end: int) -> tuple[str, _LeanFields] | None:
     name = ""
     named = False
@@ -196,7 +253,9 @@ def _group(
         if endpoint is None:
             return False
         endpoints.append(endpoint)
-    locality = _locality(where)
+    locality: Locality | None = _INTERNED.get(where)
+    if locality is None:
+        locality = _locality(where)  # interns it
     record = _new(_LOCALITY_ENDPOINTS, (locality, weight, priority, tuple(endpoints)))
     group_list = by_priority.get(priority)
     if group_list is None:
