@@ -52,9 +52,11 @@ import cProfile
 import json
 import os
 import pstats
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -168,10 +170,12 @@ class Sample:
 async def run(args: argparse.Namespace) -> None:
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     async with backend() as port:
-        if args.only != "counted":
+        if args.only in (None, "timed"):
             await timed(port, limits, args)
-        if args.only != "timed":
-            counted(port, args)
+        rows = counted(port, args) if args.only in (None, "counted") else {}
+        if args.instructions or args.only == "instructions":
+            plain = rows.get(("async", "plain"))
+            instructions(port, args, plain["cpu"] if plain is not None else None)
 
 
 async def timed(port: int, limits: httpx.Limits, args: argparse.Namespace) -> None:
@@ -274,7 +278,7 @@ COUNTED = (
 _OURS = os.sep + "xdsclient" + os.sep
 
 
-def counted(port: int, args: argparse.Namespace) -> None:
+def counted(port: int, args: argparse.Namespace) -> dict[tuple[str, str], dict[str, float]]:
     """The second table: each client in a child process of its own (`child`)."""
     rows = {}
     runs: list[tuple[str, str, str | None]] = [(mode, client, None) for mode, client in COUNTED]
@@ -323,12 +327,16 @@ def counted(port: int, args: argparse.Namespace) -> None:
         "column prices the added calls at the base's CPU per call, this run: a count times "
         "a rate, steadier than the difference of two CPU times)"
     )
+    return rows
 
 
 def child(which: str, port: int, args: argparse.Namespace) -> None:
     """One counted row: print {calls, ours, cpu} per request as JSON."""
     mode, client = which.split(":")
     client = client.removesuffix(" (before)")
+    if mode == "instructions":
+        _child_instructions(client, port, args.counted_requests)
+        return
     if mode == "async":
         result = asyncio.run(_child_async(client, port, args))
     else:
@@ -446,6 +454,75 @@ def _calls(profilers: list[cProfile.Profile], count: int) -> dict[str, float]:
     return {"calls": total / count, "ours": ours / count}
 
 
+# --- instructions per request, with callgrind (async clients only) ---
+
+
+def instructions(port: int, args: argparse.Namespace, plain_cpu: float | None) -> None:
+    """The third table: each async client's instructions per request under callgrind, counted
+    only inside ``sys.call_tracing`` (the requests; not the set-up, nor the backend, another
+    process): the machine's load does not change them. With ``plain_cpu`` (plain httpx's best
+    CPU per request of the counted table), the added share is priced in microseconds."""
+    runs: list[tuple[str, str | None]] = [("plain", None), ("XdsTransport", None)]
+    if args.before:
+        runs.append(("XdsTransport (before)", args.before))
+    counts = {}
+    for client, path in runs:
+        with tempfile.TemporaryDirectory() as folder:
+            command = [
+                "valgrind", "--tool=callgrind", "--collect-atstart=no",
+                "--toggle-collect=sys_call_tracing", f"--callgrind-out-file={folder}/out",
+                sys.executable, os.path.abspath(__file__), "--child", f"instructions:{client}",
+                "--port", str(port), "--counted-requests", str(args.instruction_requests),
+            ]  # fmt: skip
+            env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise RuntimeError(f"callgrind {client}: {done.stderr.strip().splitlines()[-1:]}")
+        counts[client] = int(found.group(1).replace(",", "")) / args.instruction_requests
+    plain = counts["plain"]
+    print(f"\ninstructions per request, callgrind, {args.instruction_requests} async requests\n")
+    print("| client | instructions/request | added | added / plain's | at plain's CPU, us |")
+    print("|---|---:|---:|---:|---:|")
+    for client, count in counts.items():
+        added = share = micros = ""
+        if client != "plain":
+            added = f"{count - plain:,.0f}"
+            share = f"{(count - plain) / plain:.1%}"
+            if plain_cpu is not None:
+                micros = f"{(count - plain) / plain * plain_cpu:.1f}"
+        print(f"| {client} | {count:,.0f} | {added} | {share} | {micros} |")
+
+
+def _child_instructions(client: str, port: int, count: int) -> None:
+    loop = asyncio.new_event_loop()
+    stack = contextlib.AsyncExitStack()
+    request = loop.run_until_complete(_opened(stack, client, port))
+    loop.run_until_complete(_requests(request, 50))
+    sys.call_tracing(loop.run_until_complete, (_requests(request, count),))
+    loop.run_until_complete(stack.aclose())
+    loop.close()
+
+
+async def _opened(
+    stack: contextlib.AsyncExitStack, client: str, port: int
+) -> Callable[[], Awaitable[None]]:
+    if client == "plain":
+        http = await stack.enter_async_context(httpx.AsyncClient())
+        return requester(http, f"http://127.0.0.1:{port}/bench")
+    plane = await stack.enter_async_context(ControlPlane())
+    plane.set_all(resources(port))
+    xds = await stack.enter_async_context(XdsClient(plane.address, node_id="bench"))
+    transport = await stack.enter_async_context(XdsTransport(LISTENER, client=xds))
+    http = await stack.enter_async_context(httpx.AsyncClient(transport=transport))
+    return requester(http, "http://bench.svc/bench")
+
+
+async def _requests(request: Callable[[], Awaitable[None]], count: int) -> None:
+    for _ in range(count):
+        await request()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
@@ -456,7 +533,13 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=5, help="CPU blocks per counted row")
     parser.add_argument("--sync", action="store_true", help="run bench/sync.py too")
     parser.add_argument("--before", help="a checkout of xdsclient to count too (its root)")
-    parser.add_argument("--only", choices=("timed", "counted"), help="one of the two tables")
+    parser.add_argument(
+        "--only", choices=("timed", "counted", "instructions"), help="one of the tables"
+    )
+    parser.add_argument(
+        "--instructions", action="store_true", help="callgrind's instructions too (valgrind)"
+    )
+    parser.add_argument("--instruction-requests", type=int, default=100)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
