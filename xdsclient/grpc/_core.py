@@ -17,6 +17,7 @@ that snapshot in use (the watch says so with an ambient error, which changes not
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
@@ -60,6 +61,9 @@ _FACTORIES = {
     (True, False): "stream_unary",
     (True, True): "stream_stream",
 }
+#: the connections `_connect_wanted` opens in one turn of the loop
+_OPENS_PER_TURN = 64
+_FAILING = ConnectivityState.TRANSIENT_FAILURE
 
 
 #: calls inside an injected fault, in every channel of the process: A33's ``max_active_faults``
@@ -103,6 +107,8 @@ class ChannelCore(PlaneCore):
         self.error: Status | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
+        #: the pass of `_connect_wanted` due at the next turn of the loop
+        self._connecting: asyncio.Handle | None = None
 
     # --- the plane's hooks ---
 
@@ -116,6 +122,9 @@ class ChannelCore(PlaneCore):
     def _cancel_watches(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
 
     def _hold(self, snapshot: XdsConfig | None) -> None:
         if snapshot is None:
@@ -250,11 +259,12 @@ class ChannelCore(PlaneCore):
     def _apply(self, snapshot: XdsConfig) -> None:
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
-        self.config = CallConfig.from_listener(snapshot.listener, routes)
+        self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
         self.error = None
         self.use_snapshot(snapshot)
+        self._open_wanted()  # the first connections at once, the rest over the next turns
         for key in self.oob.want(_oob_wanted(snapshot)):
-            connection = self._oob_connection(key) if key in self.connections else None
+            connection = self._connection_for(key) if key in self.connections else None
             if connection is not None:
                 self.oob.connectivity(
                     key, connection.state, functools.partial(_channel_of, connection)
@@ -265,14 +275,50 @@ class ChannelCore(PlaneCore):
         policy; `TlsError` when its certificates cannot be had."""
         return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
+    def _connect_wanted(self) -> None:
+        """Open the connections the picker wants, once per turn of the loop however many
+        reports asked, at most `_OPENS_PER_TURN` new ones a turn (the rest on the next turns):
+        a call picks as soon as one endpoint is READY, while thousands still open."""
+        if self._connecting is None and not self.closed:
+            self._connecting = asyncio.get_running_loop().call_soon(self._open_wanted)
+
+    def _open_wanted(self) -> None:
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
+        if self.closed:
+            return
+        opened = 0
+        for endpoint in self.picker.wanted_connections():
+            key = key_of(endpoint)
+            try:
+                policy = self.security.policy_of_endpoint(key)
+            except TlsError:  # refused: `_connect` says so and fails the endpoint
+                self._connect(key)
+                continue
+            state = self.connections.state_of(key, policy)
+            if state is _FAILING and policy is not None:  # remade if its certificates changed
+                self._connect(key)
+            elif state is None:
+                self._connect(key)
+                opened += 1
+                if opened == _OPENS_PER_TURN:
+                    self._connect_wanted()
+                    return
+
     def _connect(self, key: EndpointKey) -> None:
-        """Connect ahead of a call, under the policy of the first cluster listing ``key``; an
-        endpoint whose certificates cannot be had is in TRANSIENT_FAILURE."""
+        self._connection_for(key)
+
+    def _connection_for(self, key: EndpointKey) -> Connection | None:
+        """Connect ahead of a call (or for an ORCA stream), under the policy of the first
+        cluster listing ``key``; an endpoint whose certificates cannot be had is in
+        TRANSIENT_FAILURE (None)."""
         try:
-            self.connections.connect(key, self.security.policy_of_endpoint(key))
+            return self.connections.connect(key, self.security.policy_of_endpoint(key))
         except TlsError as error:
             logger.warning("%s: %s:%s: %s", self.target, key[0], key[1], error)
             self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
+            return None
 
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())
@@ -281,16 +327,8 @@ class ChannelCore(PlaneCore):
             self.oob.connectivity(key, state, lambda: self._oob_channel(key))
         self.notify()
 
-    def _oob_connection(self, key: EndpointKey) -> Connection | None:
-        """The connection to ``key`` an ORCA stream runs on: under the TLS policy of the
-        first cluster listing it (None when its certificates cannot be had)."""
-        try:
-            return self.connections.connect(key, self.security.policy_of_endpoint(key))
-        except TlsError:
-            return None
-
     def _oob_channel(self, key: EndpointKey) -> grpc.aio.Channel | None:
-        connection = self._oob_connection(key)
+        connection = self._connection_for(key)
         return None if connection is None else connection.channel
 
     def _on_load_report(self, key: EndpointKey, report: Any) -> None:
