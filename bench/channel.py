@@ -35,10 +35,11 @@ by the client, as for a channel made in a running service; grpcio's ``xds:///`` 
 its own). Round robin connects every endpoint; the call needs only one. ``--profile`` also
 runs XdsChannel's unary calls under
 cProfile and prints the functions of ``xdsclient`` by their own time (cProfile slows Python
-code about twofold: use it for where, the subtraction for how much).
+code about twofold: use it for where, the subtraction for how much); ``--profile-only`` runs
+that alone (the counts do not depend on the machine's load, so a before/after takes seconds).
 
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
-                            [--stream 10] [--endpoints 1 2000] [--profile]
+                            [--stream 10] [--endpoints 1 2000] [--profile] [--profile-only]
 """
 
 from __future__ import annotations
@@ -209,7 +210,8 @@ async def run(args: argparse.Namespace) -> None:
                 finally:
                     for channel in channels.values():
                         await channel.close()
-                await first_calls(client, args.endpoints)
+                if not args.profile_only:
+                    await first_calls(client, args.endpoints)
 
 
 async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
@@ -218,6 +220,9 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
         for _ in range(200):
             await stub.unary()
             await stub.stream()
+    if args.profile_only:
+        await profile(stubs, args.throughput_calls)
+        return
     rounds: list[dict[tuple[str, str], Sample]] = []
     names = list(stubs)
     for number in range(args.rounds):
@@ -380,6 +385,11 @@ def main() -> None:
         "--endpoints", type=int, nargs="*", default=[1, 2000], help="first call at these sizes"
     )
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="only the counts under cProfile (no timing rounds, no first calls)",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -140,7 +140,7 @@ class Router:
         if routes is None:
             routes = _routes_of(self._hcm, None)  # raises: the routes are needed
         authority = call.authority
-        vhost = self._fixed or self._virtual_host(routes, authority)
+        vhost = self._fixed or self._vhosts.get(authority) or self._virtual_host(routes, authority)
         if vhost is None:
             return _no_virtual_host(self._hcm, routes, self._listener_name, authority)
         names = self._header_names.get(id(vhost))

@@ -135,16 +135,19 @@ class GrpcRules(CallRules):
                 retry=RetryState(None, call.deadline),
             )
             return
-        deadline = capped_deadline(
-            call.deadline, now, max_stream_duration(routed.action, config.hcm)
-        )
-        retry_policy = routed.action.retry_policy or routed.virtual_host.retry_policy
+        action = routed.action
+        deadline = call.deadline
+        if action.max_stream_duration is not None or config.hcm.max_stream_duration:
+            deadline = capped_deadline(deadline, now, max_stream_duration(action, config.hcm))
+        retry_policy = action.retry_policy or routed.virtual_host.retry_policy
         plan.decided(
             choice=routed,
             deadline=deadline,
-            faults=decide_faults(call, config, routed, rng),
+            faults=decide_faults(call, config, routed, rng) if config.has_fault_filters else (),
             retry=RetryState(retry_policy, deadline),
-            request_hash=call_hash(routed.action, call, rng),
+            request_hash=(
+                call_hash(action, call, rng) if action.hash_policies else rng.getrandbits(64)
+            ),
             path=call.path,
             authority=call.authority,
         )

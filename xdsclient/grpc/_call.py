@@ -20,9 +20,13 @@ from grpc.aio's call, and its own cancellation count is left as it was. The othe
 messages are read and written from other coroutines while the driver runs) start on a task at
 once.
 
-Attempts of a request-streaming call are committed from the start (the request iterator is
-consumed by the attempt and cannot be replayed), so those calls are never retried; a response
-stream commits its attempt at its first message.
+A request-streaming call is retried as C-core's retry filter does (gRFC A6): its messages are
+read once from the caller (its iterator or its ``write`` calls) into a `RequestStream`, which
+keeps them for replay and sends each attempt the kept ones first, then the new ones; the call
+commits (its current attempt is its last) once the kept bytes pass the channel's
+``grpc.per_rpc_retry_buffer_size``, or when the server's response headers or a message reach
+it. grpc.aio does not tell a response that began with empty headers from a Trailers-Only one,
+so headers commit the call when they carry metadata (C-core: any headers).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from .._plane import PickWait
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
+from ._requests import RequestStream, RetryBuffer, metadata_size
 from ._status import outcome_of, rpc_error
 from ._tls import TlsError
 
@@ -104,6 +109,10 @@ class XdsCall(
     _callbacks: list[Callable[[Any], None]] | None = None
     #: whether the call waits for `Starter` (a unary call nobody awaited yet)
     _kick = False
+    #: a request-streaming call's messages, kept for its retries
+    _requests: RequestStream | None = None
+    #: whether a response (headers with metadata, or a message) reached the call: no retry
+    _committed = False
 
     def __init__(
         self,
@@ -144,6 +153,9 @@ class XdsCall(
             self._kick = True
             (starter if starter is not None else Starter()).add(self)
         else:
+            if self._request_streaming:
+                buffer = RetryBuffer(core.retry_buffer_size, metadata_size(method, self._metadata))
+                self._requests = RequestStream(request, serializer, buffer, lambda _: self.cancel())
             if self._response_streaming:
                 self._responses = asyncio.Queue()
             self._start_on_task()
@@ -186,23 +198,31 @@ class XdsCall(
         return message
 
     async def write(self, request: Any) -> None:
-        """Send one request message (a call made without a request iterator)."""
-        await (await self._attempt_call()).write(request)
+        """Send one request message (a call made without a request iterator): return once an
+        attempt has sent it; it is kept for the call's retries until the call commits. A call
+        that ended raises its error (`CancelledError` if cancelled), as grpc.aio's does."""
+        requests = self._writable()
+        if self._outcome is not None:
+            self._raise_failure()
+            raise asyncio.InvalidStateError("RPC already finished.")
+        await requests.write(request)
+        self._raise_failure()
 
     async def done_writing(self) -> None:
-        """No more request messages."""
-        await (await self._attempt_call()).done_writing()
+        """No more request messages: return once an attempt has half-closed; a call that
+        ended with an error raises it."""
+        await self._writable().done_writing()
+        self._raise_failure()
 
-    async def _attempt_call(self) -> Any:
-        """The attempt's grpc.aio call; the call's own error (an `AioRpcError`, as grpc.aio
-        raises it) when the call ended before any attempt was sent (no route, an abort, a
-        drop, the deadline)."""
-        await self._wait_started()
-        if self._current is None:
-            await self._ended()
-            self._result()  # raises the call's error
-            raise grpc.aio.UsageError("the call ended before a request could be written")
-        return self._current
+    def _writable(self) -> RequestStream:
+        if self._requests is None:
+            raise grpc.aio.UsageError("write() of a call without a request stream")
+        return self._requests
+
+    def _raise_failure(self) -> None:
+        """Raise the ended call's error (`CancelledError` if cancelled); nothing otherwise."""
+        if self._outcome is not None and (self._outcome[1] is not None or self._outcome[2]):
+            self._result()
 
     def cancelled(self) -> bool:
         return self._outcome is not None and self._outcome[2]
@@ -308,6 +328,8 @@ class XdsCall(
 
     def _end(self, result: Any, error: BaseException | None, cancelled: bool) -> None:
         self._outcome = (result, error, cancelled)
+        if self._requests is not None:
+            self._requests.close()
         if self._registry is not None:
             self._registry.discard(self)
         if self._ended_future is not None and not self._ended_future.done():
@@ -468,17 +490,18 @@ class XdsCall(
         timeout = None if step.deadline is None else max(0.0, step.deadline - self._core.clock())
         cache = self._multicallables
         multicallable = cache.get(channel)
+        requests = self._requests
         if multicallable is None:
             if len(cache) >= _ENDPOINTS_KEPT:
                 cache.clear()  # the channels of closed connections are not held for long
             multicallable = cache[channel] = self._core.multicallable(
                 channel,
                 (self._method, self._request_streaming, self._response_streaming),
-                self._serializer,
+                self._serializer if requests is None else None,  # a stream sends bytes
                 self._deserializer,
             )
         call = multicallable(
-            self._request,
+            self._request if requests is None else None,
             timeout=timeout,
             metadata=metadata,
             credentials=self._credentials,
@@ -487,12 +510,35 @@ class XdsCall(
         )
         self._current = call
         self._set_started()
-        committed = self._request_streaming
+        if self._kind != _UNARY:
+            return await self._exchange_streams(call)
+        try:
+            self._response = await call
+        except grpc.aio.AioRpcError as error:
+            self._error = error
+            self._load_report = load_report_of(error.trailing_metadata())
+            return outcome_of(error, committed=False)
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        self._error = None
+        self._load_report = load_report_of(await call.trailing_metadata())
+        return _OK
+
+    async def _exchange_streams(self, call: Any) -> AttemptOutcome:
+        """The attempt ``call`` of a streaming call: its requests sent by the call's
+        `RequestStream` (kept ones first) while its responses are read; committed by a
+        response message or headers with metadata, or by the request buffer's limit."""
+        requests = self._requests
+        sending = None
+        if requests is not None:
+            sending = asyncio.ensure_future(requests.send(call))
+            sending.add_done_callback(_retrieve)
         try:
             responses = self._responses
             if responses is not None:
                 async for message in call:
-                    committed = True
+                    self._commit()
                     responses.put_nowait(message)
                     await responses.join()
             else:
@@ -500,13 +546,28 @@ class XdsCall(
         except grpc.aio.AioRpcError as error:
             self._error = error
             self._load_report = load_report_of(error.trailing_metadata())
+            if error.initial_metadata():
+                self._commit()  # the server's headers reached the call
+            committed = self._committed or (requests is not None and requests.buffer.committed)
             return outcome_of(error, committed=committed)
         except asyncio.CancelledError:
             call.cancel()
             raise
+        finally:
+            if sending is not None:
+                sending.cancel()
+            if requests is not None:
+                requests.buffer.attempt_ended()
         self._error = None
         self._load_report = load_report_of(await call.trailing_metadata())
         return _OK
+
+    def _commit(self) -> None:
+        """A response reached the call: this attempt is its last."""
+        if not self._committed:
+            self._committed = True
+            if self._requests is not None:
+                self._requests.buffer.commit()
 
     def _failed(self, status: Status) -> grpc.aio.AioRpcError:
         error = self._error

@@ -17,7 +17,6 @@ that snapshot in use (the watch says so with an ambient error, which changes not
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import random
@@ -45,6 +44,7 @@ from ..resources import (
 )
 from ._connections import Connection, Connections
 from ._oob import OobStreams
+from ._requests import retry_buffer_size
 from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
@@ -61,8 +61,6 @@ _FACTORIES = {
     (True, False): "stream_unary",
     (True, True): "stream_stream",
 }
-#: the connections `_connect_wanted` opens in one turn of the loop
-_OPENS_PER_TURN = 64
 _FAILING = ConnectivityState.TRANSIENT_FAILURE
 
 
@@ -91,6 +89,8 @@ class ChannelCore(PlaneCore):
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
         self.authority = authority_of(target)
+        #: the bytes a request-streaming call keeps for its retries (C-core's per-RPC limit)
+        self.retry_buffer_size = retry_buffer_size(options)
         #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
         self.security = ClusterSecurity(client.config.certificate_providers)
         self.connections = Connections(
@@ -107,8 +107,6 @@ class ChannelCore(PlaneCore):
         self.error: Status | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
-        #: the pass of `_connect_wanted` due at the next turn of the loop
-        self._connecting: asyncio.Handle | None = None
 
     # --- the plane's hooks ---
 
@@ -122,9 +120,6 @@ class ChannelCore(PlaneCore):
     def _cancel_watches(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
-        if self._connecting is not None:
-            self._connecting.cancel()
-            self._connecting = None
 
     def _hold(self, snapshot: XdsConfig | None) -> None:
         if snapshot is None:
@@ -261,8 +256,7 @@ class ChannelCore(PlaneCore):
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
         self.error = None
-        self.use_snapshot(snapshot)
-        self._open_wanted()  # the first connections at once, the rest over the next turns
+        self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns
         for key in self.oob.want(_oob_wanted(snapshot)):
             connection = self._connection_for(key) if key in self.connections else None
             if connection is not None:
@@ -275,36 +269,19 @@ class ChannelCore(PlaneCore):
         policy; `TlsError` when its certificates cannot be had."""
         return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
-    def _connect_wanted(self) -> None:
-        """Open the connections the picker wants, once per turn of the loop however many
-        reports asked, at most `_OPENS_PER_TURN` new ones a turn (the rest on the next turns):
-        a call picks as soon as one endpoint is READY, while thousands still open."""
-        if self._connecting is None and not self.closed:
-            self._connecting = asyncio.get_running_loop().call_soon(self._open_wanted)
-
-    def _open_wanted(self) -> None:
-        if self._connecting is not None:
-            self._connecting.cancel()
-            self._connecting = None
-        if self.closed:
-            return
-        opened = 0
-        for endpoint in self.picker.wanted_connections():
-            key = key_of(endpoint)
-            try:
-                policy = self.security.policy_of_endpoint(key)
-            except TlsError:  # refused: `_connect` says so and fails the endpoint
-                self._connect(key)
-                continue
-            state = self.connections.state_of(key, policy)
-            if state is _FAILING and policy is not None:  # remade if its certificates changed
-                self._connect(key)
-            elif state is None:
-                self._connect(key)
-                opened += 1
-                if opened == _OPENS_PER_TURN:
-                    self._connect_wanted()
-                    return
+    def _open(self, key: EndpointKey) -> bool:
+        try:
+            policy = self.security.policy_of_endpoint(key)
+        except TlsError:  # refused: `_connect` says so and fails the endpoint
+            self._connect(key)
+            return False
+        state = self.connections.state_of(key, policy)
+        if state is _FAILING and policy is not None:  # remade if its certificates changed
+            self._connect(key)
+        elif state is None:
+            self._connect(key)
+            return True
+        return False
 
     def _connect(self, key: EndpointKey) -> None:
         self._connection_for(key)
