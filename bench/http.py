@@ -15,15 +15,29 @@ machine may be shared, so the clients run interleaved, round by round (``--round
 starting with the other client); latencies pool every round, throughput is the median of the
 rounds, and the ratios against plain are the medians of the rounds' ratios.
 
-Our CPU per request: ``--pairs`` pairs of back-to-back concurrency-64 runs of both clients
-(which goes first alternates); each pair gives XdsTransport's process CPU per request minus
-plain httpx's, and the median of the pairs counts. What the difference holds: the request's
-plan (route, timeout, retry policy, hash), the pick, the attempt's request and response
-objects, and the picker's and load report's bookkeeping; both send on an httpcore pool.
-``--profile`` also counts the Python function calls per request of each client under cProfile
-(a count the machine's load does not change).
+What we add, measured so the machine's load does not decide it (the second table): each
+client, async and sync (``httpx.Client`` over ``httpx.HTTPTransport`` against
+`XdsSyncTransport`), runs alone in a child process of its own over the same backend, sending
+``--counted-requests`` sequential requests after a warm-up:
+
+- Python function calls per request under cProfile (every thread: the sync transport's loop
+  thread too), and how many of them are in xdsclient's own modules: a count, the same on an
+  idle or a busy machine; XdsTransport's minus plain httpx's is what we add;
+- CPU per request without the profiler: the best of ``--blocks`` blocks (the least disturbed
+  by other processes), and XdsTransport's minus plain httpx's.
+
+What the difference holds: the request's plan (route, timeout, retry policy, hash), the pick,
+the attempt's bookkeeping (picker, load report, connection), the streamed body's wrapper; both
+send on an httpcore pool. The paired concurrency-64 CPU difference (``--pairs``) is printed
+too, for comparison: it moves with the machine's load. ``--sync`` also runs ``bench/sync.py``
+(latency and throughput of the sync clients, 1 and 32 threads) in the same run.
 
     python bench/http.py [--rounds 6] [--latency-requests 300] [--throughput-requests 1500]
+                         [--counted-requests 300] [--blocks 5] [--sync] [--before DIR]
+
+``--before DIR`` counts the XdsTransport and sync rows again with the xdsclient found in
+``DIR`` (another checkout's root, e.g. ``git archive``'d from main) first on the path: before
+and after in one run.
 
 (Run as a script, this file's folder comes first on ``sys.path``, where its own name would
 hide the standard library's ``http`` from httpx: it takes itself off before importing httpx.)
@@ -35,10 +49,14 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import json
 import os
 import pstats
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -50,7 +68,9 @@ import attrs
 import httpx
 
 from xdsclient import XdsClient
-from xdsclient.httpx import XdsTransport
+from xdsclient.httpx import XdsSyncTransport, XdsTransport
+from xdsclient.httpx._sync import BridgedTransport
+from xdsclient.sync import LoopThread, SyncXdsClient
 from xdsclient.testing import ControlPlane, builders
 
 LISTENER = "bench"
@@ -149,7 +169,18 @@ class Sample:
 
 async def run(args: argparse.Namespace) -> None:
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
-    async with backend() as port, ControlPlane() as plane:
+    async with backend() as port:
+        if args.only in (None, "timed"):
+            await timed(port, limits, args)
+        rows = counted(port, args) if args.only in (None, "counted") else {}
+        if args.instructions or args.only == "instructions":
+            plain = rows.get(("async", "plain"))
+            instructions(port, args, plain["cpu"] if plain is not None else None)
+
+
+async def timed(port: int, limits: httpx.Limits, args: argparse.Namespace) -> None:
+    """The first table: latency and throughput, interleaved."""
+    async with ControlPlane() as plane:
         plane.set_all(resources(port))
         async with (
             XdsClient(plane.address, node_id="bench") as client,
@@ -180,28 +211,12 @@ async def measure(requests: dict[str, Callable[[], Awaitable[None]]], args: Any)
     extra = await paired_cpu(
         requests["plain"], requests["XdsTransport"], args.pairs, args.throughput_requests // 3
     )
-    if args.profile:
-        counts = {name: await calls_per_request(request, 300) for name, request in requests.items()}
-        print(
-            "Python function calls per request: "
-            + ", ".join(f"{name} {count:.0f}" for name, count in counts.items())
-            + f"; XdsTransport adds {counts['XdsTransport'] - counts['plain']:.0f}"
-        )
     print(
-        f"\nour CPU per request (XdsTransport minus plain httpx, median of {args.pairs} pairs): "
+        f"\npaired CPU per request at concurrency {CONCURRENCY} (XdsTransport minus plain httpx, "
+        f"median of {args.pairs} pairs; moves with the machine's load): "
         f"{statistics.median(extra) * 1e6:.1f} us "
         f"(quartiles {percentile(extra, 0.25) * 1e6:.1f} to {percentile(extra, 0.75) * 1e6:.1f})"
     )
-
-
-async def calls_per_request(request: Callable[[], Awaitable[None]], count: int) -> float:
-    """Python function calls per request of ``count`` sequential requests, under cProfile."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(count):
-        await request()
-    profiler.disable()
-    return float(pstats.Stats(profiler).total_calls) / count  # type: ignore[attr-defined]
 
 
 def report(names: list[str], rounds: list[dict[str, Sample]], args: Any) -> None:
@@ -249,14 +264,293 @@ async def paired_cpu(
     return extra
 
 
+# --- what we add, counted: each client alone in a child process ---
+
+#: (mode, client) of each counted row, the plain client of a mode first (the bridge: the sync
+#: transport's bridge over httpx's own async transport, what `XdsSyncTransport` adds to)
+COUNTED = (
+    ("async", "plain"),
+    ("async", "XdsTransport"),
+    ("sync", "plain"),
+    ("sync", "bridge"),
+    ("sync", "XdsSyncTransport"),
+)
+_OURS = os.sep + "xdsclient" + os.sep
+
+
+def counted(port: int, args: argparse.Namespace) -> dict[tuple[str, str], dict[str, float]]:
+    """The second table: each client in a child process of its own (`child`)."""
+    rows = {}
+    runs: list[tuple[str, str, str | None]] = [(mode, client, None) for mode, client in COUNTED]
+    if args.before:  # the same rows of another checkout's xdsclient, in this run
+        runs += [
+            (mode, f"{client} (before)", args.before)
+            for mode, client in COUNTED
+            if client != "plain"
+        ]
+    for mode, client, path in runs:
+        command = [sys.executable, os.path.abspath(__file__), "--child", f"{mode}:{client}"]
+        command += ["--port", str(port), "--counted-requests", str(args.counted_requests)]
+        command += ["--blocks", str(args.blocks)]
+        env = dict(os.environ)
+        if path is not None:  # in place of this checkout: as long a path to search
+            env["PYTHONPATH"] = path
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        if done.returncode != 0:
+            raise RuntimeError(f"{mode} {client}: {done.stderr.strip().splitlines()[-1:]}")
+        rows[mode, client] = json.loads(done.stdout)
+    print(
+        f"\nwhat we add, each client alone in a process ({args.counted_requests} sequential "
+        f"requests; calls: under cProfile, every thread; CPU: the best of {args.blocks} blocks, "
+        "no profiler)\n"
+    )
+    print(
+        "| mode | client | Python calls/request | in xdsclient | calls added "
+        "| CPU us/request | CPU added us | added calls at plain's us/call |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for mode, client, _ in runs:
+        row = rows[mode, client]
+        added = cpu = estimate = ""
+        if client != "plain":  # over httpx's own async transport: plain async, or the bridge
+            base = rows[mode, "plain" if mode == "async" or "bridge" in client else "bridge"]
+            added = f"{row['calls'] - base['calls']:.0f}"
+            cpu = f"{row['cpu'] - base['cpu']:.1f}"
+            estimate = f"{(row['calls'] - base['calls']) * base['cpu'] / base['calls']:.1f}"
+        print(
+            f"| {mode} | {client} | {row['calls']:.0f} | {row['ours']:.0f} | {added} "
+            f"| {row['cpu']:.1f} | {cpu} | {estimate} |"
+        )
+    print(
+        "\n(added: over plain httpx for async and for the bridge; over the bridge, which is "
+        "httpx's own async transport run for a sync client, for XdsSyncTransport. The last "
+        "column prices the added calls at the base's CPU per call, this run: a count times "
+        "a rate, steadier than the difference of two CPU times)"
+    )
+    return rows
+
+
+def child(which: str, port: int, args: argparse.Namespace) -> None:
+    """One counted row: print {calls, ours, cpu} per request as JSON."""
+    mode, client = which.split(":")
+    client = client.removesuffix(" (before)")
+    if mode == "instructions":
+        _child_instructions(client, port, args.counted_requests)
+        return
+    if mode == "async":
+        result = asyncio.run(_child_async(client, port, args))
+    else:
+        result = _child_sync(client, port, args)
+    print(json.dumps(result))
+
+
+async def _child_async(client: str, port: int, args: argparse.Namespace) -> dict[str, float]:
+    if client == "plain":
+        async with httpx.AsyncClient() as http:
+            return await _counted_async(requester(http, f"http://127.0.0.1:{port}/bench"), args)
+    async with ControlPlane() as plane:
+        plane.set_all(resources(port))
+        async with (
+            XdsClient(plane.address, node_id="bench") as xds,
+            XdsTransport(LISTENER, client=xds) as transport,
+            httpx.AsyncClient(transport=transport) as http,
+        ):
+            return await _counted_async(requester(http, "http://bench.svc/bench"), args)
+
+
+async def _counted_async(
+    request: Callable[[], Awaitable[None]], args: argparse.Namespace
+) -> dict[str, float]:
+    count = args.counted_requests
+    for _ in range(50):
+        await request()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(count):
+        await request()
+    profiler.disable()
+    best = float("inf")
+    for _ in range(args.blocks):
+        cpu = time.process_time()
+        for _ in range(count):
+            await request()
+        best = min(best, time.process_time() - cpu)
+    return {**_calls([profiler], count), "cpu": best / count * 1e6}
+
+
+def _child_sync(client: str, port: int, args: argparse.Namespace) -> dict[str, float]:
+    if client == "plain":
+        with httpx.Client() as http:
+            return _counted_sync(http, f"http://127.0.0.1:{port}/bench", None, args)
+    if client == "bridge":
+        bridge = BridgedTransport(httpx.AsyncHTTPTransport)
+        with httpx.Client(transport=bridge) as http:
+            return _counted_sync(http, f"http://127.0.0.1:{port}/bench", bridge, args)
+    with contextlib.ExitStack() as stack:
+        thread = stack.enter_context(LoopThread(name="bench-control-plane"))
+        plane = thread.run(_started_plane(port))
+        stack.callback(lambda: thread.run(plane.stop()))
+        xds = stack.enter_context(SyncXdsClient(plane.address, node_id="bench"))
+        transport = XdsSyncTransport(LISTENER, client=xds)
+        http = stack.enter_context(httpx.Client(transport=transport))
+        return _counted_sync(http, "http://bench.svc/bench", transport, args)
+
+
+async def _started_plane(port: int) -> ControlPlane:
+    plane = ControlPlane()
+    await plane.start()
+    plane.set_all(resources(port))
+    return plane
+
+
+def _counted_sync(
+    http: httpx.Client, url: str, transport: BridgedTransport | None, args: argparse.Namespace
+) -> dict[str, float]:
+    count = args.counted_requests
+
+    def request() -> None:
+        response = http.get(url)
+        if response.status_code != 200:
+            raise RuntimeError(f"{url}: {response.status_code} {response.text}")
+
+    for _ in range(50):
+        request()
+    profilers = [cProfile.Profile()]
+    if transport is not None:  # its loop thread runs the async transport
+        profilers.append(cProfile.Profile())
+        transport.loop_thread.run(_enable(profilers[1]))
+    profilers[0].enable()
+    for _ in range(count):
+        request()
+    profilers[0].disable()
+    if transport is not None:
+        transport.loop_thread.run(_disable(profilers[1]))
+    best = float("inf")
+    for _ in range(args.blocks):
+        cpu = time.process_time()
+        for _ in range(count):
+            request()
+        best = min(best, time.process_time() - cpu)
+    return {**_calls(profilers, count), "cpu": best / count * 1e6}
+
+
+async def _enable(profiler: cProfile.Profile) -> None:
+    profiler.enable()
+
+
+async def _disable(profiler: cProfile.Profile) -> None:
+    profiler.disable()
+
+
+def _calls(profilers: list[cProfile.Profile], count: int) -> dict[str, float]:
+    """Calls per request in all, and in xdsclient's own modules."""
+    total = ours = 0
+    for profiler in profilers:
+        stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+        for (filename, _, _), (_, calls, *_rest) in stats.items():
+            total += calls
+            if _OURS in filename:
+                ours += calls
+    return {"calls": total / count, "ours": ours / count}
+
+
+# --- instructions per request, with callgrind (async clients only) ---
+
+
+def instructions(port: int, args: argparse.Namespace, plain_cpu: float | None) -> None:
+    """The third table: each async client's instructions per request under callgrind, counted
+    only inside ``sys.call_tracing`` (the requests; not the set-up, nor the backend, another
+    process): the machine's load does not change them. With ``plain_cpu`` (plain httpx's best
+    CPU per request of the counted table), the added share is priced in microseconds."""
+    runs: list[tuple[str, str | None]] = [("plain", None), ("XdsTransport", None)]
+    if args.before:
+        runs.append(("XdsTransport (before)", args.before))
+    counts = {}
+    for client, path in runs:
+        with tempfile.TemporaryDirectory() as folder:
+            command = [
+                "valgrind", "--tool=callgrind", "--collect-atstart=no",
+                "--toggle-collect=sys_call_tracing", f"--callgrind-out-file={folder}/out",
+                sys.executable, os.path.abspath(__file__), "--child", f"instructions:{client}",
+                "--port", str(port), "--counted-requests", str(args.instruction_requests),
+            ]  # fmt: skip
+            env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise RuntimeError(f"callgrind {client}: {done.stderr.strip().splitlines()[-1:]}")
+        counts[client] = int(found.group(1).replace(",", "")) / args.instruction_requests
+    plain = counts["plain"]
+    print(f"\ninstructions per request, callgrind, {args.instruction_requests} async requests\n")
+    print("| client | instructions/request | added | added / plain's | at plain's CPU, us |")
+    print("|---|---:|---:|---:|---:|")
+    for client, count in counts.items():
+        added = share = micros = ""
+        if client != "plain":
+            added = f"{count - plain:,.0f}"
+            share = f"{(count - plain) / plain:.1%}"
+            if plain_cpu is not None:
+                micros = f"{(count - plain) / plain * plain_cpu:.1f}"
+        print(f"| {client} | {count:,.0f} | {added} | {share} | {micros} |")
+
+
+def _child_instructions(client: str, port: int, count: int) -> None:
+    loop = asyncio.new_event_loop()
+    stack = contextlib.AsyncExitStack()
+    request = loop.run_until_complete(_opened(stack, client, port))
+    loop.run_until_complete(_requests(request, 50))
+    sys.call_tracing(loop.run_until_complete, (_requests(request, count),))
+    loop.run_until_complete(stack.aclose())
+    loop.close()
+
+
+async def _opened(
+    stack: contextlib.AsyncExitStack, client: str, port: int
+) -> Callable[[], Awaitable[None]]:
+    if client == "plain":
+        http = await stack.enter_async_context(httpx.AsyncClient())
+        return requester(http, f"http://127.0.0.1:{port}/bench")
+    plane = await stack.enter_async_context(ControlPlane())
+    plane.set_all(resources(port))
+    xds = await stack.enter_async_context(XdsClient(plane.address, node_id="bench"))
+    transport = await stack.enter_async_context(XdsTransport(LISTENER, client=xds))
+    http = await stack.enter_async_context(httpx.AsyncClient(transport=transport))
+    return requester(http, "http://bench.svc/bench")
+
+
+async def _requests(request: Callable[[], Awaitable[None]], count: int) -> None:
+    for _ in range(count):
+        await request()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--latency-requests", type=int, default=300)
     parser.add_argument("--throughput-requests", type=int, default=1500)
     parser.add_argument("--pairs", type=int, default=10, help="paired runs for our CPU")
-    parser.add_argument("--profile", action="store_true", help="function calls per request")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--counted-requests", type=int, default=300)
+    parser.add_argument("--blocks", type=int, default=5, help="CPU blocks per counted row")
+    parser.add_argument("--sync", action="store_true", help="run bench/sync.py too")
+    parser.add_argument("--before", help="a checkout of xdsclient to count too (its root)")
+    parser.add_argument(
+        "--only", choices=("timed", "counted", "instructions"), help="one of the tables"
+    )
+    parser.add_argument(
+        "--instructions", action="store_true", help="callgrind's instructions too (valgrind)"
+    )
+    parser.add_argument("--instruction-requests", type=int, default=100)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.port, args)
+        return
+    asyncio.run(run(args))
+    if args.sync:
+        sync = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sync.py")
+        print("\nbench/sync.py, in the same run:\n", flush=True)
+        subprocess.run([sys.executable, sync, "--rounds", "2"], check=True)
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ class HttpRetryState:
             return Finish(status=outcome.status, at=now, reply=outcome.reply)
         if outcome.timed_out and self.deadline is not None and now >= self.deadline:
             return timeout_finish(now)  # the route's timeout, not the per-try one
-        if outcome.committed or not self._would_retry(outcome) or self.retries_left <= 0:
+        if self.retries_left <= 0 or outcome.committed or not self._would_retry(outcome):
             return self._final(outcome, now)
         self.retries_left -= 1
         at = now + self._backoff(rng)

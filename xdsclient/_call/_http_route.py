@@ -31,6 +31,13 @@ decides per request, following Envoy's router (``source/common/router/router.cc`
   are not expanded. The retry headers the router consumes (``x-envoy-retry-on``,
   ``x-envoy-max-retries``) are removed. The result is given as "remove these names, then
   add these pairs" (`apply_header_changes`).
+
+Why a memo (`RouteMemo`, one per configuration): most requests of a service go to a few
+(authority, path) pairs, and a route whose choice depends on nothing else (no runtime
+fraction, no header matcher on any route looked at up to it, one ``cluster``) chooses the same
+way every time; the memo keeps that choice, so such a request skips the virtual host and route
+walk. Header changes are still worked out per request (they depend on the request's headers),
+and so is everything random or header-dependent: those routes are never memoized.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from ..resources import (
     RouteAction,
     RouteActionType,
     RouteConfigurationView,
+    RouteMatch,
     VirtualHost,
     http_route_matches,
     redirect_location,
@@ -60,7 +68,9 @@ from ._route import RouteChoice
 
 __all__ = [
     "CONSUMED_HEADERS",
+    "MEMO_LIMIT",
     "HttpRoute",
+    "RouteMemo",
     "apply_header_changes",
     "route_http",
 ]
@@ -70,6 +80,8 @@ CONSUMED_HEADERS = ("x-envoy-retry-on", "x-envoy-max-retries")
 _PPM = 1_000_000
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 Pairs = tuple[tuple[str, str], ...]
+#: How many (authority, path) choices a `RouteMemo` keeps (the oldest go first).
+MEMO_LIMIT = 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -90,14 +102,22 @@ def route_http(
     rng: random.Random,
     *,
     source: str,
+    memo: RouteMemo | None = None,
 ) -> HttpRoute | LocalReply:
-    """Route ``call`` by ``routes`` (``source`` names them in errors: ``RDS resource x``)."""
+    """Route ``call`` by ``routes`` (``source`` names them in errors: ``RDS resource x``),
+    through ``memo`` (of these ``routes``) when given."""
+    key = (call.authority, call.path)
+    if memo is not None:
+        memo.use(routes)
+        hit = memo.get(key)
+        if hit is not None:
+            return _with_headers(hit, call)
     vhost = routes.http_virtual_host_for(call.authority)
     if vhost is None:
         return LocalReply.error(
             404, f"{source}: no virtual host matches the authority {call.authority}"
         )
-    route = _first_match(vhost, call, rng)
+    route, stable = _first_match(vhost, call, rng, memo)
     if route is None:
         return LocalReply.error(
             404,
@@ -121,31 +141,107 @@ def route_http(
     chosen = _cluster(routes, vhost, route, call, rng, source)
     if isinstance(chosen, LocalReply):
         return chosen
-    remove, add = header_changes(call.metadata, _levels(route, vhost, routes), call.headers)
     path = call.path
     if action.prefix_rewrite or action.regex_rewrite is not None:
         path = rewrite_path(route, path)
-    return HttpRoute(
-        choice=chosen,
-        path=path,
-        authority=action.host_rewrite_literal or call.authority,
-        headers_to_remove=remove,
-        headers_to_add=add,
+    choice = _Choice(
+        route=HttpRoute(
+            choice=chosen, path=path, authority=action.host_rewrite_literal or call.authority
+        ),
+        levels=tuple(_levels(route, vhost, routes)),
     )
+    if memo is not None and stable and action.cluster:
+        memo.put(key, choice)
+    return _with_headers(choice, call)
 
 
-def _first_match(vhost: VirtualHost, call: CallRequest, rng: random.Random) -> Route | None:
+class _Choice:
+    """A route choice without the request's header changes, and the levels that make them."""
+
+    __slots__ = ("levels", "route")
+
+    def __init__(self, *, route: HttpRoute, levels: tuple[Level, ...]) -> None:
+        self.route = route
+        self.levels = levels
+
+
+def _with_headers(choice: _Choice, call: CallRequest) -> HttpRoute:
+    """``choice`` with ``call``'s header changes (none, the usual request: shared as is)."""
+    view = call.headers
+    if not choice.levels and CONSUMED_HEADERS[0] not in view and CONSUMED_HEADERS[1] not in view:
+        return choice.route
+    remove, add = header_changes(call.metadata, choice.levels, view)
+    return attrs.evolve(choice.route, headers_to_remove=remove, headers_to_add=add)
+
+
+class RouteMemo:
+    """The route choices of one route configuration by (authority, path), for the routes
+    whose choice depends on nothing else (see the module's docstring); at most ``limit``,
+    the oldest dropped first. Given another route configuration (`use`), it starts again."""
+
+    __slots__ = ("_choices", "_paths", "_routes", "limit")
+
+    def __init__(self, limit: int = MEMO_LIMIT) -> None:
+        self._choices: dict[tuple[str, str], _Choice] = {}
+        #: each route's match without its header matchers and runtime fraction, by the id of
+        #: the route (one of ``_routes``': they live as long as it is used)
+        self._paths: dict[int, RouteMatch] = {}
+        self._routes: RouteConfigurationView | None = None
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self._choices)
+
+    def use(self, routes: RouteConfigurationView) -> None:
+        """Route by ``routes`` from now on (the choices of others are forgotten)."""
+        if routes is not self._routes:
+            self._routes = routes
+            self._choices.clear()
+            self._paths.clear()
+
+    def get(self, key: tuple[str, str]) -> _Choice | None:
+        """The choice kept for ``key``."""
+        return self._choices.get(key)
+
+    def put(self, key: tuple[str, str], choice: _Choice) -> None:
+        """Keep ``choice`` for ``key``."""
+        choices = self._choices
+        if len(choices) >= self.limit:
+            del choices[next(iter(choices))]
+        choices[key] = choice
+
+    def path_matches(self, route: Route, path: str) -> bool:
+        """Whether ``path`` meets ``route``'s match but for its header matchers and runtime
+        fraction (then those decided it, and the choice depends on more than the path)."""
+        match = self._paths.get(id(route))
+        if match is None:
+            match = attrs.evolve(route.match, headers=(), runtime_fraction_ppm=None)
+            self._paths[id(route)] = match
+        return http_route_matches(match, path, _NO_HEADERS, 0)
+
+
+def _first_match(
+    vhost: VirtualHost, call: CallRequest, rng: random.Random, memo: RouteMemo | None
+) -> tuple[Route | None, bool]:
     """`match_http_route`'s rules over the request's own header view: one roll per request
-    for every runtime fraction, drawn only when a route has one."""
+    for every runtime fraction, drawn only when a route has one; and (with a ``memo``)
+    whether the answer depends on the authority and path alone: no route whose path matched
+    on the way has header matchers or a runtime fraction."""
     path = call.path
     roll = -1
+    stable = memo is not None
     for route in vhost.http_routes:
         match = route.match
-        if roll < 0 and match.runtime_fraction_ppm is not None:
-            roll = rng.randrange(_PPM)
+        varies = bool(match.headers)
+        if match.runtime_fraction_ppm is not None:
+            varies = True
+            if roll < 0:
+                roll = rng.randrange(_PPM)
         if http_route_matches(match, path, call.headers if match.headers else _NO_HEADERS, roll):
-            return route
-    return None
+            return route, stable and not varies
+        if varies and stable and memo is not None and memo.path_matches(route, path):
+            stable = False  # its headers or the roll turned it down: another request's may not
+    return None, stable
 
 
 def _cluster(
@@ -209,7 +305,9 @@ def _levels(route: Route, vhost: VirtualHost, routes: RouteConfigurationView) ->
 
 
 def header_changes(
-    metadata: Iterable[tuple[str, str | bytes]], levels: list[Level], view: Mapping[str, str]
+    metadata: Iterable[tuple[str, str | bytes]],
+    levels: Iterable[Level],
+    view: Mapping[str, str],
 ) -> tuple[tuple[str, ...], Pairs]:
     """The names to remove and the pairs to add that turn the request's headers into what
     Envoy's header mutations at ``levels`` (in order) make of them, with the consumed retry

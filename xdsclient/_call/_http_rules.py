@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import random
 
-from ..resources import DEFAULT_ROUTE_TIMEOUT
+from ..resources import DEFAULT_ROUTE_TIMEOUT, RouteConfigurationView
 from ._config import CallConfig
 from ._fault import FaultDecision
 from ._http_hash import http_request_hash
 from ._http_retry import HttpRetryState, timeout_finish
-from ._http_route import HttpRoute, route_http
+from ._http_route import HttpRoute, RouteMemo, route_http
 from ._reply import LocalReply, code_of_http
 from ._request import CallRequest
 from ._retry import Finish
@@ -51,9 +51,20 @@ def route_timeout(timeout: float | None) -> float | None:
 
 
 class HttpRules(CallRules):
-    """Envoy's HTTP router (see the module's docstring)."""
+    """Envoy's HTTP router (see the module's docstring). With a ``memo`` (`memoized`: one per
+    configuration), route choices that depend on the authority and path alone are kept."""
 
-    __slots__ = ()
+    __slots__ = ("_last", "_memo")
+
+    def __init__(self, name: str = "HTTP", *, memo: RouteMemo | None = None) -> None:
+        super().__init__(name)
+        self._memo = memo
+        #: with a memo: the last configuration, its route configuration and how errors name it
+        self._last: tuple[CallConfig, RouteConfigurationView, str] | None = None
+
+    def memoized(self) -> HttpRules:
+        """These rules with a memo of their own."""
+        return HttpRules(self.name, memo=RouteMemo())
 
     def decide(
         self,
@@ -64,16 +75,14 @@ class HttpRules(CallRules):
         now: float,
         rng: random.Random,
     ) -> None:
-        hcm = config.hcm
-        routes = hcm.route_config if hcm.route_config is not None else config.route_config
-        if routes is None:
-            raise ValueError(f"RouteConfiguration {hcm.route_config_name!r} is needed to route")
-        source = (
-            f"LDS resource {config.listener_name}"
-            if hcm.route_config is not None
-            else f"RDS resource {routes.name}"
-        )
-        routed = route_http(routes, call, rng, source=source)
+        last = self._last
+        if last is not None and last[0] is config:  # the memo's configuration: known
+            routes, source = last[1], last[2]
+        else:
+            routes, source = _routes_of(config)
+            if self._memo is not None:
+                self._last = (config, routes, source)
+        routed = route_http(routes, call, rng, source=source, memo=self._memo)
         if isinstance(routed, LocalReply):
             plan.decided(
                 choice=None,
@@ -132,6 +141,18 @@ class HttpRules(CallRules):
                 ),
             )
         return Finish(status=abort, at=at, reply=reply)
+
+
+def _routes_of(config: CallConfig) -> tuple[RouteConfigurationView, str]:
+    """The route configuration ``config`` routes by, and how errors name it (``RDS resource
+    <name>``, or ``LDS resource <listener>`` for routes inline in the listener)."""
+    hcm = config.hcm
+    routes = hcm.route_config if hcm.route_config is not None else config.route_config
+    if routes is None:
+        raise ValueError(f"RouteConfiguration {hcm.route_config_name!r} is needed to route")
+    if hcm.route_config is not None:
+        return routes, f"LDS resource {config.listener_name}"
+    return routes, f"RDS resource {routes.name}"
 
 
 def _status_of(reply: LocalReply) -> Status:

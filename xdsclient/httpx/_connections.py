@@ -19,7 +19,6 @@ back in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import ssl
 import time
@@ -35,7 +34,7 @@ from ._connectivity import Backoff, ConnectEvent, EndpointConnectivity
 from ._network import Opener
 from ._tls import TlsContexts
 
-__all__ = ["HttpConnection", "HttpConnections", "Slot"]
+__all__ = ["HttpConnection", "HttpConnections", "ResponseBody", "Slot", "unchecked_request"]
 
 OnState = Callable[[EndpointKey, ConnectivityState], None]
 #: an endpoint and the TLS policy its pool follows (None: plaintext)
@@ -44,6 +43,7 @@ Slot = tuple[EndpointKey, TlsPolicy | None]
 #: httpx's defaults
 DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 DEFAULT_TIMEOUT = httpx.Timeout(5.0)
+_DEFAULT_TIMEOUTS = DEFAULT_TIMEOUT.as_dict()
 
 
 class Clock(Protocol):
@@ -71,6 +71,7 @@ class HttpConnection:
 
     __slots__ = (
         "_backoff_task",
+        "_host",
         "_owner",
         "closed",
         "connectivity",
@@ -87,6 +88,7 @@ class HttpConnection:
         self._owner = owner
         self.slot = slot
         self.key, self.policy = slot
+        self._host = self.key[0].encode("ascii")
         #: requests running on this pool (their responses not yet closed)
         self.requests = 0
         self.held = False
@@ -113,65 +115,123 @@ class HttpConnection:
         each of httpcore's timeouts. The response's body is not read yet; closing it ends the
         request. httpcore's errors come out as httpx's (a failed TLS check is a
         ``ConnectError``, and so is a send on a connection already closed: ask `connect` for
-        the endpoint's current one)."""
+        the endpoint's current one). In three steps for a caller that awaits the pool itself
+        (one coroutine fewer per request): `begin`, ``pool.handle_async_request``, then
+        `response`, or `failed` for what it raised."""
+        core = self.begin(request, timeout)
+        try:
+            response = await self.pool.handle_async_request(core)
+        except BaseException as error:
+            raise self.failed(error, request)  # noqa: B904 - failed() gives its cause
+        return self.response(response, request)
+
+    def begin(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
+        """A request starts on this pool: what to give ``pool.handle_async_request``."""
         if self.closed:
             host, port = self.key
             raise httpx.ConnectError(f"the connection to {host}:{port} is closed", request=request)
+        self._owner.request_started(self)
+        return self._core(request, timeout)
+
+    def failed(self, error: BaseException, request: httpx.Request) -> BaseException:
+        """The pool raised ``error`` for ``request``: the request ended; what to raise
+        (httpcore's errors as httpx's, caused by them)."""
+        self._owner.request_ended(self)
+        if isinstance(error, _HTTPCORE_ERRORS):
+            mapped = _mapped(error, request)
+            mapped.__cause__ = error
+            return mapped
+        return error
+
+    def response(self, response: httpcore.Response, request: httpx.Request) -> httpx.Response:
+        """The pool's ``response`` to ``request``, its body ending the request when closed."""
         owner = self._owner
-        owner.request_started(self)
-        try:
-            with _mapped(request):
-                response = await self.pool.handle_async_request(self._core(request, timeout))
-        except BaseException:
-            owner.request_ended(self)
-            raise
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(response.stream, request, lambda: owner.request_ended(self)),
+            stream=ResponseBody(response.stream, request, lambda: owner.request_ended(self)),
             extensions=response.extensions,
             request=request,
         )
 
     def _core(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
-        host, port = self.key
-        url = httpcore.URL(
-            scheme=self.scheme, host=host.encode("ascii"), port=port, target=request.url.raw_path
-        )
-        timeouts = dict(request.extensions.get("timeout") or DEFAULT_TIMEOUT.as_dict())
+        extensions = request.extensions
+        timeouts = extensions.get("timeout") or _DEFAULT_TIMEOUTS
         if timeout is not None:
-            for name, value in timeouts.items():
-                timeouts[name] = timeout if value is None else min(value, timeout)
-        return httpcore.Request(
-            method=request.method.encode("ascii"),
-            url=url,
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions={**request.extensions, "timeout": timeouts},
+            timeouts = {
+                name: timeout if value is None else min(value, timeout)
+                for name, value in timeouts.items()
+            }
+        extensions = {**extensions, "timeout": timeouts}
+        method = request.method.encode("ascii")
+        target = request.url.raw_path
+        if "target" in extensions:  # the caller's own target: httpcore's checks and rules
+            url = httpcore.URL(scheme=self.scheme, host=self._host, port=self.key[1], target=target)
+            return httpcore.Request(
+                method, url, headers=request.headers.raw, content=request.stream,
+                extensions=extensions,
+            )  # fmt: skip
+        return unchecked_request(
+            method, self.scheme, self._host, self.key[1], target, request, extensions
         )
 
 
-class _Body(httpx.AsyncByteStream):
-    """A response's body: httpcore's errors as httpx's; closing it ends the request once."""
+def unchecked_request(
+    method: bytes,
+    scheme: bytes,
+    host: bytes,
+    port: int,
+    target: bytes,
+    request: httpx.Request,
+    extensions: dict[str, Any],
+) -> httpcore.Request:
+    """The httpcore request httpx's own transport makes of ``request`` (a valid httpx request:
+    bytes method, URL parts and headers, a byte stream), to ``host``:``port``, without
+    checking again what httpx checked (``httpcore.Request`` and ``httpcore.URL`` only convert
+    and check types: every part here is already of the type they convert to)."""
+    url = object.__new__(httpcore.URL)
+    url.scheme, url.host, url.port, url.target = scheme, host, port, target
+    core = object.__new__(httpcore.Request)
+    core.method, core.url, core.headers = method, url, request.headers.raw
+    core.stream, core.extensions = request.stream, extensions
+    return core
+
+
+class ResponseBody(httpx.AsyncByteStream):
+    """A response's body: httpcore's errors as httpx's; closing it ends the request once and
+    then tells ``on_close`` (when set: the exchange's attempt) whether the body was ``cut``
+    short (reading it failed or was cancelled). One wrapper for the connection and the
+    exchange: one layer per chunk."""
 
     def __init__(self, stream: Any, request: httpx.Request, ended: Callable[[], None]) -> None:
         self._stream = stream
         self._request = request
         self._ended: Callable[[], None] | None = ended
+        self.cut = False
+        self.on_close: Callable[[bool], None] | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _mapped(self._request):
+        try:
             async for chunk in self._stream:
                 yield chunk
+        except _HTTPCORE_ERRORS as error:
+            self.cut = True  # a reset
+            raise _mapped(error, self._request) from error
+        except asyncio.CancelledError:
+            self.cut = True
+            raise
 
     async def aclose(self) -> None:
         try:
-            with _mapped(self._request):
-                await self._stream.aclose()
+            await self._stream.aclose()
+        except _HTTPCORE_ERRORS as error:
+            raise _mapped(error, self._request) from error
         finally:
             ended, self._ended = self._ended, None
             if ended is not None:
                 ended()
+                if self.on_close is not None:
+                    self.on_close(self.cut)
 
 
 _ERRORS: dict[type[Exception], type[httpx.RequestError]] = {
@@ -191,17 +251,22 @@ _ERRORS: dict[type[Exception], type[httpx.RequestError]] = {
 }
 
 
-@contextlib.contextmanager
-def _mapped(request: httpx.Request) -> Any:
-    """httpcore's exceptions raised inside as httpx's, with the same message."""
-    try:
-        yield
-    except Exception as error:
-        for kind in type(error).__mro__:
-            mapped = _ERRORS.get(kind)
-            if mapped is not None:
-                raise mapped(str(error), request=request) from error
-        raise
+#: the roots of every error `_ERRORS` maps
+_HTTPCORE_ERRORS = (
+    httpcore.ProtocolError,
+    httpcore.NetworkError,
+    httpcore.TimeoutException,
+    httpcore.UnsupportedProtocol,
+)
+
+
+def _mapped(error: BaseException, request: httpx.Request) -> httpx.RequestError:
+    """httpcore's ``error`` as httpx's, with the same message."""
+    for kind in type(error).__mro__:
+        mapped = _ERRORS.get(kind)
+        if mapped is not None:
+            return mapped(str(error), request=request)
+    raise AssertionError(f"not one of httpcore's errors: {error!r}")  # pragma: no cover
 
 
 class HttpConnections:

@@ -11,6 +11,13 @@ virtual host on demand (the request waits for it; the client's does-not-exist ti
 wait, and a host the server does not know answers 404). A watch no request used for
 ``idle_timeout`` seconds is released (its subscriptions go with it).
 
+Why a cap on the watches (``max_authorities``): Envoy routes every request by one table, but
+here each Host a request names costs a config watch (and, with VHDS, a request to the server),
+so a flood of made-up Host headers would grow them without bound. At the cap, a new authority
+takes the place of the least recently used watch no request is running on (released at once,
+as an idle one would be later); when every watch has a request running, the new authority is
+answered 503 naming the cap, and its watch is not made.
+
 Why one picker over the union: clusters are global in Envoy (its cluster manager), so one
 outlier detector, one circuit breaker and one set of connection states serve every virtual
 host that routes to a cluster. The picker follows a snapshot made of the clusters of every
@@ -35,7 +42,16 @@ import attrs
 import httpx
 
 from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
-from .._call import ActiveFaults, CallConfig, Code, LocalReply, Status
+from .._call import (
+    HTTP_RULES,
+    ActiveFaults,
+    CallConfig,
+    CallRules,
+    Code,
+    HttpRules,
+    LocalReply,
+    Status,
+)
 from .._plane import PlaneCore, resource_details
 from .._plane._tls_policy import TlsError
 from .._settings._targets import listener_for
@@ -44,7 +60,7 @@ from ..resources import LISTENER, ROUTE_CONFIGURATION, ListenerView, RouteConfig
 from ._connections import DEFAULT_LIMITS, HttpConnection, HttpConnections
 from ._tls import TlsContexts, cluster_security
 
-__all__ = ["ACTIVE_FAULTS", "HttpCore", "RouteWatch"]
+__all__ = ["ACTIVE_FAULTS", "IDLE_TIMEOUT", "MAX_AUTHORITIES", "HttpCore", "RouteWatch"]
 
 logger = logging.getLogger("xdsclient.httpx")
 
@@ -53,18 +69,31 @@ logger = logging.getLogger("xdsclient.httpx")
 ACTIVE_FAULTS = ActiveFaults()
 #: How long an authority's config watch outlives its last request, by default (seconds).
 IDLE_TIMEOUT = 300.0
+#: How many authorities (config watches) one transport keeps at once, by default.
+MAX_AUTHORITIES = 1000
 
 
 class RouteWatch:
     """One authority's configuration: its config watch and the latest answer."""
 
-    __slots__ = ("authority", "config", "in_flight", "reply", "snapshot", "used", "watch")
+    __slots__ = (
+        "authority",
+        "config",
+        "in_flight",
+        "reply",
+        "rules",
+        "snapshot",
+        "used",
+        "watch",
+    )
 
     def __init__(self, authority: str, now: float) -> None:
         self.authority = authority
         self.watch: Any = None
         #: what requests route by; None until the first snapshot and after an error
         self.config: CallConfig | None = None
+        #: Envoy's HTTP rules with a route memo of ``config``'s own (made with it)
+        self.rules: CallRules = HTTP_RULES
         self.snapshot: XdsConfig | None = None
         #: the answer while there is no configuration (404, 503), None before the first update
         self.reply: LocalReply | None = None
@@ -91,10 +120,14 @@ class HttpCore(PlaneCore):
         http2: bool = False,
         limits: httpx.Limits = DEFAULT_LIMITS,
         idle_timeout: float = IDLE_TIMEOUT,
+        max_authorities: int = MAX_AUTHORITIES,
     ) -> None:
+        if max_authorities < 1:
+            raise ValueError(f"max_authorities must be at least 1, not {max_authorities}")
         super().__init__(client, owns_client=owns_client, rng=rng, clock=clock)
         self.listener = listener
         self.idle_timeout = idle_timeout
+        self.max_authorities = max_authorities
         #: each cluster's TLS policy and the bootstrap's certificates (as the gRPC channel's)
         self.security = cluster_security(client.config.certificate_providers)
         self.connections = HttpConnections(
@@ -191,6 +224,8 @@ class HttpCore(PlaneCore):
         if self.error is not None:
             return RouteWatch(authority, self.clock()), self.error
         route = self.route(authority)
+        if route.config is not None and not self.closed:  # the usual request: no wait
+            return route, route.config
 
         def answer() -> CallConfig | LocalReply | None:
             return route.config if route.config is not None else route.reply
@@ -206,6 +241,15 @@ class HttpCore(PlaneCore):
             self._sweep(now)
         route = self._routes.get(authority)
         if route is None:
+            if len(self._routes) >= self.max_authorities and not self._release_least_used():
+                route = RouteWatch(authority, now)  # not kept: the answer is the cap's
+                route.reply = LocalReply.error(
+                    503,
+                    f"listener {self.listener}: {authority} not routed: the transport has a "
+                    f"request running on each of its {len(self._routes)} authorities, "
+                    f"its max_authorities",
+                )
+                return route
             route = self._routes[authority] = RouteWatch(authority, now)
             try:
                 route.watch = self.client.add_config_watcher(
@@ -219,6 +263,29 @@ class HttpCore(PlaneCore):
                 route.reply = LocalReply.error(503, f"listener {self.listener}: {error}")
         route.used = now
         return route
+
+    def _release_least_used(self) -> bool:
+        """Release the least recently used watch no request runs on, to make room for a new
+        authority at the cap; False when every watch has a request running."""
+        idle = [route for route in self._routes.values() if route.in_flight == 0]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda route: route.used)
+        del self._routes[oldest.authority]
+        if oldest.watch is not None:
+            oldest.watch.cancel()
+        logger.info(
+            "%s: %s released for a new authority (max_authorities %d)",
+            self.listener,
+            oldest.authority,
+            self.max_authorities,
+        )
+        self._rebuild()
+        return True
+
+    def authorities(self) -> list[str]:
+        """The authorities with a config watch, the first watched first."""
+        return list(self._routes)
 
     def _sweep(self, now: float) -> None:
         """Release the watches of authorities no request used for `idle_timeout`."""
@@ -240,6 +307,7 @@ class HttpCore(PlaneCore):
             return
         if isinstance(update, XdsConfig):
             route.config = _call_config(update)
+            route.rules = HttpRules().memoized()
             route.snapshot = update
             route.reply = None
         elif isinstance(update, XdsError):

@@ -20,14 +20,12 @@ response (502, 503 and 504 are its gateway failures), a reset, a connect failure
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import Mapping
 
 import httpx
 
 from .. import Available, Missing, XdsError
 from .._call import (
-    HTTP_RULES,
     Attempt,
     AttemptOutcome,
     CallConfig,
@@ -45,6 +43,7 @@ from .._call import (
 from .._plane import DEADLINE, PickWait
 from .._plane._tls_policy import TlsError
 from ..lb import LocalFailure, PickOutcome, PickResult
+from ._connections import ResponseBody
 from ._core import HttpCore, RouteWatch
 
 __all__ = ["Exchange", "local_response"]
@@ -101,30 +100,13 @@ class _Ending:
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
 
-
-class _Body(httpx.AsyncByteStream):
-    """The response body as it comes, ending the attempt when the caller closes it."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, ending: _Ending, ok: bool) -> None:
-        self._inner = inner
-        self._ending = ending
-        self._ok = ok
-        self._failure: LocalFailure | None = None
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._inner:
-                yield chunk
-        except (httpx.TransportError, asyncio.CancelledError):
-            self._ok = False  # the body was cut short: a reset
-            self._failure = LocalFailure.RESET
-            raise
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._ending.end(self._ok, self._failure)
+    def closed(self, cut: bool) -> None:
+        """The response's body was closed: whole (a success below 500), or ``cut`` short (a
+        reset)."""
+        if cut:
+            self.end(False, LocalFailure.RESET)
+        else:
+            self.end(self.status is not None and self.status < 500)
 
 
 class Exchange:
@@ -140,20 +122,38 @@ class Exchange:
         self._body: bytes | None = None
         #: the configuration of the request's authority
         self._route: RouteWatch | None = None
+        #: the request's Host header and path, as sent (an attempt that changes neither, nor
+        #: any header, sends the request itself)
+        self._host: str | None = None
+        self._path = ""
+        #: the request's headers by lower-case name (the call's view)
+        self._names: Mapping[str, str] | None = None
 
     async def run(self) -> httpx.Response:
-        """Drive the request to its response."""
+        """Drive the request to its response (few coroutines deep: each is entered again at
+        every resume)."""
         try:
-            return await self._drive()
+            configured = await self._configured()
+            if isinstance(configured, httpx.Response):
+                return configured
+            call, config, route = configured
+            route.in_flight += 1
+            try:
+                return await self._routed(call, config, route)
+            finally:
+                route.in_flight -= 1
         except BaseException:
             if self._plan is not None and self._plan.state is not CallState.DONE:
                 self._plan.cancel()
             await self._drop(ok=False)
             raise
 
-    async def _drive(self) -> httpx.Response:
+    async def _configured(self) -> httpx.Response | tuple[CallRequest, CallConfig, RouteWatch]:
+        """The request as a call, its authority's configuration and config watch (waited for
+        at its first request), or the local answer there is instead."""
         core, request = self._core, self._request
-        authority = request.headers.get("host") or request.url.netloc.decode("ascii")
+        self._host = request.headers.get("host")
+        authority = self._host or request.url.netloc.decode("ascii")
         wait = _timeout(request, "pool")
         deadline = None if wait is None else core.clock() + wait
         route, config = await core.call_config(authority, deadline)
@@ -168,40 +168,42 @@ class Exchange:
                 )
             return local_response(_status_reply(config))
         self._route = route
-        route.in_flight += 1
-        try:
-            return await self._routed(self._call(authority), config)
-        finally:
-            route.in_flight -= 1
+        call = self._call(authority)
+        self._names = call.headers
+        return call, config, route
 
     def _call(self, authority: str) -> CallRequest:
         request = self._request
-        path = request.url.raw_path.decode("ascii")
-        pseudo = (
+        url = request.url
+        path = self._path = url.raw_path.decode("ascii")
+        scheme = url.scheme
+        metadata = [
             (":authority", authority),
             (":method", request.method),
             (":path", path),
-            (":scheme", request.url.scheme),
-        )
-        headers = tuple(
+            (":scheme", scheme),
+        ]
+        metadata += [
             (name.decode("latin-1"), value.decode("latin-1"))
             for name, value in request.headers.raw
             if name.lower() != b"host"
-        )
+        ]
         return CallRequest(
             authority=authority,
             path=path,
-            metadata=pseudo + headers,
+            metadata=tuple(metadata),
             method=request.method,
-            scheme=request.url.scheme,
+            scheme=scheme,
             grpc_rules=False,
         )
 
-    async def _routed(self, call: CallRequest, config: CallConfig) -> httpx.Response:
+    async def _routed(
+        self, call: CallRequest, config: CallConfig, route: RouteWatch
+    ) -> httpx.Response:
         core = self._core
         now = core.clock()
         plan = self._plan = CallPlan.begin(
-            call, config, now=now, rng=core.rng, faults=core.faults, rules=HTTP_RULES
+            call, config, now=now, rng=core.rng, faults=core.faults, rules=route.rules
         )
         try:
             self._body = self._request.content
@@ -210,7 +212,11 @@ class Exchange:
         step = plan.start(now)
         while True:
             if isinstance(step, Attempt):
-                outcome = await self._attempt(step, call)
+                picked = await self._picked(step, call)
+                if isinstance(picked, AttemptOutcome):
+                    outcome = picked
+                else:
+                    outcome = await self._send(step, picked)
                 step = plan.attempt_done(outcome, core.clock())
                 if not isinstance(step, Finish) or step.reply is not None:
                     await self._drop(ok=outcome.http_status is not None)
@@ -235,14 +241,16 @@ class Exchange:
                 raise httpx.TransportError("the XdsTransport is closed")
             await core.wait_change(core.changed(), until)
 
-    async def _attempt(self, step: Attempt, call: CallRequest) -> AttemptOutcome:
-        missing = await self._request_time_cluster(step.cluster)
-        if missing is not None:
-            return missing
-        picked = await self._pick(step, call)
-        if isinstance(picked, AttemptOutcome):
-            return picked
-        return await self._send(step, picked)
+    async def _picked(self, step: Attempt, call: CallRequest) -> PickResult | AttemptOutcome:
+        """The attempt's pick (its cluster resolved first when the route names it at request
+        time), or how the attempt ends without one."""
+        route = self._route
+        snapshot = route.snapshot if route is not None else None
+        if snapshot is not None and step.cluster not in snapshot.clusters:
+            missing = await self._request_time_cluster(step.cluster)
+            if missing is not None:
+                return missing
+        return await self._pick(step, call)
 
     async def _request_time_cluster(self, cluster: str) -> AttemptOutcome | None:
         """Have ``cluster`` in the picker when the route resolves it at request time (a
@@ -322,7 +330,12 @@ class Exchange:
         timeout = None if step.deadline is None else max(0.0, step.deadline - core.clock())
         committed = self._body is None
         try:
-            response = await conn.send(outgoing, timeout)
+            core_request = conn.begin(outgoing, timeout)
+            try:
+                answer = await conn.pool.handle_async_request(core_request)
+            except BaseException as error:
+                raise conn.failed(error, outgoing)  # noqa: B904 - failed() gives its cause
+            response = conn.response(answer, outgoing)
         except httpx.TimeoutException as error:
             connecting = isinstance(error, httpx.ConnectTimeout)
             ending.end(False, LocalFailure.CONNECT if connecting else LocalFailure.TIMEOUT)
@@ -363,7 +376,7 @@ class Exchange:
         if choice is not None:
             policy = choice.action.retry_policy or choice.virtual_host.retry_policy
         wanted = (policy is not None and policy.retriable_headers) or (
-            _RETRIABLE_HEADERS in self._request.headers
+            self._names is not None and _RETRIABLE_HEADERS in self._names
         )
         if not wanted:
             return ()
@@ -371,6 +384,14 @@ class Exchange:
 
     def _outgoing(self, step: Attempt) -> httpx.Request:
         request = self._request
+        if (
+            not step.headers_to_remove
+            and not step.headers_to_add
+            and step.authority == self._host
+            and step.path == self._path
+            and (self._body is None or isinstance(request.stream, httpx.ByteStream))
+        ):
+            return request  # the usual request: sent as it is (a byte body can be sent again)
         raw = request.headers.raw
         headers: list[tuple[bytes, bytes]] | list[tuple[str, str]]
         if not step.headers_to_remove and not step.headers_to_add:  # the usual request
@@ -407,9 +428,9 @@ class Exchange:
         assert ending is not None
         self._response = self._ending = None
         stream = response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
+        assert isinstance(stream, ResponseBody)
         # the response as it came, its body ending the attempt when closed
-        response.stream = _Body(stream, ending, ok=response.status_code < 500)
+        stream.on_close = ending.closed
         return response
 
     async def _drop(self, *, ok: bool) -> None:

@@ -86,7 +86,7 @@ class Opener(httpcore.AsyncNetworkBackend):
         self._clock = clock
         self._park_for = park_for
         self._inner = inner or httpcore.AnyIOBackend()
-        self._parked: tuple[_Opened, float] | None = None
+        self._parked: tuple[httpcore.AsyncNetworkStream, float] | None = None
         self._ahead: asyncio.Future[None] | None = None
         #: why the last connect made ahead failed (given to the requests that waited for it)
         self._ahead_error: Exception | None = None
@@ -134,9 +134,10 @@ class Opener(httpcore.AsyncNetworkBackend):
         timeout: float | None,
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
-    ) -> _Opened:
+    ) -> httpcore.AsyncNetworkStream:
         """Connect and, under a policy, make the handshake and check the server; each step's
-        outcome is reported."""
+        outcome is reported. A plaintext connection is httpcore's own stream (nothing to
+        wrap: httpcore starts no TLS on an ``http`` URL)."""
         self._report(ConnectEvent.STARTED)
         stream: httpcore.AsyncNetworkStream | None = None
         try:
@@ -156,7 +157,7 @@ class Opener(httpcore.AsyncNetworkBackend):
             raise
         self.last_error = None
         self._report(ConnectEvent.CONNECTED)
-        return _Opened(stream)
+        return stream if self._policy is None else _Opened(stream)
 
     async def _handshake(
         self, stream: httpcore.AsyncNetworkStream, policy: TlsPolicy, timeout: float | None
@@ -186,7 +187,7 @@ class Opener(httpcore.AsyncNetworkBackend):
         except Exception as error:  # reported as FAILED, and raised to requests waiting
             self._ahead_error = error
 
-    async def _take_parked(self) -> _Opened | None:
+    async def _take_parked(self) -> httpcore.AsyncNetworkStream | None:
         parked, self._parked = self._parked, None
         if parked is None:
             return None
@@ -197,7 +198,7 @@ class Opener(httpcore.AsyncNetworkBackend):
             await stream.aclose()  # closed by the server, or kept too long
         return None
 
-    def _closed_by_peer(self, stream: _Opened) -> bool:
+    def _closed_by_peer(self, stream: httpcore.AsyncNetworkStream) -> bool:
         """Whether a parked plaintext connection was closed by the server (its socket is
         readable before anything was sent). A TLS 1.3 server sends session tickets after the
         handshake, so a parked TLS connection is readable anyway: only its age counts."""

@@ -11,16 +11,22 @@ reporters) and one `Exchange` per request.
 from __future__ import annotations
 
 import random
+from collections.abc import Coroutine
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 from .. import XdsClient
 from ._connections import DEFAULT_LIMITS
-from ._core import IDLE_TIMEOUT, HttpCore
+from ._core import IDLE_TIMEOUT, MAX_AUTHORITIES, HttpCore
 from ._exchange import Exchange
 
 __all__ = ["XdsTransport"]
+
+
+async def _closed() -> httpx.Response:
+    raise RuntimeError("the XdsTransport is closed")
 
 
 class XdsTransport(httpx.AsyncBaseTransport):
@@ -46,6 +52,9 @@ class XdsTransport(httpx.AsyncBaseTransport):
     the bootstrap's certificate providers, its subject alt names checked. ``rng`` seeds every
     random choice (weighted clusters, faults, retries' jitter, picks). ``idle_timeout``: how
     long the configuration of an authority is kept after its last request (seconds).
+    ``max_authorities``: how many authorities (Host headers, each a config watch) are kept at
+    once; a new one past it replaces the least recently used with no request running, or,
+    when each has one, is answered 503 naming the cap.
     """
 
     def __init__(
@@ -58,6 +67,7 @@ class XdsTransport(httpx.AsyncBaseTransport):
         limits: httpx.Limits = DEFAULT_LIMITS,
         rng: random.Random | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
+        max_authorities: int = MAX_AUTHORITIES,
     ) -> None:
         owns = client is None
         self._core = HttpCore(
@@ -69,6 +79,7 @@ class XdsTransport(httpx.AsyncBaseTransport):
             http2=http2,
             limits=limits,
             idle_timeout=idle_timeout,
+            max_authorities=max_authorities,
         )
 
     @property
@@ -93,11 +104,12 @@ class XdsTransport(httpx.AsyncBaseTransport):
     ) -> None:
         await self.aclose()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Route, send (and retry) ``request``; its response, or a local answer."""
+    def handle_async_request(self, request: httpx.Request) -> Coroutine[Any, Any, httpx.Response]:
+        """Route, send (and retry) ``request``; its response, or a local answer. (The
+        exchange's own coroutine, awaited by httpx: one coroutine fewer per request.)"""
         if self._core.closed:
-            raise RuntimeError("the XdsTransport is closed")
-        return await Exchange(self._core, request).run()
+            return _closed()
+        return Exchange(self._core, request).run()
 
     async def aclose(self) -> None:
         """Stop watching, close every connection and the client the transport made."""
