@@ -13,8 +13,8 @@ request and its answer), and the wall time to have what it needs. A first client
 other cluster before any is measured, so that no measured client pays the process's first
 imports; latencies and wall times come from a second client of each kind, run untraced.
 
-``--before PATH`` runs the same in a second process with the package of the checkout at PATH
-first on the path, and prints its on-demand and everything columns beside these.
+``--before PATH`` runs the same at once in a second process with the package of the checkout at
+PATH first on the path, and prints its on-demand and everything columns beside these.
 
     python bench/on_demand.py [--clusters 10000] [--resolves 100] [--seed 1] [--before PATH]
 """
@@ -47,7 +47,7 @@ _LISTENER = "bench-on-demand"
 
 _SERVER = "*/xdsclient/testing/*"
 _CLIENT = "*/xdsclient/*"
-_FRAMES = 32  # deep enough to see the client's frame under the loop's and gRPC's
+_FRAMES = 16  # deep enough to see the client's frame under the loop's and gRPC's
 
 
 @functools.cache
@@ -64,9 +64,16 @@ def _is_client(frames: tracemalloc.Traceback) -> bool:
     return "client" in owners and "server" not in owners
 
 
+def _forget_traces() -> None:
+    """Start counting afresh: what was allocated before is no longer traced (so an earlier
+    client's state, freed while the next one runs, is not subtracted from the next one)."""
+    gc.collect()
+    tracemalloc.clear_traces()
+
+
 def _held() -> int:
-    """Bytes traced now and allocated by client code (after a collection, so that an earlier
-    client's garbage is not counted against the next); 0 when not tracing."""
+    """Bytes allocated by client code since `_forget_traces` and still live (after a
+    collection); 0 when not tracing."""
     gc.collect()
     if not tracemalloc.is_tracing():
         return 0
@@ -81,12 +88,12 @@ async def _measure(
     received, latencies, wall time."""
     requests_before = len(control_plane.requests)
     responses_before = len(control_plane.responses)
-    before = _held()
+    _forget_traces()
     start = time.perf_counter()
     async with XdsClient(control_plane.address, node_id="bench", delta=True) as client:
         latencies = await work(client)
         elapsed = time.perf_counter() - start
-        held = _held() - before
+        held = _held()
         cached = len(client.resource_states())
     sent = control_plane.requests[requests_before:]
     read = control_plane.responses[responses_before:]
@@ -165,17 +172,24 @@ async def run(clusters: int, resolves: int, seed: int) -> dict[str, dict[str, An
     return {"on demand": lean, "everything": full, "config watch": walked}
 
 
-def _before(path: str, clusters: int, resolves: int, seed: int) -> dict[str, dict[str, Any]]:
-    """The same run with the package of the checkout at ``path``, in a second process."""
+def _before(path: str, clusters: int, resolves: int, seed: int) -> subprocess.Popen[str]:
+    """The same run with the package of the checkout at ``path``, in a second process started
+    now (it runs beside this one: both see the same machine)."""
     command = [sys.executable, __file__, "--json", "--clusters", str(clusters)]
-    done = subprocess.run(
+    return subprocess.Popen(
         [*command, "--resolves", str(resolves), "--seed", str(seed)],
         env={**os.environ, "PYTHONPATH": os.path.abspath(path)},
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    result: dict[str, dict[str, Any]] = json.loads(done.stdout)
+
+
+def _result(process: subprocess.Popen[str]) -> dict[str, dict[str, Any]]:
+    """What the ``--before`` process printed."""
+    out, _ = process.communicate()
+    if process.returncode:
+        raise SystemExit(f"the --before run failed (exit status {process.returncode})")
+    result: dict[str, dict[str, Any]] = json.loads(out)
     return result
 
 
@@ -251,9 +265,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    was = _before(args.before, args.clusters, args.resolves, args.seed) if args.before else None
+    other = _before(args.before, args.clusters, args.resolves, args.seed) if args.before else None
     result = asyncio.run(run(args.clusters, args.resolves, args.seed))
     if args.json:
         print(json.dumps(result))
     else:
-        _print(args.clusters, args.resolves, result, was)
+        _print(args.clusters, args.resolves, result, None if other is None else _result(other))
