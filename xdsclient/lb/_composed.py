@@ -144,13 +144,14 @@ class _Leaf:
             if category is not None:
                 return self._dropped(category)
         counter = self.counter
-        if not counter.admit(self.cluster.max_requests):
+        if counter.in_flight >= self.cluster.max_requests:  # `CallCounter.admit`, inline
+            counter.dropped += 1
             return self._broken()
         result = priority.pick(request, rand, now)
         endpoint = result.endpoint
         if result.outcome is _COMPLETE and endpoint is not None:
-            counter.call_started()
-            priority.call_started(key_of(endpoint))
+            counter.in_flight += 1  # `CallCounter.call_started`, inline
+            priority.call_started((endpoint.address, endpoint.port))
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
@@ -194,13 +195,14 @@ class _Leaf:
     ) -> None:
         self.counter.call_finished()
         self.priority.call_finished(
-            key_of(endpoint), ok, now, elapsed, load_report, http_status, local_failure
+            (endpoint.address, endpoint.port),
+            ok,
+            now,
+            elapsed,
+            load_report,
+            http_status,
+            local_failure,
         )
-
-    def deadlines(self) -> list[float]:
-        found = [self.priority.next_deadline()]
-        found.extend(d.next_deadline() for d in self.detectors)
-        return [d for d in found if d is not None]
 
 
 def _with_cluster(result: PickResult, cluster: str) -> PickResult:
@@ -491,8 +493,16 @@ class ComposedPicker:
 
     def next_deadline(self) -> float | None:
         """When a timer is next due (None when none runs)."""
-        deadlines = [d for leaf in self._leaves.values() for d in leaf.deadlines()]
-        return min(deadlines, default=None)
+        earliest = None  # asked before every pick: no lists, no call per leaf
+        for leaf in self._leaves.values():
+            due = leaf.priority.next_deadline()
+            if due is not None and (earliest is None or due < earliest):
+                earliest = due
+            for detector in leaf.detectors:
+                due = detector.next_deadline()
+                if due is not None and (earliest is None or due < earliest):
+                    earliest = due
+        return earliest
 
     def _route(self, path: str, headers: Mapping[str, str]) -> Route | None:
         """`match_route`, remembered by path while only paths decide (at most `_ROUTE_MEMO`

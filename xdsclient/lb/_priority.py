@@ -196,7 +196,9 @@ class PriorityPolicy:
     def call_started(self, key: EndpointKey) -> None:
         """A call picked on ``key`` started: told to the child holding ``key`` if the child
         has a ``call_started(key)`` hook (least request counts calls in flight)."""
-        child = self._holder(key)
+        child = self._current  # the usual holder, tested here to spare a call per pick
+        if child is None or key not in child.keys.counts:
+            child = self._holder(key)
         if child is not None and child.started is not None:
             child.started(key)
 
@@ -215,7 +217,9 @@ class PriorityPolicy:
         `CallEnd` if it has a ``call_ended(key, end)`` hook (built only then); a child
         with a ``call_outcome`` hook (Envoy's outlier detection) also gets the response's
         ``http_status`` or the ``local_failure``."""
-        child = self._holder(key)
+        child = self._current  # the usual holder, as in `call_started`
+        if child is None or key not in child.keys.counts:
+            child = self._holder(key)
         if child is None:
             return
         if child.finished is not None:
