@@ -175,6 +175,8 @@ async def run(clusters: int, resolves: int, seed: int) -> dict[str, dict[str, An
 def _before(path: str, clusters: int, resolves: int, seed: int) -> subprocess.Popen[str]:
     """The same run with the package of the checkout at ``path``, in a second process started
     now (it runs beside this one: both see the same machine)."""
+    if not os.path.isfile(os.path.join(path, "xdsclient", "__init__.py")):
+        raise SystemExit(f"--before {path}: no xdsclient package there")
     command = [sys.executable, __file__, "--json", "--clusters", str(clusters)]
     return subprocess.Popen(
         [*command, "--resolves", str(resolves), "--seed", str(seed)],
