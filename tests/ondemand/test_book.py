@@ -86,3 +86,33 @@ def test_a_queued_name_dropped_before_its_turn_is_not_held() -> None:
     assert book.finished(C, "b", TimedOut(timeout=1.0), now=1.0) == 6.0
     assert book.due(6.0) == [(C, "b")]
     assert book.answered(C, "a") == []
+
+
+def test_a_name_asked_again_does_not_hold_back_a_later_name_s_release() -> None:
+    """Releases queue in time order; a name asked again is released at its new time, and
+    names queued behind its old record are still released at theirs."""
+    book = ResolveBook(grace=30.0)
+    for name in ("a", "b"):
+        book.ask(C, name, cached=True)
+    outcome = Available(view="view")
+    assert book.finished(C, "a", outcome, now=0.0) == 30.0
+    assert book.finished(C, "b", outcome, now=1.0) == 31.0
+    assert book.ask(C, "a", cached=True) is Ask.JOIN  # held: its next outcome is awaited
+    assert book.finished(C, "a", outcome, now=2.0) == 32.0
+    assert book.next_release() == 30.0
+    assert book.due(30.0) == []  # a's old record: asked again since
+    assert book.due(31.0) == [(C, "b")]
+    assert book.due(31.9) == []
+    assert book.due(32.0) == [(C, "a")]
+    assert book.next_release() is None
+    assert len(book) == 0
+
+
+def test_a_clock_that_goes_back_keeps_the_releases_in_order() -> None:
+    """A release computed earlier than the last one queued waits for it (never out of order)."""
+    book = ResolveBook(grace=10.0)
+    for name in ("a", "b"):
+        book.ask(C, name, cached=True)
+    assert book.finished(C, "a", TimedOut(timeout=1.0), now=5.0) == 15.0
+    assert book.finished(C, "b", TimedOut(timeout=1.0), now=4.0) == 15.0
+    assert book.due(15.0) == [(C, "a"), (C, "b")]

@@ -292,3 +292,56 @@ async def test_a_cancelled_resolve_counts_nothing_blocks_no_other_and_is_release
         assert list(release.resource_names) == ["b"]
     assert client.stats().resolves == {"available": 0, "missing": 0, "timed_out": 0}
     later.cancel()
+
+
+def grace_tasks() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "xdsclient-resolve-grace"]
+
+
+async def test_one_timer_releases_every_name_at_the_end_of_its_own_grace_period(
+    fake: FakeTransport, clock: FakeClock, delta_client: XdsClient
+) -> None:
+    """Names resolved at different times share one grace task, and each is unsubscribed
+    exactly the grace period after its own last resolve."""
+    first = resolving(delta_client, "a")
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([cluster("a")])
+    await first
+    await stream.request()  # the ACK
+    clock.advance(5.0)
+    second = resolving(delta_client, "b")
+    assert wanted(await stream.request()) == {"b"}
+    stream.send([cluster("b")], version="2")
+    await second
+    await stream.request()  # the ACK
+    await idle()
+    assert len(grace_tasks()) == 1
+    clock.advance(GRACE - 5.0)
+    release = await stream.request()
+    assert list(release.resource_names_unsubscribe) == ["a"]
+    await idle()
+    assert stream.pending_requests() == []  # b is not due yet
+    clock.advance(5.0)
+    release = await stream.request()
+    assert list(release.resource_names_unsubscribe) == ["b"]
+    await idle()
+    assert grace_tasks() == []
+    assert delta_client._resolver.held() == {}
+
+
+async def test_a_timed_out_resolve_leaves_no_bookkeeping_after_its_grace_period(
+    fake: FakeTransport, clock: FakeClock, delta_client: XdsClient
+) -> None:
+    """Once a timed-out name's grace period ends, nothing of it is kept: no hold, no book
+    entry, no list of waiters."""
+    task = resolving(delta_client, "a", timeout=1.0)
+    stream = await fake.stream()
+    await stream.request()
+    clock.advance(1.0)
+    assert await task == TimedOut(timeout=1.0)
+    clock.advance(GRACE)
+    await stream.request()  # the release
+    await idle()
+    resolver = delta_client._resolver
+    assert (resolver.held(), len(resolver.book), resolver._waiters) == ({}, 0, {})

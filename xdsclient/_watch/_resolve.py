@@ -24,6 +24,7 @@ The rules (Envoy's on-demand CDS, docs/on-demand.md):
 
 from __future__ import annotations
 
+import collections
 import enum
 from typing import Any, TypeAlias
 
@@ -33,6 +34,7 @@ from .._errors import ResourceDoesNotExistError
 from .._protocol import DataError, Event, ResourceChanged
 
 __all__ = [
+    "OUTCOME_NAMES",
     "Ask",
     "Available",
     "Missing",
@@ -106,24 +108,40 @@ Key: TypeAlias = tuple[str, str]  # (type URL, name)
 
 
 class ResolveBook:
-    """Every name being resolved or held, per client (see the module's rules)."""
+    """Every name being resolved or held, per client (see the module's rules).
+
+    Memory: an entry per name in a table per type (no key tuple per name), and the grace
+    periods in one queue (three parallel deques: release time, type URL, name) rather than a
+    timer per name. The queue is in time order because every release is ``now + grace`` on a
+    monotonic clock; a record whose entry was asked again (and so re-armed later, or dropped)
+    is skipped when it comes up.
+    """
 
     def __init__(self, *, grace: float) -> None:
         self.grace = grace
-        self._entries: dict[Key, _Entry] = {}
+        self._entries: dict[str, dict[str, _Entry]] = {}  # type URL -> name -> entry
         self._phase: dict[str, _Phase] = {}
         self._first: dict[str, str] = {}  # type URL -> the name of its first request
         self._queued: dict[str, list[str]] = {}
+        self._release_times: collections.deque[float] = collections.deque()
+        self._release_types: collections.deque[str] = collections.deque()
+        self._release_names: collections.deque[str] = collections.deque()
         #: resolves finished, by outcome (``available``, ``missing``, ``timed_out``)
         self.counts: dict[str, int] = {"available": 0, "missing": 0, "timed_out": 0}
+
+    def _entry(self, type_url: str, name: str) -> _Entry | None:
+        table = self._entries.get(type_url)
+        return None if table is None else table.get(name)
 
     def ask(self, type_url: str, name: str, *, cached: bool) -> Ask:
         """A resolve of ``name`` starts. ``cached``: the cache already holds a value or a
         verdict for it (someone else watches it), so it needs no request of its own."""
-        key = (type_url, name)
-        entry = self._entries.get(key)
+        table = self._entries.get(type_url)
+        if table is None:
+            table = self._entries[type_url] = {}
+        entry = table.get(name)
         if entry is None:
-            entry = self._entries[key] = _Entry()
+            entry = table[name] = _Entry()
         entry.waiters += 1
         entry.release_at = None
         if entry.known is not None:
@@ -142,12 +160,12 @@ class ResolveBook:
 
     def known(self, type_url: str, name: str) -> Available | Missing | None:
         """The hold's latest outcome for ``name``."""
-        entry = self._entries.get((type_url, name))
+        entry = self._entry(type_url, name)
         return None if entry is None else entry.known
 
     def event(self, type_url: str, name: str, event: Event) -> Available | Missing | None:
         """The hold of ``name`` received ``event``: the outcome to give its waiters, if any."""
-        entry = self._entries.get((type_url, name))
+        entry = self._entry(type_url, name)
         if entry is None or not entry.held:
             return None
         outcome = outcome_of(event)
@@ -167,26 +185,28 @@ class ResolveBook:
         del self._first[type_url]
         self._phase[type_url] = _Phase.DONE
         queued = self._queued.pop(type_url, [])
+        table = self._entries[type_url]
         for queued_name in queued:
-            self._entries[(type_url, queued_name)].held = True
+            table[queued_name].held = True
         return queued
 
     def stale(self, type_url: str, names: list[str]) -> None:
         """Forget what the holds of ``names`` knew: they are answered when the server sends
         them again (a virtual host table cleared by a route configuration change)."""
         for name in names:
-            entry = self._entries.get((type_url, name))
+            entry = self._entry(type_url, name)
             if entry is not None:
                 entry.known = None
 
     def held(self, type_url: str) -> list[str]:
         """The held names of ``type_url``."""
-        return [name for (t, name), entry in self._entries.items() if t == type_url and entry.held]
+        table = self._entries.get(type_url, {})
+        return [name for name, entry in table.items() if entry.held]
 
     def fresh(self, type_url: str, name: str, view: Any) -> Available | None:
         """The server sent ``name`` again (changed or not) while its hold knew nothing: the
         outcome to give its waiters."""
-        entry = self._entries.get((type_url, name))
+        entry = self._entry(type_url, name)
         if entry is None or not entry.held or entry.known is not None:
             return None
         entry.known = Available(view=view)
@@ -195,35 +215,56 @@ class ResolveBook:
     def finished(self, type_url: str, name: str, outcome: Outcome, now: float) -> float | None:
         """A resolve of ``name`` returned ``outcome``. Returns when the hold is to be
         released, if this was its last waiter."""
-        name_of = {Available: "available", Missing: "missing", TimedOut: "timed_out"}
-        self.counts[name_of[type(outcome)]] += 1
+        self.counts[OUTCOME_NAMES[type(outcome)]] += 1
         return self.gave_up(type_url, name, now)
 
     def gave_up(self, type_url: str, name: str, now: float) -> float | None:
         """A resolve of ``name`` ended with no outcome (its caller cancelled it). Returns when
         the hold is to be released, if this was its last waiter."""
-        entry = self._entries[(type_url, name)]
+        entry = self._entries[type_url][name]
         entry.waiters -= 1
         if entry.waiters:
             return None
-        entry.release_at = now + self.grace
-        return entry.release_at
+        times = self._release_times
+        when = now + self.grace
+        if times and when < times[-1]:  # a clock that went back: keep the queue in order
+            when = times[-1]
+        entry.release_at = when
+        times.append(when)
+        self._release_types.append(type_url)
+        self._release_names.append(name)
+        return when
+
+    def next_release(self) -> float | None:
+        """When the earliest grace period in the queue ends (None when none is pending): the
+        shell sleeps until then and calls `due`."""
+        return self._release_times[0] if self._release_times else None
 
     def due(self, now: float) -> list[Key]:
         """The names whose grace period ended with no waiter since: dropped from the book;
         the shell releases the holds of those it holds."""
-        keys = [
-            key
-            for key, entry in self._entries.items()
-            if entry.waiters == 0 and entry.release_at is not None and entry.release_at <= now
-        ]
-        for key in keys:
-            entry = self._entries.pop(key)
+        times, types, names = self._release_times, self._release_types, self._release_names
+        keys: list[Key] = []
+        while times and times[0] <= now:
+            times.popleft()
+            type_url, name = types.popleft(), names.popleft()
+            table = self._entries.get(type_url)
+            entry = None if table is None else table.get(name)
+            if table is None or entry is None or entry.waiters or entry.release_at is None:
+                continue  # asked again since (re-queued when it finishes), or dropped
+            if entry.release_at > now:
+                continue  # asked again and finished since: a later record stands for it
+            del table[name]
             if not entry.held:  # queued and timed out before its turn
-                queued = self._queued.get(key[0], [])
-                if key[1] in queued:
-                    queued.remove(key[1])
+                queued = self._queued.get(type_url, [])
+                if name in queued:
+                    queued.remove(name)
+            keys.append((type_url, name))
         return keys
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(table) for table in self._entries.values())
+
+
+#: the name each outcome is counted under (`ResolveBook.counts`)
+OUTCOME_NAMES: dict[type, str] = {Available: "available", Missing: "missing", TimedOut: "timed_out"}

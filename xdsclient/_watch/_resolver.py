@@ -1,9 +1,11 @@
 """The shell of `XdsClient.resolve`: holds, futures and timers around the `ResolveBook`.
 
 Why apart from the book: the book decides (share, queue, release, what an event means); this
-part does what it says with the registry (one watcher, "the hold", per name resolved), the
-client's clock (each resolve's timeout, each hold's grace period) and futures. Everything
-sleeps on the client's `Clock`, so a `FakeClock` drives timeouts and grace periods in tests.
+part does what it says with the registry (one registration of one shared watcher, "the hold",
+per name resolved), the client's clock (each resolve's timeout while it waits; one task for
+every grace period, sleeping until the book's earliest release) and futures (kept only while a
+resolve waits). Everything sleeps on the client's `Clock`, so a `FakeClock` drives timeouts and
+grace periods in tests.
 
 VHDS's table rule (Envoy's): when a route configuration changes, the virtual hosts held for it
 are cleared and must be sent again. The resolver watches the route configuration of every
@@ -25,12 +27,10 @@ from .._runtime._clock import Clock
 from ..resources import ROUTE_CONFIGURATION, VIRTUAL_HOST
 from ..resources._virtual_host import split_vhds_name
 from ._registry import Registry
-from ._resolve import Ask, Available, Key, Missing, Outcome, ResolveBook, TimedOut
+from ._resolve import OUTCOME_NAMES, Ask, Key, Outcome, ResolveBook, TimedOut
 from ._watchers import CallbackWatcher, WatchHandle
 
 __all__ = ["Resolver"]
-
-_COUNT_NAMES: dict[type, str] = {Available: "available", Missing: "missing", TimedOut: "timed_out"}
 
 
 class Resolver:
@@ -53,7 +53,8 @@ class Resolver:
         self.book = ResolveBook(grace=grace)
         #: `ConfigWatch.resolve_cluster` calls finished, by outcome (as ``book.counts``)
         self.cluster_counts: dict[str, int] = {"available": 0, "missing": 0, "timed_out": 0}
-        self._holds: dict[Key, WatchHandle] = {}
+        self._holds: dict[str, dict[str, WatchHandle]] = {}  # type URL -> name -> hold
+        self._grace_task: asyncio.Task[None] | None = None  # sleeping until the next release
         self._waiters: dict[Key, list[asyncio.Future[Outcome]]] = {}
         self._watcher = CallbackWatcher(self._on_event)
 
@@ -78,7 +79,7 @@ class Resolver:
 
     def count_cluster(self, outcome: Outcome) -> None:
         """Count a finished `ConfigWatch.resolve_cluster` by its outcome."""
-        self.cluster_counts[_COUNT_NAMES[type(outcome)]] += 1
+        self.cluster_counts[OUTCOME_NAMES[type(outcome)]] += 1
 
     async def resolve(self, type_url: str, name: str, timeout: float) -> Outcome:
         """The outcome for ``name`` (a cache key of ``type_url``) within ``timeout``."""
@@ -94,33 +95,43 @@ class Resolver:
             self._waiters.setdefault(key, []).append(future)
             if ask is Ask.HOLD:
                 self._hold(type_url, [name])
-        deadline = self._clock.time() + timeout
-        timer = asyncio.ensure_future(self._expire(key, future, deadline, timeout))
+        timer = None
+        if not future.done():
+            deadline = self._clock.time() + timeout
+            timer = asyncio.ensure_future(self._expire(key, future, deadline, timeout))
         try:
             outcome = await future
         except asyncio.CancelledError:  # the caller gave up: as a timeout, but not counted
-            release_at = self.book.gave_up(type_url, name, self._clock.time())
-            if release_at is not None:
+            if self.book.gave_up(type_url, name, self._clock.time()) is not None:
                 self._answered(key)
-                self._registry.start_task(self._release(release_at), name="xdsclient-resolve-grace")
+                self._schedule_release()
             raise
         finally:
-            timer.cancel()
-            waiting = self._waiters.get(key)
-            if waiting is not None and future in waiting:
-                waiting.remove(future)
-        release_at = self.book.finished(type_url, name, outcome, self._clock.time())
-        if release_at is not None:
-            self._registry.start_task(self._release(release_at), name="xdsclient-resolve-grace")
+            if timer is not None:
+                timer.cancel()
+            self._forget(key, future)
+        if self.book.finished(type_url, name, outcome, self._clock.time()) is not None:
+            self._schedule_release()
         return outcome
+
+    def _forget(self, key: Key, future: asyncio.Future[Outcome]) -> None:
+        """A resolve ended: its future is no longer kept (nor its name's list, once empty)."""
+        waiting = self._waiters.get(key)
+        if waiting is None:
+            return
+        if future in waiting:
+            waiting.remove(future)
+        if not waiting:
+            del self._waiters[key]
 
     def _hold(self, type_url: str, names: list[str]) -> None:
         """Hold each of ``names``, in one synchronous step: their subscriptions go out in one
         request."""
+        holds = self._holds.get(type_url)
+        if holds is None:
+            holds = self._holds[type_url] = {}
         for name in names:
-            self._holds[(type_url, name)] = self._registry.add_watcher(
-                type_url, name, self._watcher, self._closed
-            )
+            holds[name] = self._registry.add_watcher(type_url, name, self._watcher, self._closed)
             if type_url == VIRTUAL_HOST.type_url:
                 self._table_of(name).add(name)
 
@@ -206,14 +217,31 @@ class Resolver:
             future.set_result(TimedOut(timeout=timeout))
             self._answered(key)
 
-    async def _release(self, when: float) -> None:
-        await self._clock.sleep_until(when)
-        for key in self.book.due(self._clock.time()):
-            handle = self._holds.pop(key, None)
-            if handle is not None:
-                handle.cancel()
-            if key[0] == VIRTUAL_HOST.type_url:
-                self._drop_from_table(key[1])
+    def _schedule_release(self) -> None:
+        """A grace period started: make sure the one grace task runs. It need not be woken
+        earlier: the book's releases come in time order, so the new one is not the first."""
+        if self._grace_task is None:
+            self._grace_task = self._registry.start_task(
+                self._release_due(), name="xdsclient-resolve-grace"
+            )
+
+    async def _release_due(self) -> None:
+        """Sleep until the book's earliest release, release what is due, until none is left."""
+        try:
+            while (when := self.book.next_release()) is not None:
+                await self._clock.sleep_until(when)
+                for type_url, name in self.book.due(self._clock.time()):
+                    self._release(type_url, name)
+        finally:
+            self._grace_task = None
+
+    def _release(self, type_url: str, name: str) -> None:
+        holds = self._holds.get(type_url)
+        handle = None if holds is None else holds.pop(name, None)
+        if handle is not None:
+            handle.cancel()
+        if type_url == VIRTUAL_HOST.type_url:
+            self._drop_from_table(name)
 
     def _drop_from_table(self, name: str) -> None:
         route_config = split_vhds_name(name)[0]
@@ -227,4 +255,8 @@ class Resolver:
 
     def held(self) -> dict[Key, Any]:
         """The names held now, each with what its hold knows (for tests and dumps)."""
-        return {key: self.book.known(*key) for key in self._holds}
+        return {
+            (type_url, name): self.book.known(type_url, name)
+            for type_url, holds in self._holds.items()
+            for name in holds
+        }
