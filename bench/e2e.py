@@ -99,6 +99,8 @@ class Result:
     requests: int
     rss_mib: float | None
     nacks: int
+    #: RSS once the package was imported, before any resource (ours only)
+    import_rss_mib: float | None = None
 
 
 class Coverage:
@@ -153,12 +155,13 @@ async def _until(predicate: Any, timeout: float) -> bool:
 
 
 class Snapshots:
-    """Reads the worker's lines: ``snapshot <monotonic time> <sum of generations>``, then
-    ``rss <KiB>`` at exit."""
+    """Reads the worker's lines: ``import-rss <KiB>`` once imported, ``snapshot <monotonic
+    time> <sum of generations>``, then ``rss <KiB>`` at exit."""
 
     def __init__(self, stream: asyncio.StreamReader) -> None:
         self.seen: list[tuple[float, int]] = []
         self.rss_kib: int | None = None
+        self.import_rss_kib: int | None = None
         self._task = asyncio.ensure_future(self._read(stream))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
@@ -168,6 +171,8 @@ class Snapshots:
                 self.seen.append((float(values[0]), int(values[1])))
             elif kind == "rss":
                 self.rss_kib = int(values[0])
+            elif kind == "import-rss" and int(values[0]) > 0:
+                self.import_rss_kib = int(values[0])
 
     async def when(self, generations: int, after: float, timeout: float) -> float | None:
         """When the first snapshot holding ``generations`` came after ``after``."""
@@ -374,6 +379,7 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
             len(cp.requests),
             rss,
             len(cp.nacks()),
+            None if lines.import_rss_kib is None else lines.import_rss_kib / 1024,
         )
 
 
@@ -471,6 +477,12 @@ def main() -> None:
     print("unchanged assignments publishes none); settled: until the client process is quiet")
     print("(coarse, within ~0.1 s: compare it only where it is long). Each case starts once")
     print("the previous one settled. Updates: best of --rounds.")
+    for r in results:
+        if r.import_rss_mib is not None and r.rss_mib is not None:
+            print(
+                f"N={r.n} {r.client}: peak RSS {r.rss_mib:.1f} MiB, of which "
+                f"{r.import_rss_mib:.1f} MiB once imported (before grpc's channel and any resource)"
+            )
     by_n: dict[int, dict[str, Result]] = {}
     for r in results:
         by_n.setdefault(r.n, {})[r.client] = r
