@@ -25,12 +25,21 @@ and XdsChannel (which goes first alternates); each pair gives XdsChannel's CPU p
 the plain channel's, and the median of the pairs counts (pairing cancels the machine's load,
 which drifts over seconds). XdsChannel sends each attempt on a plain grpc.aio channel to the
 endpoint, so what it adds (the call's plan, the pick, the call object and its task, load and
-outcome bookkeeping) is the difference. ``--profile`` also runs XdsChannel's unary calls under
+outcome bookkeeping) is the difference.
+
+First call at scale (``--endpoints``, default 1 and 2000): a new channel of each xDS kind to a
+listener whose cluster lists that many endpoints (the backend first, the others on other
+loopback addresses, where nothing listens: they refuse, as dead endpoints do), and the time
+and the process's CPU until its first call is answered (the configuration is already cached
+by the client, as for a channel made in a running service; grpcio's ``xds:///`` channel fetches
+its own). Round robin connects every endpoint; the call needs only one. ``--profile`` also
+runs XdsChannel's unary calls under
 cProfile and prints the functions of ``xdsclient`` by their own time (cProfile slows Python
-code about twofold: use it for where, the subtraction for how much).
+code about twofold: use it for where, the subtraction for how much); ``--profile-only`` runs
+that alone (the counts do not depend on the machine's load, so a before/after takes seconds).
 
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
-                            [--stream 10] [--profile]
+                            [--stream 10] [--endpoints 1 2000] [--profile] [--profile-only]
 """
 
 from __future__ import annotations
@@ -64,6 +73,8 @@ LISTENER = "bench"
 CONCURRENCY = 64
 Text = wrappers_pb2.StringValue
 KINDS = ("unary", "stream")
+#: the first call's timeout at scale (seconds)
+FIRST_CALL_TIMEOUT = 120
 
 _SERVER = r"""
 import asyncio, sys, grpc
@@ -162,18 +173,27 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def resources(port: int) -> list[Any]:
+def resources(port: int, listener: str = LISTENER, endpoints: int = 1) -> list[Any]:
+    """``listener`` routing to a round-robin cluster of ``endpoints`` endpoints: the backend,
+    then loopback addresses nothing listens on."""
+    cluster = f"{listener}-cluster"
+    dead = [(f"127.0.{1 + i // 250}.{1 + i % 250}", port) for i in range(endpoints - 1)]
     return [
-        builders.api_listener(LISTENER),
-        builders.route_configuration(f"{LISTENER}-routes", "bench-cluster"),
-        builders.cluster("bench-cluster"),
-        builders.cluster_load_assignment("bench-cluster", [("127.0.0.1", port)]),
+        builders.api_listener(listener),
+        builders.route_configuration(f"{listener}-routes", cluster),
+        builders.cluster(cluster),
+        builders.cluster_load_assignment(cluster, [("127.0.0.1", port), *dead]),
     ]
 
 
 async def run(args: argparse.Namespace) -> None:
     async with backend() as port, ControlPlane() as plane:
-        plane.set_all(resources(port))
+        plane.set_all(
+            [
+                *resources(port),
+                *(r for n in args.endpoints for r in resources(port, f"{LISTENER}-{n}", n)),
+            ]
+        )
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, "bootstrap.json")
             with open(path, "w") as file:
@@ -190,6 +210,8 @@ async def run(args: argparse.Namespace) -> None:
                 finally:
                     for channel in channels.values():
                         await channel.close()
+                if not args.profile_only:
+                    await first_calls(client, args.endpoints)
 
 
 async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
@@ -198,6 +220,9 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
         for _ in range(200):
             await stub.unary()
             await stub.stream()
+    if args.profile_only:
+        await profile(stubs, args.throughput_calls)
+        return
     rounds: list[dict[tuple[str, str], Sample]] = []
     names = list(stubs)
     for number in range(args.rounds):
@@ -287,6 +312,32 @@ async def paired_cpu(
     return extra
 
 
+async def first_calls(client: XdsClient, sizes: list[int]) -> None:
+    """The first-call table (see the module's docstring)."""
+    print("\n| endpoints | channel | first call ms | CPU ms |\n|---:|---|---:|---:|")
+    for size in sizes:
+        listener = f"{LISTENER}-{size}"
+        await client.wait_for_config(listener, timeout=60)
+        target = f"xds:///{listener}"
+        for name in ("grpcio xds", "XdsChannel"):
+            cpu, wall = time.process_time(), time.perf_counter()
+            channel: Any = (
+                grpc.aio.insecure_channel(target)
+                if name == "grpcio xds"
+                else XdsChannel(target, client=client)
+            )
+            stub = Stub(channel, 1)
+            try:
+                await stub._say(stub._hello, timeout=FIRST_CALL_TIMEOUT)
+            except grpc.aio.AioRpcError as error:
+                print(f"| {size} | {name} | failed: {error.code().name} | |")
+                await channel.close()
+                continue
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            print(f"| {size} | {name} | {wall * 1e3:.0f} | {cpu * 1e3:.0f} |")
+            await channel.close()
+
+
 async def profile(stubs: dict[str, Stub], calls: int) -> None:
     """Unary calls under cProfile: Python function calls per call of each channel (a count the
     machine's load does not change), and xdsclient's functions by their own time."""
@@ -330,7 +381,15 @@ def main() -> None:
     parser.add_argument("--throughput-calls", type=int, default=1500)
     parser.add_argument("--stream", type=int, default=10)
     parser.add_argument("--pairs", type=int, default=20, help="paired runs for our CPU per call")
+    parser.add_argument(
+        "--endpoints", type=int, nargs="*", default=[1, 2000], help="first call at these sizes"
+    )
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="only the counts under cProfile (no timing rounds, no first calls)",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

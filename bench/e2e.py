@@ -4,7 +4,12 @@ For N = 1,000 / 10,000 / 100,000: one listener, a route configuration with N rou
 clusters and N endpoint assignments, served by `xdsclient.testing.ControlPlane` on loopback
 (ADS, SotW). Each client runs in its own process. Measured at the control plane:
 
-- full load: from the first LDS request to the ACK that covers all N endpoint assignments;
+- full load: from the first LDS request to the ACK that covers all N endpoint assignments,
+  both as the control plane saw them: four round trips (LDS, RDS, CDS, EDS), so it includes
+  the control plane building and writing each response, in this process (printed apart as its
+  share), and, between them, the client decoding each response, ACKing it and walking the
+  configuration to subscribe to the next type (the client's CPU time, from its start to its
+  first snapshot, is printed too: less disturbed by a busy machine than the wall time);
 - update all N: every assignment changes; from the control plane's first EDS response to the
   ACK that covers all N new versions;
 - update 1 of N: every assignment is set again, one with new content (new versions for all, so
@@ -99,6 +104,9 @@ class Result:
     requests: int
     rss_mib: float | None
     nacks: int
+    #: of the full load: the control plane's time, and the client's CPU time (ours only)
+    load_server: float | None = None
+    load_cpu: float | None = None
     #: RSS once the package was imported, before any resource (ours only)
     import_rss_mib: float | None = None
 
@@ -156,11 +164,13 @@ async def _until(predicate: Any, timeout: float) -> bool:
 
 class Snapshots:
     """Reads the worker's lines: ``import-rss <KiB>`` once imported, ``snapshot <monotonic
-    time> <sum of generations>``, then ``rss <KiB>`` at exit."""
+    time> <sum of generations>``, ``load-cpu <seconds>`` (the CPU time of its full load), then
+    ``rss <KiB>`` at exit."""
 
     def __init__(self, stream: asyncio.StreamReader) -> None:
         self.seen: list[tuple[float, int]] = []
         self.rss_kib: int | None = None
+        self.load_cpu: float | None = None
         self.import_rss_kib: int | None = None
         self._task = asyncio.ensure_future(self._read(stream))
 
@@ -171,6 +181,8 @@ class Snapshots:
                 self.seen.append((float(values[0]), int(values[1])))
             elif kind == "rss":
                 self.rss_kib = int(values[0])
+            elif kind == "load-cpu":
+                self.load_cpu = float(values[0])
             elif kind == "import-rss" and int(values[0]) > 0:
                 self.import_rss_kib = int(values[0])
 
@@ -251,6 +263,16 @@ class CpuLog:
         self._task.cancel()
 
 
+def _server_share(cp: ControlPlane) -> float:
+    """The control plane's part of a full load: for each type, from the client's first request
+    of it to the first response (the server building and writing it, in this process)."""
+    share = 0.0
+    for type_url in {r.type_url for r in cp.responses}:
+        asked = next(r.time for r in cp.requests if r.type_url == type_url)
+        share += next(r.time for r in cp.responses if r.type_url == type_url) - asked
+    return share
+
+
 async def _push(
     cp: ControlPlane, names: set[str], messages: list[Any], timeout: float
 ) -> tuple[float, float] | None:
@@ -278,6 +300,8 @@ class Run:
         self.acks: dict[str, float | None] = dict.fromkeys(CASES)
         self.snaps: dict[str, float | None] = dict.fromkeys(CASES)
         self.settled: dict[str, float | None] = dict.fromkeys(CASES)
+        #: of the full load: the control plane's own time (see `_server_share`)
+        self.server: float | None = None
 
     def _keep(
         self, case: str, ack: float | None, snap: float | None, settled: float | None
@@ -302,6 +326,7 @@ class Run:
         snap = await self._snapshot(0, first_lds)
         settled = await self._settle(first_lds, loaded.time, snap)
         self._keep("full load", loaded.time - first_lds, snap, settled)
+        self.server = _server_share(self.cp)
         return True
 
     async def _snapshot(self, generations: int, since: float) -> float | None:
@@ -379,6 +404,8 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
             len(cp.requests),
             rss,
             len(cp.nacks()),
+            run.server,
+            lines.load_cpu,
             None if lines.import_rss_kib is None else lines.import_rss_kib / 1024,
         )
 
@@ -472,6 +499,11 @@ def main() -> None:
     print()
     for n, floor in floors.items():
         print(f"N={n}: decode floor (parse the response, unpack every Any) {_fmt(floor)}")
+    for r in results:
+        cpu = "" if r.load_cpu is None else f"; the client's CPU time {_fmt(r.load_cpu)}"
+        print(f"N={r.n} {r.client} full load: the control plane's share {_fmt(r.load_server)}{cpu}")
+    print("(full load: the control plane's share is its time from each type's first request to")
+    print("its response; the client's CPU time runs from its start to its first snapshot)")
     print("ACK: from the control plane's first endpoint response to the ACK covering the update;")
     print("snapshot: to the complete configuration snapshot holding it (xdsclient; a resend of")
     print("unchanged assignments publishes none); settled: until the client process is quiet")

@@ -5,7 +5,8 @@
 It loads the listener, its route configuration, every cluster and every endpoint assignment,
 keeps watching until its standard input closes, then prints its peak RSS (KiB) and exits. Ours
 also prints its RSS once ``xdsclient`` is imported, before any resource (``import-rss``).
-Ours watches the complete configuration (the dependency walk) and prints a line per snapshot.
+Ours watches the complete configuration (the dependency walk) and prints a line per snapshot,
+and after the first (the full load) the CPU time the process spent on it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ async def run_xdsclient(address: str) -> None:
     from xdsclient import XdsClient, XdsConfig
 
     print(f"import-rss {current_rss_kib()}", flush=True)  # the client's baseline, no resource
+    _LOAD_PROFILE.start()
+    _LOAD_CPU.append(time.process_time())
     async with XdsClient(address, node_id="bench-xdsclient") as client:
         stop = asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         async with client.watch_config(cfg.LISTENER) as configs:
@@ -45,6 +48,10 @@ async def _report(configs: Any, config_class: type) -> None:
             now = time.monotonic()
             if isinstance(update, config_class):
                 print(f"snapshot {now} {_generations(update)}", flush=True)
+                if len(_LOAD_CPU) == 1:  # the full load ends with the first snapshot
+                    _LOAD_PROFILE.stop()
+                    print(f"load-cpu {time.process_time() - _LOAD_CPU[0]}", flush=True)
+                    _LOAD_CPU.append(now)
                 profile.start()  # after the full load: the updates only
     finally:
         profile.stop()
@@ -52,7 +59,9 @@ async def _report(configs: Any, config_class: type) -> None:
 
 class _Profile:
     """With ``XDSCLIENT_BENCH_PROFILE=PATH``: cProfile the client from its first snapshot on (the
-    updates, not the full load), written to PATH (pstats) when the worker ends."""
+    updates, not the full load), written to PATH (pstats) when the worker ends. With
+    ``XDSCLIENT_BENCH_PROFILE_LOAD=PATH``: the full load, from the client's start to its first
+    snapshot."""
 
     def __init__(self, path: str | None) -> None:
         self._path = path
@@ -69,6 +78,12 @@ class _Profile:
         if self._profile is not None:
             self._profile.disable()
             self._profile.dump_stats(self._path)
+            self._path, self._profile = None, None
+
+
+_LOAD_PROFILE = _Profile(os.environ.get("XDSCLIENT_BENCH_PROFILE_LOAD"))
+#: the CPU time when the client started (then when its full load ended)
+_LOAD_CPU: list[float] = []
 
 
 def _generations(config: Any) -> int:

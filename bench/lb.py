@@ -16,7 +16,10 @@ best of 9; and how many KiB the picker's memory grew between the 20th and the 20
 moving a 3-endpoint assignment to 3 new endpoints (tracemalloc; about 0 when the picker keeps
 state for the current endpoints only).
 
-    python bench/lb.py [--picks 20000] [--repeat 5] [--endpoints 10000]
+A third table: the pick as a call of a front end makes it (`pick_in` in the cluster the route
+chose, after asking the picker's next timer), round robin over one and over three localities.
+
+    python bench/lb.py [--picks 20000] [--repeat 5] [--endpoints 10000] [--picks-only]
 """
 
 from __future__ import annotations
@@ -40,15 +43,16 @@ from xdsclient.testing import builders
 from xdsclient.testing.builders import LocalitySpec
 
 
-def config(lb_policy: str, guarded: bool) -> XdsConfig:
-    """A snapshot with one cluster balanced by ``lb_policy``; drops and a limit if guarded."""
+def config(lb_policy: str, guarded: bool, zones: int = 3) -> XdsConfig:
+    """A snapshot with one cluster of ``zones`` localities balanced by ``lb_policy``; drops
+    and a limit if guarded."""
     routes = builders.route_configuration("r", "c")
     if lb_policy == "ring_hash":
         routes.virtual_hosts[0].routes[0].route.hash_policy.add().header.header_name = "user"
     cluster = builders.cluster("c", lb_policy=lb_policy)
     localities = [
         LocalitySpec(endpoints=[("10.0.0.1", 1000 * z + i) for i in range(10)], zone=f"z{z}")
-        for z in range(3)
+        for z in range(zones)
     ]
     assignment: Any = builders.cluster_load_assignment("c", localities)
     if guarded:
@@ -69,10 +73,10 @@ def config(lb_policy: str, guarded: bool) -> XdsConfig:
     )
 
 
-def per_pick(lb_policy: str, guarded: bool, picks: int) -> float:
+def per_pick(lb_policy: str, guarded: bool, picks: int, *, zones: int = 3) -> float:
     """Microseconds of CPU time per pick (and finish) through the composed picker."""
     picker = ComposedPicker()
-    snapshot = config(lb_policy, guarded)
+    snapshot = config(lb_policy, guarded, zones)
     picker.update(snapshot, 0.0)
     assert snapshot.clusters["c"].endpoints is not None
     for endpoint in snapshot.clusters["c"].endpoints.healthy_endpoints():
@@ -83,6 +87,27 @@ def per_pick(lb_policy: str, guarded: bool, picks: int) -> float:
     start = time.process_time()  # CPU time: other work on a shared machine counts less
     for i in range(picks):
         result = pick("/svc/Method", headers[i & 255], rand, 1.0)
+        finished(result, True, 1.0)
+    return (time.process_time() - start) / picks * 1e6
+
+
+def per_call_pick(zones: int, picks: int) -> float:
+    """Microseconds of CPU time per pick as a front end's call makes it (`PlaneCore.pick_now`):
+    the picker's next timer, then a pick in the cluster the call's route chose (`pick_in`, no
+    routing), then its finish; round robin, no drops, no limit, ``zones`` localities."""
+    picker = ComposedPicker()
+    snapshot = config("round_robin", False, zones)
+    picker.update(snapshot, 0.0)
+    assert snapshot.clusters["c"].endpoints is not None
+    for endpoint in snapshot.clusters["c"].endpoints.healthy_endpoints():
+        picker.set_endpoint_state((endpoint.address, endpoint.port), ConnectivityState.READY, 0.0)
+    rand = random.Random(0)
+    headers: dict[str, str] = {}
+    timer, pick, finished = picker.next_deadline, picker.pick_in, picker.call_finished
+    start = time.process_time()
+    for _ in range(picks):
+        timer()
+        result = pick("c", headers, rand, 1.0, request_hash=0)
         finished(result, True, 1.0)
     return (time.process_time() - start) / picks * 1e6
 
@@ -171,8 +196,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--endpoints", type=int, default=10_000)
     parser.add_argument("--scale-only", action="store_true", help="only the scale table")
+    parser.add_argument("--picks-only", action="store_true", help="only the per-pick tables")
     args = parser.parse_args()
-    scale(args.endpoints)
+    if not args.picks_only:
+        scale(args.endpoints)
     if args.scale_only:
         return
     print(f"{'policy':<14} {'drops+circuit breaking':<24} {'us/pick':>8}")
@@ -180,6 +207,11 @@ def main() -> None:
         for guarded in (False, True):
             cost = min(per_pick(lb_policy, guarded, args.picks) for _ in range(args.repeat))
             print(f"{lb_policy:<14} {'on' if guarded else 'off':<24} {cost:>8.2f}")
+    print(f"\n{'call path pick (pick_in)':<39} {'us/pick':>8}")
+    for zones in (1, 3):
+        cost = min(per_call_pick(zones, args.picks) for _ in range(args.repeat))
+        label = f"round_robin, {zones} localit{'y' if zones == 1 else 'ies'}"
+        print(f"{label:<39} {cost:>8.2f}")
 
 
 def scale(endpoints: int) -> None:

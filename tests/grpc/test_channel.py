@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import tempfile
+from typing import Any
 
 import grpc
 import pytest
@@ -15,7 +16,7 @@ from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane, bootstrap, builders
 
-from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple
+from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple, until
 
 
 async def test_generated_stub_calls_of_every_kind_reach_the_backend(
@@ -134,3 +135,114 @@ async def test_a_streaming_call_made_without_an_iterator_takes_writes(
             assert isinstance(await call.trailing_metadata(), grpc.aio.Metadata)
             assert call.done()
             assert not call.cancelled()
+
+
+async def _held_by_its_awaiter(channel: grpc.aio.Channel, made: list[Any]) -> tuple[str, int, bool]:
+    """Make a held call and await it at once (on this task, as ``await stub.Say(...)`` does):
+    how it ended, the task's cancellation count after, and whether the task is cancelling."""
+    call = EchoStub(channel).Say(Text(value="hold"), timeout=10)
+    made.append(call)
+    try:
+        await call
+    except asyncio.CancelledError:
+        ended = "CancelledError"
+    except grpc.aio.AioRpcError as error:
+        ended = f"{error.code().name}: {error.details()}"
+    else:
+        ended = "answered"
+    task = asyncio.current_task()
+    assert task is not None
+    return ended, task.cancelling(), task.cancelled()
+
+
+async def test_cancelling_a_call_its_awaiter_is_running_ends_that_call_only(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A call awaited as it was made and then cancelled: its awaiter sees CancelledError and
+    its task is not left cancelling, as with grpc.aio's call to the same backend; the call's
+    code is CANCELLED."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{a.port}") as plain,
+            XdsChannel("xds:///svc", client=client) as channel,
+        ):
+            results = []
+            for each in (plain, channel):
+                a.held.clear()
+                made: list[Any] = []
+                awaiter = asyncio.ensure_future(_held_by_its_awaiter(each, made))
+                await asyncio.wait_for(a.held.wait(), 5)
+                assert made[0].cancel()
+                results.append(await asyncio.wait_for(awaiter, 5))
+                assert await made[0].code() is grpc.StatusCode.CANCELLED
+                assert made[0].cancelled()
+            assert results[1] == results[0] == ("CancelledError", 0, False)
+
+
+async def test_closing_the_channel_ends_a_call_its_awaiter_is_running_as_channel_closed(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """`close` ends a call in flight that runs on its awaiter's task with CANCELLED ``Channel
+    closed!``; the awaiter's task goes on, not cancelled."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        channel = XdsChannel("xds:///svc", client=client)
+        made: list[Any] = []
+        awaiter = asyncio.ensure_future(_held_by_its_awaiter(channel, made))
+        await asyncio.wait_for(a.held.wait(), 5)
+        await asyncio.wait_for(channel.close(), 5)
+        assert await asyncio.wait_for(awaiter, 5) == ("CANCELLED: Channel closed!", 0, False)
+        assert made[0].done()
+
+
+async def test_a_unary_call_nobody_awaits_is_still_sent(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A unary call made and never awaited goes out as grpc.aio's does, and ends: its done
+    callbacks run and its code is OK."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            await channel.channel_ready()
+            ended = asyncio.Event()
+            call = EchoStub(channel).Say(Text(value="unawaited"), timeout=5)
+            call.add_done_callback(lambda done: ended.set() if done is call else None)
+            await asyncio.wait_for(ended.wait(), 5)
+            assert a.calls[SAY] == 1
+            assert await call.code() is grpc.StatusCode.OK
+            assert await call == Text(value="a:unawaited")
+
+
+async def test_connectivity_reports_of_many_endpoints_share_one_pass_over_them(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """An assignment of 400 endpoints (one backend, the others refusing on other loopback
+    addresses): the first call is answered, every endpoint gets its connection (round robin
+    connects all), and the picker's wanted endpoints are walked far fewer times than there
+    are connectivity reports (each report walked all 400 before: quadratic in endpoints)."""
+    async with echo_backends("a") as (a,):
+        refusing = [(f"127.0.{1 + i // 250}.{1 + i % 250}", a.port) for i in range(399)]
+        resources = simple("svc", [("c", [a])])
+        resources[-1] = builders.cluster_load_assignment("c", [("127.0.0.1", a.port), *refusing])
+        plane.set_all(resources)
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            picker = channel._core.picker
+            counts = {"walks": 0, "reports": 0}
+            wanted, report = picker.wanted_connections, picker.set_endpoint_state
+
+            def walk() -> Any:
+                counts["walks"] += 1
+                return wanted()
+
+            def reported(*args: Any) -> None:
+                counts["reports"] += 1
+                report(*args)
+
+            picker.wanted_connections = walk  # type: ignore[method-assign]
+            picker.set_endpoint_state = reported  # type: ignore[method-assign,assignment]
+            reply = await EchoStub(channel).Say(Text(value="first"), timeout=10)
+            assert reply.value == "a:first"
+            await until(lambda: len(channel._core.connections) == 400, 10)
+            await until(lambda: counts["reports"] >= 800, 10)  # IDLE/CONNECTING, then failed
+        assert counts["walks"] * 4 < counts["reports"], counts

@@ -112,6 +112,8 @@ class OrcaBackend(EchoBackend):
         #: ORCA streams opened, and open now
         self.streams = 0
         self.active = 0
+        #: the reporting interval each stream asked for, in seconds
+        self.intervals: list[float] = []
 
     async def start(self) -> None:
         server = grpc.aio.server(interceptors=[_Counting(self.methods)])
@@ -137,7 +139,8 @@ class OrcaBackend(EchoBackend):
     async def _stream_core_metrics(self, request: Any, context: Any) -> AsyncIterator[Any]:
         self.streams += 1
         self.active += 1
-        interval = max(request.report_interval.ToTimedelta().total_seconds(), 0.01)
+        self.intervals.append(request.report_interval.ToTimedelta().total_seconds())
+        interval = max(self.intervals[-1], 0.01)
         try:
             while True:
                 yield self.report
@@ -508,6 +511,39 @@ async def test_orca_streams_end_when_no_cluster_asks_and_with_the_channel(
         await until(lambda: a.active == 1, 5)
         assert a.streams == 2
     await until(lambda: a.active == 0, 5)
+
+
+async def test_a_new_reporting_period_restarts_the_orca_stream_with_it(
+    plane: ControlPlane, client: XdsClient, backends: list[OrcaBackend]
+) -> None:
+    """The cluster's ``oob_reporting_period`` changes from 50 ms to 200 ms: the stream asking
+    for 50 ms ends and one asking for 200 ms takes its place (C-core asks again with the new
+    interval); an unchanged period keeps its stream."""
+    a, _ = backends
+    wrr = wrr_pb2.ClientSideWeightedRoundRobin()
+    wrr.enable_oob_load_report.value = True
+    wrr.oob_reporting_period.FromMilliseconds(50)
+    plane.set_all(resources(policy_cluster("c", wrr), a))
+    async with XdsChannel("xds:///svc", client=client) as channel:
+        assert await say(channel, 1) == {"a": 1}
+        await until(lambda: a.active == 1, 5)
+        wrr.oob_reporting_period.FromMilliseconds(200)
+        plane.set(policy_cluster("c", wrr))
+        await until(lambda: a.intervals == [0.05, 0.2] and a.active == 1, 5)
+        wrr.weight_update_period.FromMilliseconds(500)  # another change, the same period
+        plane.set(policy_cluster("c", wrr))
+        await until(lambda: channel._core.snapshot is not None and _update_period(channel) == 0.5)
+        assert await say(channel, 1) == {"a": 1}
+        assert (a.intervals, a.active) == ([0.05, 0.2], 1)
+
+
+def _update_period(channel: XdsChannel) -> float | None:
+    snapshot = channel._core.snapshot
+    assert snapshot is not None
+    cluster = snapshot.clusters["c"].cluster
+    assert cluster is not None
+    policy: Any = cluster.lb_policy
+    return getattr(getattr(policy, "child", policy), "weight_update_period", None)
 
 
 async def test_an_orca_stream_the_backend_does_not_serve_is_not_retried_while_connected(

@@ -57,7 +57,8 @@ async def channel_calls(
     wait_for_ready: bool,
     limit: float = 10.0,
 ) -> tuple[int, list[int]]:
-    """What `GrpcSession.calls` does, through the channel (0 for a failed call)."""
+    """What `GrpcSession.calls` does, through the channel (0 for a failed call), settled once
+    every expected backend answers (`_settled`)."""
     call = channel.unary_unary(METHOD)
 
     async def one() -> int:
@@ -66,14 +67,24 @@ async def channel_calls(
         except grpc.aio.AioRpcError:
             return 0
 
-    deadline, settle, run = time.monotonic() + limit, 0, 0
-    while run < streak:
+    deadline, settle = time.monotonic() + limit, 0
+    recent: collections.deque[int] = collections.deque(maxlen=streak)
+    while not _settled(recent, until, streak):
         if time.monotonic() > deadline:
             settle = -1
             break
         settle += 1
-        run = run + 1 if await one() in until else 0
+        recent.append(await one())
     return settle, [await one() for _ in range(calls)]
+
+
+def _settled(recent: Sequence[int], until: Sequence[int], streak: int) -> bool:
+    """The last ``streak`` calls all went to ``until``, and to each of them when the streak is
+    long enough to show it (round robin over every expected backend: all of them READY, not
+    the first of them only)."""
+    if len(recent) < streak or any(port not in until for port in recent):
+        return False
+    return streak < len(until) or set(until) <= set(recent)
 
 
 async def test_priority_failover_and_return_through_the_channel_match_grpc() -> None:

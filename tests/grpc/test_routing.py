@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
+from envoy.config.route.v3 import route_components_pb2
 
 from tests.call.builders import add_route, fault, listener, override, route_config
 from xdsclient import XdsClient
@@ -185,3 +186,21 @@ async def test_max_stream_duration_is_the_calls_deadline(
             took = time.monotonic() - started
         assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
         assert 0.45 <= took < 5.0  # the stream duration, not the caller's 10 s (room for a busy CI)
+
+
+async def test_a_virtual_host_that_came_over_vhds_routes_the_calls(plane: ControlPlane) -> None:
+    """The route configuration has no virtual host for the channel's authority and carries
+    ``vhds``: the host the server answers on demand routes the calls to its cluster."""
+    async with echo_backends("v") as (v,):
+        routes = route_config("svc-routes")
+        del routes.virtual_hosts[:]
+        routes.vhds.config_source.ads.SetInParent()
+        on_demand = route_components_pb2.VirtualHost(name="svc-routes/vh", domains=["svc"])
+        add_route(on_demand, "", "cv")
+        plane.set_all([*_served(routes, {"cv": [v]}), on_demand])
+        async with (
+            XdsClient(plane.address, node_id="vhds", delta=True) as delta_client,
+            XdsChannel("xds:///svc", client=delta_client) as channel,
+        ):
+            reply = await EchoStub(channel).Say(Text(value="on demand"), timeout=5)
+        assert reply.value == "v:on demand"

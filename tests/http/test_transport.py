@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -15,7 +16,14 @@ from tests.helpers import eventually
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.resources import CLUSTER
-from xdsclient.testing import ControlPlane, FakeClock, HttpBackend, bootstrap, http_backends
+from xdsclient.testing import (
+    ControlPlane,
+    FakeClock,
+    HttpBackend,
+    bootstrap,
+    builders,
+    http_backends,
+)
 
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
@@ -210,3 +218,41 @@ async def test_concurrent_requests_for_a_new_host_share_one_configuration(
         answers = await asyncio.gather(*(http.get(f"http://svc/{i}") for i in range(64)))
     assert {r.status_code for r in answers} == {200}
     assert a.total + b.total == 64
+
+
+async def test_connectivity_reports_of_many_endpoints_share_one_pass_over_them(
+    cp: ControlPlane, client: XdsClient, two: list[HttpBackend]
+) -> None:
+    """An assignment of 400 endpoints (one backend, the others refusing on other loopback
+    addresses): the first request is answered, every endpoint gets its pool (round robin
+    connects all), and the picker's wanted endpoints are walked far fewer times than there
+    are connectivity reports (each report walked all 400 before: quadratic in endpoints)."""
+    a, _ = two
+    refusing = [(f"127.0.{1 + i // 250}.{1 + i % 250}", a.port) for i in range(399)]
+    found = resources(route_config(vhost("all", ["*"], to("a"))), cluster_of("a", [a]))
+    found[-1] = builders.cluster_load_assignment("a", [("127.0.0.1", a.port), *refusing])
+    cp.set_all(found)
+    async with (
+        XdsTransport(LISTENER, client=client) as transport,
+        httpx.AsyncClient(transport=transport) as http,
+    ):
+        core = transport._core
+        picker = core.picker
+        counts = {"walks": 0, "reports": 0}
+        wanted, report = picker.wanted_connections, picker.set_endpoint_state
+
+        def walk() -> Any:
+            counts["walks"] += 1
+            return wanted()
+
+        def reported(*args: Any) -> None:
+            counts["reports"] += 1
+            report(*args)
+
+        picker.wanted_connections = walk  # type: ignore[method-assign]
+        picker.set_endpoint_state = reported  # type: ignore[method-assign,assignment]
+        r = await http.get("http://svc/first", timeout=10)
+        assert answer(r) == "a /first"
+        await eventually(lambda: len(core.connections) == 400, timeout=10)
+        await eventually(lambda: counts["reports"] >= 400, timeout=10)  # each refused one fails
+    assert counts["walks"] * 4 < counts["reports"], counts

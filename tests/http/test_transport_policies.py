@@ -178,6 +178,9 @@ async def test_outlier_detection_ejects_a_backend_answering_5xx(
     detection.failure_percentage_minimum_hosts.value = 3
     detection.failure_percentage_request_volume.value = 3
     detection.enforcing_success_rate.value = 0
+    # Envoy ejects only while (ejected + 1) / hosts stays within max_ejection_percent (default
+    # 10: none of three hosts); gRPC always lets one go
+    detection.max_ejection_percent.value = 50
     cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), [cluster, assignment]))
     answering(a, 500)
     async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:

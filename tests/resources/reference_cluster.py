@@ -98,6 +98,27 @@ LbPolicy: TypeAlias = (
 
 
 @attrs.frozen(kw_only=True)
+class EnvoyOutlierRules:
+    """Envoy's outlier detection settings beyond gRFC A50 (percentages capped at 100)."""
+
+    consecutive_5xx: int = 5
+    enforcing_consecutive_5xx: int = 100
+    consecutive_gateway_failure: int = 5
+    enforcing_consecutive_gateway_failure: int = 0
+    split_external_local_origin_errors: bool = False
+    consecutive_local_origin_failure: int = 5
+    enforcing_consecutive_local_origin_failure: int = 100
+    enforcing_success_rate: int = 100
+    enforcing_local_origin_success_rate: int = 100
+    enforcing_failure_percentage: int = 0
+    enforcing_failure_percentage_local_origin: int = 0
+    success_rate: tuple[int, int, int] = (1900, 5, 100)
+    failure_percentage: tuple[int, int, int] = (85, 5, 50)
+    always_eject_one_host: bool = False
+    max_ejection_time_jitter: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
 class OutlierDetection:
     """gRFC A50's outlier detection settings; durations in seconds, percentages 0-100."""
 
@@ -109,6 +130,7 @@ class OutlierDetection:
     success_rate_ejection: tuple[int, int, int, int] | None = None
     #: (threshold, enforcement_percentage, minimum_hosts, request_volume), or None when off
     failure_percentage_ejection: tuple[int, int, int, int] | None = None
+    envoy: EnvoyOutlierRules = EnvoyOutlierRules()
 
 
 @attrs.frozen(kw_only=True)
@@ -400,6 +422,50 @@ def _outlier_detection(name: str, config: Any) -> OutlierDetection:
         )
         if failure_enforcement > 0
         else None,
+        envoy=_envoy_rules(config),
+    )
+
+
+#: Envoy's wrapped counts (name, default, whether a percentage capped at 100)
+_ENVOY_COUNTS = (
+    ("consecutive_5xx", 5, False),
+    ("enforcing_consecutive_5xx", 100, True),
+    ("consecutive_gateway_failure", 5, False),
+    ("enforcing_consecutive_gateway_failure", 0, True),
+    ("consecutive_local_origin_failure", 5, False),
+    ("enforcing_consecutive_local_origin_failure", 100, True),
+    ("enforcing_success_rate", 100, True),
+    ("enforcing_local_origin_success_rate", 100, True),
+    ("enforcing_failure_percentage", 0, True),
+    ("enforcing_failure_percentage_local_origin", 0, True),
+)
+
+
+def _envoy_rules(config: Any) -> EnvoyOutlierRules:
+    def wrapped(field: str, default: int) -> int:
+        value: int = getattr(config, field).value if config.HasField(field) else default
+        return value
+
+    fields: dict[str, Any] = {}
+    for field, default, capped in _ENVOY_COUNTS:
+        value = wrapped(field, default)
+        fields[field] = min(value, 100) if capped else value
+    jitter = config.max_ejection_time_jitter
+    return EnvoyOutlierRules(
+        split_external_local_origin_errors=config.split_external_local_origin_errors,
+        success_rate=(
+            wrapped("success_rate_stdev_factor", 1900),
+            wrapped("success_rate_minimum_hosts", 5),
+            wrapped("success_rate_request_volume", 100),
+        ),
+        failure_percentage=(
+            wrapped("failure_percentage_threshold", 85),
+            wrapped("failure_percentage_minimum_hosts", 5),
+            wrapped("failure_percentage_request_volume", 50),
+        ),
+        always_eject_one_host=config.always_eject_one_host.value,
+        max_ejection_time_jitter=max(0.0, jitter.seconds + jitter.nanos / 1e9),
+        **fields,
     )
 
 

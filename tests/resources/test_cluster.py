@@ -22,6 +22,7 @@ from xdsclient import ResourceDecodeError
 from xdsclient.resources._cluster import (
     ClusterType,
     ClusterView,
+    EnvoyOutlierRules,
     LeastRequest,
     OutlierDetection,
     RingHash,
@@ -287,6 +288,7 @@ def test_outlier_detection_defaults_and_ranges() -> None:
         interval=2.0,
         success_rate_ejection=(1900, 100, 5, 100),
         failure_percentage_ejection=(85, 50, 5, 50),
+        envoy=EnvoyOutlierRules(enforcing_failure_percentage=50),
     )
     message.outlier_detection.max_ejection_percent.value = 101
     assert reason(message) == "outlier_detection.max_ejection_percent: must be at most 100"

@@ -11,13 +11,66 @@ import pytest
 from tests.helpers import idle
 from tests.watchers.helpers import CDS, EDS, ambient, changed, missing, running
 from xdsclient import CallbackWatcher, Event, WatchHandle
-from xdsclient._watch._watchers import ACK_FIRST_LIMIT, Dispatcher, Watch, check_watcher
+from xdsclient._watch._watchers import (
+    ACK_FIRST_LIMIT,
+    BatchFeeder,
+    Dispatcher,
+    Watch,
+    check_watcher,
+)
 from xdsclient.testing import FakeClock
 
 
 def _recorder() -> tuple[list[Event], CallbackWatcher]:
     seen: list[Event] = []
     return seen, CallbackWatcher(seen.append)
+
+
+class _Feeder(BatchFeeder):
+    """A watcher of the client's own kind: records each hand-over (a list of events)."""
+
+    def __init__(self, log: list[object]) -> None:
+        self.log = log
+
+    def on_batch(self, events: list[Event]) -> None:
+        self.log.append([event.name for event in events])
+
+
+async def test_a_feeder_takes_every_event_of_a_batch_for_its_names_in_one_call_in_order() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    calls: list[object] = []
+    feeder = _Feeder(calls)
+    for name in ("a", "b", "c"):
+        dispatcher.add(EDS, name, feeder, ())
+    batch = [changed("a", "1"), changed("b", "1"), changed("x", "1"), changed("c", "1")]
+    done = dispatcher.publish([*batch, ambient("a")])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert calls == [["a", "b", "c", "a"]]  # one call for the response, not one per resource
+
+
+async def test_a_feeder_gets_what_came_before_an_async_callback_before_it_is_awaited() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    order: list[object] = []
+    gate = asyncio.Event()
+
+    async def slow(event: Event) -> None:
+        order.append(event.name)
+        await gate.wait()
+
+    feeder = _Feeder(order)
+    dispatcher.add(EDS, "a", feeder, ())
+    dispatcher.add(EDS, "b", CallbackWatcher(slow), ())
+    dispatcher.add(EDS, "c", feeder, ())
+    done = dispatcher.publish([changed("a", "1"), changed("b", "1"), changed("c", "1")])
+    assert done is not None
+    async with running(dispatcher):
+        await idle()
+        assert order == [["a"], "b"]  # "a" was handed over before the callback's wait
+        gate.set()
+        await done
+    assert order == [["a"], "b", ["c"]]
 
 
 async def test_a_new_watcher_gets_its_replay_then_only_batches_published_after_it() -> None:
@@ -35,6 +88,21 @@ async def test_a_new_watcher_gets_its_replay_then_only_batches_published_after_i
     assert first.done()
     assert old == [changed("a", "1"), changed("a", "2")]
     assert new == [changed("a", "1"), changed("a", "2")]  # v1 once, from the replay
+
+
+async def test_watchers_added_at_once_get_their_own_replays_then_only_later_batches() -> None:
+    dispatcher = Dispatcher(clock=FakeClock())
+    before = dispatcher.publish([changed("a", "1")])
+    seen, watcher = _recorder()
+    cached: dict[str, list[Event]] = {"b": [changed("b", "1")]}
+    handles = dispatcher.add_all(EDS, ["a", "b", "c"], watcher, lambda t, n: cached.get(n, []))
+    after = dispatcher.publish([changed("c", "2"), changed("a", "2")])
+    assert before is not None
+    assert after is not None
+    async with running(dispatcher):
+        await after
+    assert [h.cancelled for h in handles] == [False, False, False]
+    assert seen == [changed("b", "1"), changed("c", "2"), changed("a", "2")]
 
 
 async def test_publish_completes_once_every_watcher_was_called_and_returns_none_for_nothing() -> (

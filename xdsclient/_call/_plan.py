@@ -111,6 +111,15 @@ _TRANSITIONS: dict[tuple[CallState, str], frozenset[CallState]] = {
     **{(state, "cancel"): frozenset({_S.DONE}) for state in _S if state is not _S.DONE},
 }
 
+# Every input may end the call, and each input that leads to an attempt allows it: the steps
+# below set those two states directly (the table still decides every input and the others).
+assert all(_S.DONE in allowed for allowed in _TRANSITIONS.values())
+#: what the two inputs of every call allow, read directly when the call is where they expect
+_AFTER_START = _TRANSITIONS[_S.START, "start"]
+_AFTER_ATTEMPT = _TRANSITIONS[_S.ATTEMPTING, "attempt_done"]
+_TO_ATTEMPT = ((_S.START, "start"), (_S.DELAYING, "delay_elapsed"), (_S.BACKOFF, "backoff_elapsed"))
+assert all(_S.ATTEMPTING in _TRANSITIONS[key] for key in _TO_ATTEMPT)
+
 Step = Delay | Attempt | RetryAt | Finish
 _NO_HOSTS: frozenset[tuple[str, int]] = frozenset()
 
@@ -223,10 +232,15 @@ class CallPlan:
 
     def start(self, now: float) -> Step:
         """The first step of the call, at ``now``."""
-        self._check("start")
+        if self.state is CallState.START:
+            self._allowed = _AFTER_START
+        else:
+            self._check("start")  # raises: only a new call starts
         if self.failure is not None:
             return self._finish(Finish(status=self.failure, at=now, reply=self.reply))
-        return self._run_faults(now)
+        if self._faults:
+            return self._run_faults(now)
+        return self._attempt(now)  # the usual call: no fault filter, or none decided
 
     def delay_elapsed(self, now: float) -> Step:
         """The injected delay ended at ``now``."""
@@ -235,15 +249,22 @@ class CallPlan:
 
     def attempt_done(self, outcome: AttemptOutcome, now: float) -> Step:
         """The attempt in flight ended with ``outcome`` at ``now``."""
-        self._check("attempt_done")
-        assert self.choice is not None
-        number = self._retry.attempts + 1
+        if self.state is CallState.ATTEMPTING:
+            self._allowed = _AFTER_ATTEMPT
+        else:
+            self._check("attempt_done")  # raises: only an attempt in flight ends
+        choice = self.choice
+        assert choice is not None
+        retry = self._retry
         self.attempts.append(
-            AttemptRecord(number=number, cluster=self.choice.cluster, outcome=outcome)
+            AttemptRecord(number=retry.attempts + 1, cluster=choice.cluster, outcome=outcome)
         )
-        decision = self._retry.on_attempt_done(outcome, now, self._rng)
-        if isinstance(decision, Finish):
-            return self._finish(decision)
+        decision = retry.on_attempt_done(outcome, now, self._rng)
+        if isinstance(decision, Finish):  # `_finish`, inline: the end of most calls
+            if self._holding_fault:
+                self._release_fault()
+            self.state = CallState.DONE
+            return decision
         self._to(CallState.BACKOFF)
         return decision
 
@@ -281,11 +302,11 @@ class CallPlan:
         return self._attempt(now)
 
     def _attempt(self, now: float) -> Step:
-        if self._past_deadline(now):
+        deadline = self.deadline
+        if deadline is not None and now >= deadline:
             return self._finish(self._rules.deadline_finish(now))
         assert self.choice is not None
-        self._to(CallState.ATTEMPTING)
-        deadline = self.deadline
+        self.state = CallState.ATTEMPTING  # allowed after every input that gets here
         if self._per_try_timeout:
             per_try = now + self._per_try_timeout
             deadline = per_try if deadline is None else min(deadline, per_try)
@@ -302,8 +323,9 @@ class CallPlan:
         )
 
     def _finish(self, finish: Finish) -> Finish:
-        self._release_fault()
-        self._to(CallState.DONE)
+        if self._holding_fault:
+            self._release_fault()
+        self.state = CallState.DONE  # allowed after every input
         return finish
 
     def _release_fault(self) -> None:

@@ -29,7 +29,7 @@ import attrs
 
 from ..resources import RetryPolicy
 from ._reply import LocalReply, code_of_http
-from ._status import Code, Status
+from ._status import OK_STATUS, Code, Status
 
 __all__ = [
     "DEADLINE_EXCEEDED",
@@ -38,6 +38,7 @@ __all__ = [
     "Finish",
     "RetryAt",
     "RetryState",
+    "retry_codes",
 ]
 
 #: A6: the most attempts a retry policy may ask for.
@@ -96,7 +97,9 @@ class AttemptOutcome:
 
     @property
     def status(self) -> Status:
-        """The attempt's status."""
+        """The attempt's status (`OK_STATUS` itself for a plain OK)."""
+        if self.code is Code.OK and not self.details:
+            return OK_STATUS
         return Status(code=self.code, details=self.details)
 
 
@@ -119,6 +122,26 @@ class Finish:
     reply: LocalReply | None = None
 
 
+_NO_CODES: frozenset[Code] = frozenset()
+#: the ``retry_on`` codes of the policies seen lately, by the policy's identity (each value
+#: holds its policy, so an id is not reused while its entry lives); a configuration keeps its
+#: policies, so a call looks its codes up instead of building them
+_CODES_OF: dict[int, tuple[RetryPolicy, frozenset[Code]]] = {}
+_CODES_KEPT = 256
+
+
+def retry_codes(policy: RetryPolicy) -> frozenset[Code]:
+    """The codes ``policy`` retries on (built once per policy while it is in use)."""
+    found = _CODES_OF.get(id(policy))
+    if found is not None and found[0] is policy:
+        return found[1]
+    if len(_CODES_OF) >= _CODES_KEPT:
+        _CODES_OF.clear()  # policies of configurations long gone
+    codes = frozenset(_CODES[name] for name in policy.retry_on)
+    _CODES_OF[id(policy)] = (policy, codes)
+    return codes
+
+
 class RetryState:
     """The retry decisions of one call."""
 
@@ -129,9 +152,13 @@ class RetryState:
 
     def __init__(self, policy: RetryPolicy | None, deadline: float | None) -> None:
         self._policy = policy
-        self._codes = frozenset(_CODES[name] for name in policy.retry_on) if policy else frozenset()
-        #: attempts allowed in all
-        self.max_attempts = min(policy.num_retries + 1, MAX_ATTEMPTS) if policy else 1
+        if policy is None:
+            self._codes = _NO_CODES
+            #: attempts allowed in all
+            self.max_attempts = 1
+        else:
+            self._codes = retry_codes(policy)
+            self.max_attempts = min(policy.num_retries + 1, MAX_ATTEMPTS)
         #: attempts finished so far
         self.attempts = 0
         self.deadline = deadline
@@ -142,14 +169,18 @@ class RetryState:
     ) -> RetryAt | Finish:
         """The decision after an attempt ended with ``outcome`` at ``now``."""
         self.attempts += 1
-        done = Finish(status=outcome.status, at=now)
-        if outcome.code is Code.OK or outcome.code not in self._codes:
-            return done
-        if outcome.committed or self.attempts >= self.max_attempts:
-            return done
+        code = outcome.code
+        if (
+            code is Code.OK
+            or code not in self._codes
+            or outcome.committed
+            or self.attempts >= self.max_attempts
+        ):
+            ok = code is Code.OK and not outcome.details
+            return Finish(status=OK_STATUS if ok else outcome.status, at=now)
         delay = self._delay(outcome.pushback, rng)
         if delay is None:
-            return done
+            return Finish(status=outcome.status, at=now)
         at = now + delay
         if self.deadline is not None and at >= self.deadline:
             return Finish(status=DEADLINE_EXCEEDED, at=max(now, self.deadline))

@@ -20,7 +20,7 @@ from ._hash import call_hash
 from ._reply import LocalReply
 from ._request import CallRequest
 from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetryState
-from ._route import RouteChoice, route_call
+from ._route import RouteChoice
 from ._status import Status
 
 __all__ = ["GRPC_RULES", "CallRules", "Decisions", "GrpcRules", "Retries", "decide_faults"]
@@ -110,7 +110,8 @@ def decide_faults(
 
 
 class GrpcRules(CallRules):
-    """gRPC's rules (C-core's order): `route_call`, the deadline capped by the route's max
+    """gRPC's rules (C-core's order): `route_call` (remembered by the configuration's
+    `Router`), the deadline capped by the route's max
     stream duration (A31), A33 faults, the A42 hash, A44 retries; a call ends with a gRPC
     status."""
 
@@ -125,13 +126,7 @@ class GrpcRules(CallRules):
         now: float,
         rng: random.Random,
     ) -> None:
-        routed = route_call(
-            config.hcm,
-            call,
-            rng,
-            listener_name=config.listener_name,
-            route_config=config.route_config,
-        )
+        routed = config.router.route(call, rng)
         if isinstance(routed, Status):
             plan.decided(
                 choice=None,
@@ -140,16 +135,19 @@ class GrpcRules(CallRules):
                 retry=RetryState(None, call.deadline),
             )
             return
-        deadline = capped_deadline(
-            call.deadline, now, max_stream_duration(routed.action, config.hcm)
-        )
-        retry_policy = routed.action.retry_policy or routed.virtual_host.retry_policy
+        action = routed.action
+        deadline = call.deadline
+        if action.max_stream_duration is not None or config.hcm.max_stream_duration:
+            deadline = capped_deadline(deadline, now, max_stream_duration(action, config.hcm))
+        retry_policy = action.retry_policy or routed.virtual_host.retry_policy
         plan.decided(
             choice=routed,
             deadline=deadline,
-            faults=decide_faults(call, config, routed, rng),
+            faults=decide_faults(call, config, routed, rng) if config.has_fault_filters else (),
             retry=RetryState(retry_policy, deadline),
-            request_hash=call_hash(routed.action, call, rng),
+            request_hash=(
+                call_hash(action, call, rng) if action.hash_policies else rng.getrandbits(64)
+            ),
             path=call.path,
             authority=call.authority,
         )

@@ -13,7 +13,7 @@ import enum
 
 import attrs
 
-__all__ = ["Code", "Status", "grpc_code_from_http", "grpc_code_from_int"]
+__all__ = ["OK_STATUS", "Code", "Status", "grpc_code_from_http", "grpc_code_from_int"]
 
 
 class Code(enum.IntEnum):
@@ -44,6 +44,10 @@ class Status:
 
     code: Code
     details: str = ""
+
+
+#: The status of every call that succeeds (one shared value: a status is immutable).
+OK_STATUS = Status(code=Code.OK)
 
 
 #: doc/http-grpc-status-mapping.md: every other HTTP status is UNKNOWN (200 included).

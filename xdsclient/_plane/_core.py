@@ -14,10 +14,16 @@ queued pick (and a failed one that waits) waits for the next change or the picke
 never past the call's deadline (then `DEADLINE`); a pick after `begin_close` gets the front
 end's `closed_status`. The picker runs once per chance to pick.
 
+Connections the picker wants (round robin wants every endpoint) are opened by one pass over
+them per turn of the loop, however many connectivity reports asked for it in that turn (a walk
+per report is quadratic at thousands of endpoints), and a pass opens at most `OPENS_PER_TURN`
+new connections (the rest at the next turns): a call picks as soon as one endpoint is READY
+while the others still open. A new snapshot gets its first pass at once.
+
 A front end subclasses `PlaneCore` and fills its hooks: how it watches its configuration
-(`_watch_configs`, `_cancel_watches`), connects to an endpoint (`_connect`), holds and closes
-its connections (`_hold`, `_close_connections`), refuses a cluster (`_refused`) and words an
-endpoint-level failure (`_unreachable`).
+(`_watch_configs`, `_cancel_watches`), connects to an endpoint (`_connect`, and `_open` in the
+connection pass), holds and closes its connections (`_hold`, `_close_connections`), refuses a
+cluster (`_refused`) and words an endpoint-level failure (`_unreachable`).
 """
 
 from __future__ import annotations
@@ -32,10 +38,18 @@ from typing import TypeVar
 
 from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import Code, Status
-from ..lb import ComposedPicker, ConnectivityState, EndpointKey, PickOutcome, PickResult, key_of
+from ..lb import (
+    ComposedPicker,
+    ConnectivityState,
+    EndpointKey,
+    OutlierMode,
+    PickOutcome,
+    PickResult,
+    key_of,
+)
 from ._failures import empty_assignment, resource_details
 
-__all__ = ["DEADLINE", "PickWait", "PlaneCore"]
+__all__ = ["DEADLINE", "OPENS_PER_TURN", "PickWait", "PlaneCore"]
 
 logger = logging.getLogger("xdsclient.plane")
 
@@ -44,6 +58,8 @@ DEADLINE = Status(code=Code.DEADLINE_EXCEEDED, details="Deadline Exceeded")
 _COMPLETE = PickOutcome.COMPLETE
 _QUEUE = PickOutcome.QUEUE
 _FAIL = PickOutcome.FAIL
+#: the new connections one pass of `PlaneCore._connect_wanted` opens in a turn of the loop
+OPENS_PER_TURN = 64
 A = TypeVar("A")
 
 
@@ -70,6 +86,8 @@ class PlaneCore:
 
     #: what a pick or a wait returns once the front end closed (front ends give their words)
     closed_status = Status(code=Code.CANCELLED, details="closed")
+    #: whose outlier detection rules the picker follows (gRPC's A50; HTTP: Envoy's)
+    outlier_mode: OutlierMode = "grpc"
 
     def __init__(
         self,
@@ -85,7 +103,7 @@ class PlaneCore:
         self.clock = clock
         #: gRFC A42's ``channel_id``: one random 64-bit value per channel (or transport)
         self.channel_id = rng.getrandbits(64) if channel_id is None else channel_id
-        self.picker = ComposedPicker(channel_id=self.channel_id)
+        self.picker = ComposedPicker(channel_id=self.channel_id, outlier_mode=self.outlier_mode)
         #: the snapshot the picker follows (None before the first)
         self.snapshot: XdsConfig | None = None
         self.closed = False
@@ -94,6 +112,8 @@ class PlaneCore:
         self._start: asyncio.Task[None] | None = None
         self._loads: dict[str, ClusterLoad] = {}
         self._node_id = client.config.node.id
+        #: the pass of `_connect_wanted` due at the next turn of the loop
+        self._connecting: asyncio.Handle | None = None
 
     # --- hooks ---
 
@@ -110,6 +130,12 @@ class PlaneCore:
     def _connect(self, key: EndpointKey) -> None:
         """Connect to ``key`` ahead of a call (or mark it failing when it cannot be)."""
         raise NotImplementedError
+
+    def _open(self, key: EndpointKey) -> bool:
+        """The connection pass's step for a wanted ``key``: connect when it needs it; True
+        when that started a new connection (counted against `OPENS_PER_TURN`)."""
+        self._connect(key)
+        return False
 
     def _hold(self, snapshot: XdsConfig | None) -> None:
         """Keep the connections ``snapshot`` holds (None: none), release the others."""
@@ -157,6 +183,9 @@ class PlaneCore:
             return
         self.closed = True
         self._cancel_watches()
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
         self.notify()
 
     async def close(self) -> None:
@@ -302,7 +331,7 @@ class PlaneCore:
         self.picker.update(snapshot, self.clock())
         self._loads = {}  # the client gives the same load again per (cluster, service)
         self._hold(snapshot)
-        self._connect_wanted()
+        self._open_wanted()  # the first connections at once, the rest over the next turns
 
     def drop_snapshot(self) -> None:
         """No snapshot any more: the connections are released (calls on them finish)."""
@@ -310,8 +339,26 @@ class PlaneCore:
         self._hold(None)
 
     def _connect_wanted(self) -> None:
+        """Open the connections the picker wants, in one pass at the next turn of the loop
+        however many reports ask for it (see the module's docstring)."""
+        if self._connecting is None and not self.closed:
+            self._connecting = asyncio.get_running_loop().call_soon(self._open_wanted)
+
+    def _open_wanted(self) -> None:
+        """The connection pass: `_open` each wanted endpoint, at most `OPENS_PER_TURN` new
+        connections, the rest by another pass at the next turn."""
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
+        if self.closed:
+            return
+        opened = 0
         for endpoint in self.picker.wanted_connections():
-            self._connect(key_of(endpoint))
+            if self._open(key_of(endpoint)):
+                opened += 1
+                if opened == OPENS_PER_TURN:
+                    self._connect_wanted()
+                    return
 
     def on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         """A connection reports ``key``'s connectivity: the picker learns it, calls wake."""

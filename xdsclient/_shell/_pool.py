@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from .._errors import TransportError
-from .._names import authority_of
+from .._names import OLD_AUTHORITY, authority_of
 from .._observe._events import ChannelClosed, Observers
 from .._observe._logs import authority_words
 from .._protocol import Event, ResourceCache, ResourceStatus
@@ -49,6 +49,7 @@ from .._settings._config import Backoff, ClientConfig, ServerConfig
 from .._settings._options import ClientOptions
 from .._settings._sources import FileSource, RestSource, Source
 from .._transports import StreamSpec, Transport, TransportFactory, transport_for
+from .._xdstp import XDSTP_PREFIX
 from ..resources import CLUSTER, ResourceType
 from ._authorities import (
     Action,
@@ -315,7 +316,7 @@ class ServerPool:
         if events and isinstance(server, ServerConfig):
             writes = self._authorities.writes(server) if self._current(channel) else set()
             sourced = self._sources  # types whose source serves them for every authority
-            events = [e for e in events if authority_of(e.name) in writes or e.type_url in sourced]
+            events = _written(events, writes, sourced.keys())
         return self._publish(events, after)
 
     def _current(self, channel: Channel) -> bool:
@@ -453,3 +454,16 @@ class ServerPool:
 def _entries_of(authority: str, table: Any) -> list[tuple[str, Any]]:
     """The entries of ``table`` whose names belong to ``authority``."""
     return [(name, entry) for name, entry in table.items() if authority_of(name) == authority]
+
+
+def _written(events: list[Event], writes: Collection[str], sourced: Collection[str]) -> list[Event]:
+    """The events of names of an authority in ``writes`` (or of a type in ``sourced``). An
+    old-style name's authority needs no call: every name of a response costs one test."""
+    old = OLD_AUTHORITY in writes
+    return [
+        e
+        for e in events
+        if (old and not e.name.startswith(XDSTP_PREFIX))
+        or authority_of(e.name) in writes
+        or e.type_url in sourced
+    ]

@@ -33,21 +33,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
 import logging
-import operator
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeAlias
 
 from .._errors import XdsError
-from .._protocol import AmbientError, DataError, ResourceChanged
+from .._protocol import AmbientError, DataError, Event, ResourceChanged
 from .._runtime._gc import gc_paused
 from ..resources import ENDPOINT
 from ._dependencies import Resolved, XdsConfig, endpoint_users, rewalk_endpoints, walk
 from ._dynamic_clusters import ClusterSubscription, DynamicClusters, OnDemand
 from ._resolve import Outcome
 from ._watchers import (
+    BatchFeeder,
     ResourceWatcher,
     WatchHandle,
     await_user_code,
@@ -87,21 +86,19 @@ def _same(a: XdsConfig | XdsError | None, b: XdsConfig | XdsError | None) -> boo
     return a == b
 
 
-class _Feeder:
-    """The resource watcher behind a config watch (held weakly, like `Watch`'s)."""
+class _Feeder(BatchFeeder):
+    """The resource watcher behind a config watch (held weakly, like `Watch`'s): a batch's
+    events in one call (a CDS response of N clusters is one call, and one walk after it)."""
+
+    __slots__ = ("_owner",)
 
     def __init__(self, owner: ConfigWatch) -> None:
         self._owner = weakref.ref(owner)
 
-    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
+    def on_batch(self, events: list[Event]) -> None:
         owner = self._owner()
         if owner is not None:
-            owner._changed(event)
-
-    def on_ambient_error(self, event: AmbientError) -> None:
-        owner = self._owner()
-        if owner is not None:
-            owner._ambient(event)
+            owner._events(events)
 
 
 class ConfigWatch:
@@ -283,13 +280,13 @@ class ConfigWatch:
             http_rules=self.http_rules,
             dynamic=dynamic,
         )
-        added = sorted(result.wanted - self._handles.keys())
-        for type_url, group in itertools.groupby(added, key=operator.itemgetter(0)):
-            keys = list(group)
-            names = [name for _, name in keys]
-            self._handles.update(
-                zip(keys, self._source.add_watchers(type_url, names, self._feeder), strict=True)
-            )
+        added: dict[str, list[str]] = {}  # by type: sorting names, not pairs, is cheaper
+        for type_url, name in result.wanted - self._handles.keys():
+            added.setdefault(type_url, []).append(name)
+        for type_url in sorted(added):
+            names = sorted(added[type_url])
+            handles = self._source.add_watchers(type_url, names, self._feeder)
+            self._handles.update(zip(((type_url, n) for n in names), handles, strict=True))
         for key in sorted(self._handles.keys() - result.wanted):
             self._handles.pop(key).cancel()
         config = result.config
@@ -309,6 +306,22 @@ class ConfigWatch:
         if config is not None:
             self._last = config
         return config
+
+    def _events(self, events: list[Event]) -> None:
+        """A batch's events, in order: the endpoint assignments among them are noted for the
+        re-walk; one walk follows."""
+        endpoint = ENDPOINT.type_url
+        for event in events:
+            if isinstance(event, AmbientError):
+                self._ambient(event)
+            elif self._batch_warning is not None or self._warned is not None:
+                self._changed(event)
+            elif (changed := self._changed_endpoints) is not None:  # `_changed`, inlined
+                if event.type_url == endpoint:
+                    changed.add(event.name)
+                else:
+                    self._changed_endpoints = None
+        self._schedule()
 
     def _changed(self, event: ResourceChanged | DataError) -> None:
         changed = self._changed_endpoints

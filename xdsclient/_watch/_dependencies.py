@@ -162,9 +162,16 @@ def walk(
     wanted: set[tuple[str, str]] = set()
     add = wanted.add
 
-    def value(type_url: str, name: str) -> Any:
+    def value(type_url: str, name: str) -> Any:  # `_value`, inlined: a call per lookup less
         add((type_url, name))
-        return _value(lookup, type_url, name)
+        state = lookup(type_url, name)
+        if state is None:
+            return _PENDING
+        if state.status.holds_value:
+            return state.value
+        if state.error is None:
+            return _PENDING
+        return state.error or ResourceDoesNotExistError(type_url, name, "unavailable")
 
     def done(config: XdsConfig | XdsError | None) -> Walk:
         return Walk(config=config, wanted=frozenset(wanted))

@@ -30,14 +30,14 @@ import asyncio
 import enum
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .._errors import ClientClosedError, ResourceDoesNotExistError, XdsError
 from .._names import OLD_AUTHORITY, WILDCARD, authority_of
 from .._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
 from .._runtime._clock import Clock
 from .._runtime._tasks import TaskOwner
-from .._xdstp import canonical_name, is_xdstp
+from .._xdstp import XDSTP_PREFIX, canonical_name
 from ..resources import LISTENER, ResourceType
 from ..resources._type import removed_v2_type
 from ._config_watch import ConfigUpdate, ConfigWatch
@@ -206,7 +206,10 @@ class Registry:
 
     def _is_plain(self, type_url: str, names: Sequence[str]) -> bool:
         """Whether every name is old-style of a type whose checks passed once."""
-        return type_url in self._plain and all(name and not is_xdstp(name) for name in names)
+        if type_url not in self._plain:
+            return False
+        prefix = XDSTP_PREFIX  # no call per name: a walk passes thousands
+        return all(name and not name.startswith(prefix) for name in names)
 
     # ------------------------------------------------------------------ registration
 
@@ -251,13 +254,16 @@ class Registry:
     ) -> list[WatchHandle]:
         """The one path: register each of ``keys`` (a cache key with its cached state, an
         error with itself), then subscribe ``fetch`` (the keys by authority), one call each."""
-        add, replay = self.dispatcher.add, self._replay
-        handles = [
-            add(type_url, key, watcher, replay(type_url, key), on_close=on_close)
-            if isinstance(key, str)
-            else add(type_url, key.name, watcher, [key], on_close=on_close)
-            for key in keys
-        ]
+        dispatcher, replay = self.dispatcher, self._replay
+        if on_close is None and all(isinstance(key, str) for key in keys):  # a walk's names
+            handles = dispatcher.add_all(type_url, cast("Sequence[str]", keys), watcher, replay)
+        else:
+            handles = [
+                dispatcher.add(type_url, key, watcher, replay(type_url, key), on_close=on_close)
+                if isinstance(key, str)
+                else dispatcher.add(type_url, key.name, watcher, [key], on_close=on_close)
+                for key in keys
+            ]
         subscriber = self._open_subscriber()
         for authority, names in fetch.items():
             subscriber.subscribe_all(type_url, authority, names)
@@ -322,7 +328,7 @@ class Registry:
     def resource_state(self, type_url: str, name: str) -> Resolved | None:
         """The walk's lookup: the cache's live entry (no snapshot copy: a walk reads one per
         resource it needs), or the unusable state of a name that cannot be fetched."""
-        if type_url in self._plain and name and not is_xdstp(name):  # checked once per type
+        if type_url in self._plain and name and not name.startswith(XDSTP_PREFIX):  # checked once
             if not self._open:
                 self.check_open()
             table = self.cache.table(OLD_AUTHORITY, type_url)

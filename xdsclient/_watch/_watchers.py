@@ -17,6 +17,10 @@ Invariants:
 - A watcher that raises is logged and skipped; one that runs longer than the slow threshold is
   logged by name; cancelling the serializer never waits on user code.
 - A `Watch` never blocks delivery: it keeps the latest state per resource for its consumer.
+- One pass per batch: the client's own watchers (a `Watch`'s, a configuration watch's: a
+  `BatchFeeder`) receive their events of a batch in one call, in order, after the callbacks of
+  the events before them and before any callback's coroutine is awaited, so a response of N
+  resources costs a walk N dictionary look-ups and one call, not N calls.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import itertools
 import logging
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -38,6 +42,7 @@ from .._protocol import AmbientError, DataError, Event, ResourceChanged, Resourc
 from .._runtime._clock import Clock
 
 __all__ = [
+    "BatchFeeder",
     "CallbackWatcher",
     "Dispatcher",
     "ResourceWatcher",
@@ -65,6 +70,26 @@ class ResourceWatcher(Protocol):
 
     def on_ambient_error(self, event: AmbientError) -> Awaitable[None] | None:
         """Something went wrong that leaves the last value usable."""
+
+
+class BatchFeeder:
+    """A watcher of the client's own (a `Watch`'s, a configuration watch's) that takes the
+    events of one batch in one call: never async, never slow, so the dispatcher delivers a
+    response of N resources to it without a call and a clock reading per resource."""
+
+    __slots__ = ()
+
+    def on_batch(self, events: list[Event]) -> None:
+        """Every event of one batch this watcher's handles are due, in order."""
+        raise NotImplementedError
+
+    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
+        """One event (a replay): as a batch of one."""
+        self.on_batch([event])
+
+    def on_ambient_error(self, event: AmbientError) -> None:
+        """One event (a replay): as a batch of one."""
+        self.on_batch([event])
 
 
 def check_watcher(watcher: object) -> None:
@@ -168,7 +193,16 @@ class WatchHandle:
     (a walk of N clusters holds 2N), rather than a record, a handle and a bound callback.
     """
 
-    __slots__ = ("_dispatcher", "_done", "_name", "_on_close", "_since", "_type_url", "_watcher")
+    __slots__ = (
+        "_batch",
+        "_dispatcher",
+        "_done",
+        "_name",
+        "_on_close",
+        "_since",
+        "_type_url",
+        "_watcher",
+    )
 
     def __init__(
         self,
@@ -186,6 +220,8 @@ class WatchHandle:
         self._since = since  # the first batch sequence number it is to receive
         self._on_close = on_close  # told when the dispatcher closes
         self._done = False
+        #: the client's own watcher, which takes a batch's events in one call
+        self._batch = watcher if isinstance(watcher, BatchFeeder) else None
 
     @property
     def cancelled(self) -> bool:
@@ -255,6 +291,33 @@ class Dispatcher:
             self._put(_Batch(handle._since, events, None, only=handle))
         return handle
 
+    def add_all(
+        self,
+        type_url: str,
+        names: Sequence[str],
+        watcher: ResourceWatcher,
+        replay: Callable[[str, str], list[Event]],
+    ) -> list[WatchHandle]:
+        """`add` ``watcher`` for each of ``names`` (a walk adds thousands at once), each with
+        its replay ``replay(type_url, name)``, in one pass: the handles share one sequence
+        number (they are registered in one step, so every later batch is after all of them)."""
+        if self._closed:
+            raise RuntimeError("the XdsClient is closed")
+        since = next(self._seq)
+        registered = self._watchers.get(type_url)
+        if registered is None:
+            registered = self._watchers[type_url] = {}
+        handles = []
+        for name in names:
+            handle = WatchHandle(self, type_url, name, watcher, since, None)
+            handles.append(handle)
+            others = registered.get(name)
+            registered[name] = (handle,) if others is None else (*others, handle)
+            events = replay(type_url, name)
+            if events:
+                self._put(_Batch(since, events, None, only=handle))
+        return handles
+
     def _remove(self, handle: WatchHandle) -> None:
         names = self._watchers.get(handle._type_url)
         if names is None:  # closed
@@ -320,15 +383,61 @@ class Dispatcher:
                     continue  # closed meanwhile
             self._queue.popleft()
             try:
-                only = batch.only
-                for event in batch.events:
-                    for handle in [only] if only else self._targets(event, batch.seq):
-                        pending = self._call(handle, event)
-                        if pending is not None:  # an async callback: wait for it, in order
-                            await self._finish(handle, event, *pending)
+                if batch.only is not None:
+                    await self._deliver_each(batch.only, batch.events)
+                else:
+                    await self._deliver(batch.events, batch.seq)
             finally:
                 if batch.done is not None and not batch.done.done():
                     batch.done.set_result(None)
+
+    async def _deliver_each(self, handle: WatchHandle, events: list[Event]) -> None:
+        """A replay: its events to the one new watcher, in order."""
+        for event in events:
+            pending = self._call(handle, event)
+            if pending is not None:  # an async callback: wait for it, in order
+                await self._finish(handle, event, *pending)
+
+    async def _deliver(self, events: list[Event], seq: int) -> None:
+        """One pass over a published batch: each event to every watcher registered before it
+        (``_since`` < ``seq``), in order. The `BatchFeeder` watchers' events are gathered and
+        handed over in one call each, before a callback's coroutine is awaited and at the end."""
+        watchers = self._watchers
+        gathered: dict[int, tuple[BatchFeeder, list[Event]]] = {}
+        for event in events:
+            names = watchers.get(event.type_url)
+            if names is None:
+                continue
+            handles = names.get(event.name, ())
+            if event.name != WILDCARD:
+                wildcard = names.get(WILDCARD)
+                if wildcard:
+                    handles = (*handles, *wildcard)
+            for handle in handles:
+                if handle._since >= seq or handle._done:
+                    continue
+                feeder = handle._batch
+                if feeder is not None:
+                    found = gathered.get(id(feeder))
+                    if found is None:
+                        gathered[id(feeder)] = (feeder, [event])
+                    else:
+                        found[1].append(event)
+                    continue
+                pending = self._call(handle, event)
+                if pending is not None:  # an async callback: the feeders first, then wait
+                    self._hand_over(gathered)
+                    await self._finish(handle, event, *pending)
+        self._hand_over(gathered)
+
+    def _hand_over(self, gathered: dict[int, tuple[BatchFeeder, list[Event]]]) -> None:
+        """Each feeder's gathered events, in one call (their own code: it does not raise)."""
+        for feeder, events in gathered.values():
+            try:
+                feeder.on_batch(events)
+            except Exception as exc:
+                _absorb(feeder, events[-1], exc)
+        gathered.clear()
 
     async def _wait_for_ack(self, written: asyncio.Future[None]) -> None:
         """Until ``written`` is done, `ACK_FIRST_LIMIT` seconds at most (on the clock)."""
@@ -337,15 +446,6 @@ class Dispatcher:
             await asyncio.wait((written, bound), return_when=asyncio.FIRST_COMPLETED)
         finally:
             bound.cancel()
-
-    def _targets(self, event: Event, seq: int) -> list[WatchHandle]:
-        names = self._watchers.get(event.type_url)
-        if names is None:
-            return []
-        targets = [h for h in names.get(event.name, ()) if h._since < seq]
-        if event.name != WILDCARD:
-            targets.extend(h for h in names.get(WILDCARD, ()) if h._since < seq)
-        return targets
 
     def _call(self, handle: WatchHandle, event: Event) -> tuple[Awaitable[Any], float] | None:
         """Call the watcher synchronously (no coroutine per event); an async callback's
@@ -509,22 +609,19 @@ def warn_never_cancelled(watch: object) -> None:
     )
 
 
-class _WatchFeeder:
+class _WatchFeeder(BatchFeeder):
     """The watcher behind a `Watch`: holds it weakly, so dropping the watch ends the watching."""
+
+    __slots__ = ("_watch",)
 
     def __init__(self, watch: Watch) -> None:
         self._watch = weakref.ref(watch)
 
-    def _feed(self, event: Event) -> None:
+    def on_batch(self, events: list[Event]) -> None:
         watch = self._watch()
         if watch is not None:
-            watch._push(event)
-
-    def on_resource_changed(self, event: ResourceChanged | DataError) -> None:
-        self._feed(event)
-
-    def on_ambient_error(self, event: AmbientError) -> None:
-        self._feed(event)
+            for event in events:
+                watch._push(event)
 
     def closed(self) -> None:
         """The client closed: the watch's iteration ends."""

@@ -1,8 +1,8 @@
 """One RPC on an `XdsChannel`: the call path's plan driven over real attempts.
 
 Why a driver per call: `CallPlan` decides (route, fault, deadline, attempts, retries) and the
-picker picks; what is left is gRPC's call object and the waiting. A task per call runs the plan:
-it waits out delays and backoffs, picks in each attempt's cluster (waiting while the pick
+picker picks; what is left is gRPC's call object and the waiting. The driver runs the plan: it
+waits out delays and backoffs, picks in each attempt's cluster (waiting while the pick
 queues, never past the call's deadline), sends the attempt on that endpoint's connection with
 ``grpc-previous-rpc-attempts``, classifies how it ended, and tells the picker (outlier detection,
 least request, circuit breaking, and the ORCA load report of the attempt's trailers for weighted
@@ -11,15 +11,28 @@ metrics). The caller sees grpc.aio's
 call objects: awaitable, iterable, with metadata, code and details, and a failure is always a
 `grpc.aio.AioRpcError` with gRPC's code and details.
 
-Attempts of a request-streaming call are committed from the start (the request iterator is
-consumed by the attempt and cannot be replayed), so those calls are never retried; a response
-stream commits its attempt at its first message.
+Where the driver runs: a unary call runs on the task that awaits it (``await stub.Say(...)``, the
+usual way), so it costs no task, no extra turn of the loop and no done-callbacks; if nobody has
+awaited it by the loop's next turn it starts on a task of its own, as grpc.aio's call starts at
+once. Cancelling a call running on its awaiter's task cancels that task's wait, and the
+cancellation is taken back from the task (``uncancel``): the awaiter sees `CancelledError` as
+from grpc.aio's call, and its own cancellation count is left as it was. The other kinds (their
+messages are read and written from other coroutines while the driver runs) start on a task at
+once.
+
+A request-streaming call is retried as C-core's retry filter does (gRFC A6): its messages are
+read once from the caller (its iterator or its ``write`` calls) into a `RequestStream`, which
+keeps them for replay and sends each attempt the kept ones first, then the new ones; the call
+commits (its current attempt is its last) once the kept bytes pass the channel's
+``grpc.per_rpc_retry_buffer_size``, or when the server's response headers or a message reach
+it. grpc.aio does not tell a response that began with empty headers from a Trailers-Only one,
+so headers commit the call when they carry metadata (C-core: any headers).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from typing import Any
 
 import grpc
@@ -36,17 +49,24 @@ from .._call import (
     Finish,
     RetryAt,
     Status,
+    grpc_header_view,
 )
 from .._plane import PickWait
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
+from ._requests import RequestStream, RetryBuffer, metadata_size
 from ._status import outcome_of, rpc_error
 from ._tls import TlsError
 
-__all__ = ["XdsCall"]
+__all__ = ["Starter", "XdsCall"]
 
 _PREVIOUS = "grpc-previous-rpc-attempts"
+_UNARY = (False, False)
+#: the endpoints' multi-callables a channel's multi-callable keeps, then starts over
+_ENDPOINTS_KEPT = 64
+#: the header view of a call without metadata (the usual call): only gRPC's content-type
+_NO_METADATA_HEADERS = grpc_header_view(())
 _OK = AttemptOutcome(code=Code.OK)
 _END = object()
 Metadata = tuple[tuple[str, str | bytes], ...]
@@ -60,6 +80,40 @@ class XdsCall(
 ):
     """One call of any of the four kinds (the multi-callable decides which methods apply)."""
 
+    # What is None or False at first is a class default (set per call only when it changes).
+    _plan: CallPlan | None = None
+    #: the attempt's grpc.aio call, once one was sent
+    _current: Any = None
+    #: whether the first attempt was sent or the call ended (`_started_event` is made for a
+    #: waiter only)
+    _started = False
+    _started_event: asyncio.Event | None = None
+    #: a response stream's messages, read one by one (None for a unary response)
+    _responses: asyncio.Queue[Any] | None = None
+    _response: Any = None
+    _error: grpc.aio.AioRpcError | None = None
+    #: the ORCA load report of the last attempt's trailers (None: none came)
+    _load_report: Any = None
+    _closed_by_channel = False
+    #: the driver's task, when the call runs on its own
+    _task: asyncio.Task[Any] | None = None
+    #: the awaiter's task the driver runs on, while it does
+    _owner: asyncio.Task[Any] | None = None
+    #: whether `cancel` cancelled the owner's wait (taken back when the driver sees it)
+    _cancelled_owner = False
+    #: how the call ended: None while it runs, else (result, error, cancelled)
+    _outcome: tuple[Any, BaseException | None, bool] | None = None
+    #: woken when the call ends (made for a waiter only)
+    _ended_future: asyncio.Future[None] | None = None
+    #: done callbacks waiting for the end (None: none yet)
+    _callbacks: list[Callable[[Any], None]] | None = None
+    #: whether the call waits for `Starter` (a unary call nobody awaited yet)
+    _kick = False
+    #: a request-streaming call's messages, kept for its retries
+    _requests: RequestStream | None = None
+    #: whether a response (headers with metadata, or a message) reached the call: no retry
+    _committed = False
+
     def __init__(
         self,
         core: ChannelCore,
@@ -70,42 +124,55 @@ class XdsCall(
         serializer: Callable[[Any], bytes] | None,
         deserializer: Callable[[bytes], Any] | None,
         timeout: float | None,
-        metadata: Sequence[tuple[str, str | bytes]] | None,
+        metadata: Iterable[tuple[str, str | bytes]] | None,
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
+        registry: set[XdsCall] | None = None,
+        multicallables: dict[Any, Any] | None = None,
+        starter: Starter | None = None,
     ) -> None:
         self._core = core
         self._method = method
         self._request = request
+        self._kind = kind
         self._request_streaming, self._response_streaming = kind
         self._serializer = serializer
         self._deserializer = deserializer
         self._deadline = None if timeout is None else core.clock() + timeout
-        self._metadata: Metadata = tuple(metadata or ())
+        self._metadata: Metadata = tuple(metadata) if metadata else ()
         self._credentials = credentials
         self._wait_for_ready = bool(wait_for_ready)
         self._compression = compression
-        self._plan: CallPlan | None = None
-        self._current: Any = None
-        self._started = asyncio.Event()
-        # only a response stream reads messages one by one
-        self._responses: asyncio.Queue[Any] | None = (
-            asyncio.Queue() if self._response_streaming else None
-        )
-        self._response: Any = None
-        self._error: grpc.aio.AioRpcError | None = None
-        #: the ORCA load report of the last attempt's trailers (None: none came)
-        self._load_report: Any = None
-        self._closed_by_channel = False
-        self._task: asyncio.Task[Any] = asyncio.ensure_future(self._run())
-        self._task.add_done_callback(self._on_done)
+        #: the calls of the channel still running: the call leaves it when it ends
+        self._registry = registry
+        #: endpoint channel -> grpc.aio's multi-callable for this call's method (kept by the
+        #: channel's multi-callable, shared by its calls)
+        self._multicallables = multicallables if multicallables is not None else {}
+        if kind == _UNARY:
+            self._kick = True
+            (starter if starter is not None else Starter()).add(self)
+        else:
+            if self._request_streaming:
+                buffer = RetryBuffer(core.retry_buffer_size, metadata_size(method, self._metadata))
+                self._requests = RequestStream(request, serializer, buffer, lambda _: self.cancel())
+            if self._response_streaming:
+                self._responses = asyncio.Queue()
+            self._start_on_task()
 
     # --- grpc.aio's call interface ---
 
     def __await__(self) -> Generator[Any, None, Any]:
-        response = yield from self._task.__await__()
-        return response
+        if self._outcome is None and not self._running():
+            owner = asyncio.current_task()
+            if owner is not None:  # the usual case: run on the awaiter's task
+                self._kick = False
+                self._owner = owner
+                response = yield from self._run().__await__()
+                return response
+            self._start_on_task()
+        yield from self._ended().__await__()
+        return self._result()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -125,33 +192,43 @@ class XdsCall(
         responses.task_done()
         if message is _END:
             responses.put_nowait(_END)
-            await self._task  # raises the call's error
+            await self._ended()
+            self._result()  # raises the call's error
             return grpc.aio.EOF
         return message
 
     async def write(self, request: Any) -> None:
-        """Send one request message (a call made without a request iterator)."""
-        await (await self._attempt_call()).write(request)
+        """Send one request message (a call made without a request iterator): return once an
+        attempt has sent it; it is kept for the call's retries until the call commits. A call
+        that ended raises its error (`CancelledError` if cancelled), as grpc.aio's does."""
+        requests = self._writable()
+        if self._outcome is not None:
+            self._raise_failure()
+            raise asyncio.InvalidStateError("RPC already finished.")
+        await requests.write(request)
+        self._raise_failure()
 
     async def done_writing(self) -> None:
-        """No more request messages."""
-        await (await self._attempt_call()).done_writing()
+        """No more request messages: return once an attempt has half-closed; a call that
+        ended with an error raises it."""
+        await self._writable().done_writing()
+        self._raise_failure()
 
-    async def _attempt_call(self) -> Any:
-        """The attempt's grpc.aio call; the call's own error (an `AioRpcError`, as grpc.aio
-        raises it) when the call ended before any attempt was sent (no route, an abort, a
-        drop, the deadline)."""
-        await self._wait_started()
-        if self._current is None:
-            await self._task  # raises the call's error
-            raise grpc.aio.UsageError("the call ended before a request could be written")
-        return self._current
+    def _writable(self) -> RequestStream:
+        if self._requests is None:
+            raise grpc.aio.UsageError("write() of a call without a request stream")
+        return self._requests
+
+    def _raise_failure(self) -> None:
+        """Raise the ended call's error (`CancelledError` if cancelled); nothing otherwise."""
+        if self._outcome is not None and (self._outcome[1] is not None or self._outcome[2]):
+            self._result()
 
     def cancelled(self) -> bool:
-        return self._task.cancelled()
+        return self._outcome is not None and self._outcome[2]
 
     def done(self) -> bool:
-        return self._task.done()
+        return self._outcome is not None
 
     def time_remaining(self) -> float | None:
         if self._deadline is None:
@@ -159,12 +236,17 @@ class XdsCall(
         return max(0.0, self._deadline - self._core.clock())
 
     def cancel(self) -> bool:
-        if self._task.done():
+        if self._outcome is not None:
             return False
-        return self._task.cancel()
+        return self._interrupt()
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
-        self._task.add_done_callback(lambda _: callback(self))
+        if self._outcome is not None:
+            asyncio.get_running_loop().call_soon(callback, self)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
+        else:
+            self._callbacks.append(callback)
 
     async def initial_metadata(self) -> grpc.aio.Metadata:
         await self._wait_started()
@@ -184,13 +266,13 @@ class XdsCall(
 
     async def code(self) -> grpc.StatusCode:
         await self._ended()
-        if self._task.cancelled():
+        if self.cancelled():
             return grpc.StatusCode.CANCELLED
         return self._error.code() if self._error is not None else grpc.StatusCode.OK
 
     async def details(self) -> str:
         await self._ended()
-        if self._task.cancelled():
+        if self.cancelled():
             return "Locally cancelled by application!"
         return (self._error.details() or "") if self._error is not None else ""
 
@@ -201,34 +283,104 @@ class XdsCall(
 
     def close_by_channel(self) -> None:
         """The channel closes: the call ends CANCELLED (``Channel closed!``)."""
-        if not self._task.done():
+        if self._outcome is None:
             self._closed_by_channel = True
-            self._task.cancel()
+            self._interrupt()
 
-    @property
-    def task(self) -> asyncio.Task[Any]:
-        """The task running the call."""
-        return self._task
+    def ended(self) -> asyncio.Future[None]:
+        """A future done once the call has ended."""
+        future = self._ended_future
+        if future is None:
+            future = self._ended_future = asyncio.get_running_loop().create_future()
+            if self._outcome is not None:
+                future.set_result(None)
+        return future
+
+    # --- where the driver runs ---
+
+    def _running(self) -> bool:
+        return self._task is not None or self._owner is not None
+
+    def _start_on_task(self) -> None:
+        """Run the driver on a task of its own (nobody awaited the call yet, or its kind
+        needs one)."""
+        self._kick = False
+        if self._outcome is None and not self._running():
+            self._task = asyncio.ensure_future(self._run())
+            self._task.add_done_callback(_retrieve)
+
+    def _interrupt(self) -> bool:
+        """End the call from outside: cancel its driver's wait (or end it before it ran)."""
+        if self._task is not None:
+            return self._task.cancel()
+        if self._owner is not None:
+            self._cancelled_owner = True
+            return self._owner.cancel()
+        self._kick = False
+        self._set_started()
+        if self._responses is not None:
+            self._responses.put_nowait(_END)
+        if self._closed_by_channel:
+            self._end(None, self._failed(CLOSED), False)
+        else:
+            self._end(None, None, True)
+        return True
+
+    def _end(self, result: Any, error: BaseException | None, cancelled: bool) -> None:
+        self._outcome = (result, error, cancelled)
+        if self._requests is not None:
+            self._requests.close()
+        if self._registry is not None:
+            self._registry.discard(self)
+        if self._ended_future is not None and not self._ended_future.done():
+            self._ended_future.set_result(None)
+        if self._callbacks:
+            loop = asyncio.get_running_loop()
+            for callback in self._callbacks:
+                loop.call_soon(callback, self)
+            self._callbacks = None
+
+    def _result(self) -> Any:
+        """The ended call's response; raises its error (`CancelledError` if cancelled)."""
+        assert self._outcome is not None
+        result, error, cancelled = self._outcome
+        if cancelled:
+            raise asyncio.CancelledError
+        if error is not None:
+            raise error
+        return result
 
     # --- the driver ---
 
     async def _run(self) -> Any:
         try:
-            return await self._drive()
+            result = await self._drive()
         except asyncio.CancelledError:
-            if self._plan is not None and self._plan.state is not CallState.DONE:
-                self._plan.cancel()
+            self._cancel_plan()
+            if self._cancelled_owner and self._owner is not None:
+                self._cancelled_owner = False
+                self._owner.uncancel()  # it was the call's cancellation, not the task's
             if self._closed_by_channel:
-                raise self._failed(CLOSED) from None
+                error = self._failed(CLOSED)
+                self._end(None, error, False)
+                raise error from None
+            self._end(None, None, True)
             raise
-        except BaseException:
-            if self._plan is not None and self._plan.state is not CallState.DONE:
-                self._plan.cancel()
+        except BaseException as error:
+            self._cancel_plan()
+            self._end(None, error, False)
             raise
         finally:
-            self._started.set()
+            self._owner = None
+            self._set_started()
             if self._responses is not None:
                 self._responses.put_nowait(_END)
+        self._end(result, None, False)
+        return result
+
+    def _cancel_plan(self) -> None:
+        if self._plan is not None and self._plan.state is not CallState.DONE:
+            self._plan.cancel()
 
     async def _drive(self) -> Any:
         core = self._core
@@ -278,8 +430,10 @@ class XdsCall(
             await core.wait_change(core.changed(), until)
 
     async def _attempt(self, step: Attempt, request: CallRequest) -> AttemptOutcome:
+        """Pick (waiting while the pick queues), then send the attempt on the pick's
+        connection and tell the picker, the connections and the load reporter how it went."""
         core = self._core
-        headers = request.headers
+        headers = request.headers if self._metadata else _NO_METADATA_HEADERS
         picked = core.pick_now(
             step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
         )
@@ -291,29 +445,15 @@ class XdsCall(
             return AttemptOutcome(code=picked.code, details=picked.details)
         if picked.outcome is PickOutcome.DROP:
             raise self._failed(self._dropped(picked))
-        return await self._send(step, picked)
-
-    def _dropped(self, picked: PickResult) -> Status:
-        load = self._core.load_of(picked.cluster)
-        if load is not None:
-            load.call_dropped(picked.drop_category or None)
-        if picked.drop_category:
-            return Status(
-                code=Code.UNAVAILABLE, details=f"EDS-configured drop: {picked.drop_category}"
-            )
-        return Status(code=Code.UNAVAILABLE, details="circuit breaker drop")
-
-    async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
-        core = self._core
-        assert picked.endpoint is not None
+        endpoint = picked.endpoint
+        assert endpoint is not None
         try:
-            connection = core.connect(
-                (picked.endpoint.address, picked.endpoint.port), picked.cluster
-            )
+            connection = core.connect((endpoint.address, endpoint.port), picked.cluster)
         except TlsError as error:  # the pick counted a call (circuit breaking): end it
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
-        core.connections.call_started(connection)
+        connections = core.connections
+        connections.call_started(connection)
         load = core.load_of(picked.cluster)
         locality = picked.locality
         if load is not None and locality is not None:
@@ -331,21 +471,37 @@ class XdsCall(
             core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
             if load is not None and locality is not None:
                 load.call_finished(locality, ok, named_metrics(report))
-            core.connections.call_ended(connection)
+            connections.call_ended(connection)
+
+    def _dropped(self, picked: PickResult) -> Status:
+        load = self._core.load_of(picked.cluster)
+        if load is not None:
+            load.call_dropped(picked.drop_category or None)
+        if picked.drop_category:
+            return Status(
+                code=Code.UNAVAILABLE, details=f"EDS-configured drop: {picked.drop_category}"
+            )
+        return Status(code=Code.UNAVAILABLE, details="circuit breaker drop")
 
     async def _exchange(self, channel: grpc.aio.Channel, step: Attempt) -> AttemptOutcome:
         metadata = self._metadata
         if step.previous_attempts:
             metadata = (*metadata, (_PREVIOUS, str(step.previous_attempts)))
         timeout = None if step.deadline is None else max(0.0, step.deadline - self._core.clock())
-        multicallable = self._core.multicallable(
-            channel,
-            (self._method, self._request_streaming, self._response_streaming),
-            self._serializer,
-            self._deserializer,
-        )
+        cache = self._multicallables
+        multicallable = cache.get(channel)
+        requests = self._requests
+        if multicallable is None:
+            if len(cache) >= _ENDPOINTS_KEPT:
+                cache.clear()  # the channels of closed connections are not held for long
+            multicallable = cache[channel] = self._core.multicallable(
+                channel,
+                (self._method, self._request_streaming, self._response_streaming),
+                self._serializer if requests is None else None,  # a stream sends bytes
+                self._deserializer,
+            )
         call = multicallable(
-            self._request,
+            self._request if requests is None else None,
             timeout=timeout,
             metadata=metadata,
             credentials=self._credentials,
@@ -353,13 +509,36 @@ class XdsCall(
             compression=self._compression,
         )
         self._current = call
-        self._started.set()
-        committed = self._request_streaming
+        self._set_started()
+        if self._kind != _UNARY:
+            return await self._exchange_streams(call)
+        try:
+            self._response = await call
+        except grpc.aio.AioRpcError as error:
+            self._error = error
+            self._load_report = load_report_of(error.trailing_metadata())
+            return outcome_of(error, committed=False)
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        self._error = None
+        self._load_report = load_report_of(await call.trailing_metadata())
+        return _OK
+
+    async def _exchange_streams(self, call: Any) -> AttemptOutcome:
+        """The attempt ``call`` of a streaming call: its requests sent by the call's
+        `RequestStream` (kept ones first) while its responses are read; committed by a
+        response message or headers with metadata, or by the request buffer's limit."""
+        requests = self._requests
+        sending = None
+        if requests is not None:
+            sending = asyncio.ensure_future(requests.send(call))
+            sending.add_done_callback(_retrieve)
         try:
             responses = self._responses
             if responses is not None:
                 async for message in call:
-                    committed = True
+                    self._commit()
                     responses.put_nowait(message)
                     await responses.join()
             else:
@@ -367,13 +546,28 @@ class XdsCall(
         except grpc.aio.AioRpcError as error:
             self._error = error
             self._load_report = load_report_of(error.trailing_metadata())
+            if error.initial_metadata():
+                self._commit()  # the server's headers reached the call
+            committed = self._committed or (requests is not None and requests.buffer.committed)
             return outcome_of(error, committed=committed)
         except asyncio.CancelledError:
             call.cancel()
             raise
+        finally:
+            if sending is not None:
+                sending.cancel()
+            if requests is not None:
+                requests.buffer.attempt_ended()
         self._error = None
         self._load_report = load_report_of(await call.trailing_metadata())
         return _OK
+
+    def _commit(self) -> None:
+        """A response reached the call: this attempt is its last."""
+        if not self._committed:
+            self._committed = True
+            if self._requests is not None:
+                self._requests.buffer.commit()
 
     def _failed(self, status: Status) -> grpc.aio.AioRpcError:
         error = self._error
@@ -386,13 +580,51 @@ class XdsCall(
         self._error = rpc_error(status)
         return self._error
 
+    def _set_started(self) -> None:
+        self._started = True
+        if self._started_event is not None:
+            self._started_event.set()
+
     async def _wait_started(self) -> None:
-        await self._started.wait()
+        if self._started:
+            return
+        if self._outcome is None and not self._running() and self._kick:
+            self._start_on_task()  # asked before its first turn: it starts now
+        if self._started_event is None:
+            self._started_event = asyncio.Event()
+        await self._started_event.wait()
 
     async def _ended(self) -> None:
-        if not self._task.done():
-            await asyncio.wait([self._task])
+        if self._outcome is None:
+            if not self._running():
+                self._start_on_task()
+            await asyncio.shield(self.ended())
 
-    def _on_done(self, task: asyncio.Task[Any]) -> None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the caller may never await a streaming call
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """The driver's error is the call's, given through the call: never unretrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
+class Starter:
+    """Starts on a task, at the loop's next turn, the unary calls made in this turn that nobody
+    awaited by then: one callback per turn for all of a channel's calls, not one per call."""
+
+    __slots__ = ("_calls", "_handle")
+
+    def __init__(self) -> None:
+        self._calls: list[XdsCall] = []
+        self._handle: asyncio.Handle | None = None
+
+    def add(self, call: XdsCall) -> None:
+        """Start ``call`` at the next turn unless it runs or ended by then."""
+        self._calls.append(call)
+        if self._handle is None:
+            self._handle = asyncio.get_running_loop().call_soon(self._start)
+
+    def _start(self) -> None:
+        calls, self._calls, self._handle = self._calls, [], None
+        for call in calls:
+            if call._kick:
+                call._start_on_task()

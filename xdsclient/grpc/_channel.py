@@ -19,7 +19,7 @@ import grpc
 
 from .. import XdsClient
 from ..lb import ConnectivityState
-from ._call import XdsCall
+from ._call import Starter, XdsCall
 from ._core import ChannelCore
 from ._intercept import InterceptedCall, applicable
 
@@ -32,6 +32,7 @@ _CONNECTIVITY = {
     ConnectivityState.READY: grpc.ChannelConnectivity.READY,
     ConnectivityState.TRANSIENT_FAILURE: grpc.ChannelConnectivity.TRANSIENT_FAILURE,
 }
+_UNARY = (False, False)
 MetadataType = grpc.aio.Metadata | Sequence[tuple[str, str | bytes]]
 RequestIterator = AsyncIterator[Any] | Iterator[Any]
 
@@ -76,6 +77,7 @@ class XdsChannel(grpc.aio.Channel):
         )
         self._interceptors = tuple(interceptors)
         self._calls: set[XdsCall] = set()
+        self._starter = Starter()
         self._closing: asyncio.Task[None] | None = None
 
     @property
@@ -112,13 +114,13 @@ class XdsChannel(grpc.aio.Channel):
 
     async def _close(self, grace: float | None) -> None:
         self._core.begin_close()
-        tasks = [call.task for call in self._calls]
-        if tasks and grace:
-            await asyncio.wait(tasks, timeout=grace)
+        ended = [call.ended() for call in self._calls]
+        if ended and grace:
+            await asyncio.wait(ended, timeout=grace)
         for call in list(self._calls):
             call.close_by_channel()
-        if tasks:
-            await asyncio.wait(tasks)
+        if ended:
+            await asyncio.wait(ended)
         await self._core.close()
 
     def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
@@ -206,12 +208,13 @@ class XdsChannel(grpc.aio.Channel):
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
+        multicallables: dict[Any, Any] | None = None,
     ) -> grpc.aio.Call:
         interceptors = applicable(self._interceptors, kind) if self._interceptors else []
         if not interceptors:
             return self._direct(
                 kind, method, request, serializer, deserializer,
-                timeout, metadata, credentials, wait_for_ready, compression,
+                timeout, metadata, credentials, wait_for_ready, compression, multicallables,
             )  # fmt: skip
 
         def make(details: grpc.aio.ClientCallDetails, request: Any) -> XdsCall:
@@ -243,6 +246,7 @@ class XdsChannel(grpc.aio.Channel):
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
+        multicallables: dict[Any, Any] | None = None,
     ) -> XdsCall:
         call = XdsCall(
             self._core,
@@ -252,13 +256,15 @@ class XdsChannel(grpc.aio.Channel):
             serializer=serializer,
             deserializer=deserializer,
             timeout=timeout,
-            metadata=tuple(metadata) if metadata is not None else None,
+            metadata=metadata,
             credentials=credentials,
             wait_for_ready=wait_for_ready,
             compression=compression,
+            registry=self._calls,
+            multicallables=multicallables,
+            starter=self._starter,
         )
         self._calls.add(call)
-        call.task.add_done_callback(lambda _: self._calls.discard(call))
         return call
 
 
@@ -274,6 +280,8 @@ class _MultiCallable:
         self._method = method
         self._serializer = serializer
         self._deserializer = deserializer
+        #: grpc.aio's multi-callable of this method per endpoint channel, for the calls
+        self._multicallables: dict[Any, Any] = {}
 
 
 class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ignore[type-arg]
@@ -287,9 +295,15 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
     ) -> Any:
-        return self._channel._call(
-            (False, False), self._method, request, self._serializer, self._deserializer,
-            timeout, metadata, credentials, wait_for_ready, compression,
+        channel = self._channel
+        if channel._interceptors:
+            return channel._call(
+                _UNARY, self._method, request, self._serializer, self._deserializer,
+                timeout, metadata, credentials, wait_for_ready, compression,
+            )  # fmt: skip
+        return channel._direct(
+            _UNARY, self._method, request, self._serializer, self._deserializer, timeout,
+            metadata, credentials, wait_for_ready, compression, self._multicallables,
         )  # fmt: skip
 
 

@@ -77,6 +77,8 @@ class Connections:
         #: the credentials of a connection without a TLS policy (None: plaintext)
         self._fallback = fallback
         self._open: dict[Slot, Connection] = {}
+        #: endpoint -> how many open connections it has (one per TLS policy)
+        self._per_key: dict[EndpointKey, int] = {}
         #: replaced by a connection with newer certificates, closing once their calls end
         self._retired: set[Connection] = set()
         #: the slots the current snapshot holds
@@ -92,7 +94,13 @@ class Connections:
 
     def __contains__(self, key: object) -> bool:
         """Whether a connection to the endpoint ``key`` is open, whatever its policy."""
-        return any(slot[0] == key for slot in self._open)
+        return key in self._per_key
+
+    def state_of(self, key: EndpointKey, policy: TlsPolicy | None) -> ConnectivityState | None:
+        """The connectivity of the connection to ``key`` under ``policy`` (None: none is
+        open)."""
+        connection = self._open.get((key, policy))
+        return None if connection is None else connection.state
 
     def states(self) -> list[ConnectivityState]:
         """The connectivity of every open connection."""
@@ -118,6 +126,7 @@ class Connections:
                 raise RuntimeError("the channel is closed")
             channel = _channel(key, security, self._fallback, self._options)
             connection = self._open[slot] = Connection(slot, channel, security)
+            self._per_key[key] = self._per_key.get(key, 0) + 1
             connection.watcher = asyncio.ensure_future(self._watch(connection))
         connection.held = slot in self._held
         return connection
@@ -152,7 +161,7 @@ class Connections:
             self._close(connection)
 
     def _retire(self, connection: Connection) -> None:
-        del self._open[connection.slot]
+        self._forget(connection)
         connection.held = False
         if connection.watcher is not None:
             connection.watcher.cancel()  # the new connection reports for the endpoint
@@ -161,7 +170,7 @@ class Connections:
 
     def _close(self, connection: Connection) -> None:
         if self._open.get(connection.slot) is connection:
-            del self._open[connection.slot]
+            self._forget(connection)
         elif connection in self._retired:
             self._retired.discard(connection)
         else:
@@ -171,6 +180,15 @@ class Connections:
         task = asyncio.ensure_future(_close_channel(connection))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+    def _forget(self, connection: Connection) -> None:
+        del self._open[connection.slot]
+        key = connection.key
+        left = self._per_key[key] - 1
+        if left:
+            self._per_key[key] = left
+        else:
+            del self._per_key[key]
 
     async def _watch(self, connection: Connection) -> None:
         channel = connection.channel

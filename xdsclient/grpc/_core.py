@@ -44,6 +44,7 @@ from ..resources import (
 )
 from ._connections import Connection, Connections
 from ._oob import OobStreams
+from ._requests import retry_buffer_size
 from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
@@ -60,6 +61,7 @@ _FACTORIES = {
     (True, False): "stream_unary",
     (True, True): "stream_stream",
 }
+_FAILING = ConnectivityState.TRANSIENT_FAILURE
 
 
 #: calls inside an injected fault, in every channel of the process: A33's ``max_active_faults``
@@ -87,6 +89,8 @@ class ChannelCore(PlaneCore):
         self.target = target
         #: the data-plane authority calls are routed by (gRFC A47: the target's path)
         self.authority = authority_of(target)
+        #: the bytes a request-streaming call keeps for its retries (C-core's per-RPC limit)
+        self.retry_buffer_size = retry_buffer_size(options)
         #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
         self.security = ClusterSecurity(client.config.certificate_providers)
         self.connections = Connections(
@@ -250,11 +254,11 @@ class ChannelCore(PlaneCore):
     def _apply(self, snapshot: XdsConfig) -> None:
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
-        self.config = CallConfig.from_listener(snapshot.listener, routes)
+        self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
         self.error = None
-        self.use_snapshot(snapshot)
+        self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns
         for key in self.oob.want(_oob_wanted(snapshot)):
-            connection = self._oob_connection(key) if key in self.connections else None
+            connection = self._connection_for(key) if key in self.connections else None
             if connection is not None:
                 self.oob.connectivity(
                     key, connection.state, functools.partial(_channel_of, connection)
@@ -265,14 +269,33 @@ class ChannelCore(PlaneCore):
         policy; `TlsError` when its certificates cannot be had."""
         return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
-    def _connect(self, key: EndpointKey) -> None:
-        """Connect ahead of a call, under the policy of the first cluster listing ``key``; an
-        endpoint whose certificates cannot be had is in TRANSIENT_FAILURE."""
+    def _open(self, key: EndpointKey) -> bool:
         try:
-            self.connections.connect(key, self.security.policy_of_endpoint(key))
+            policy = self.security.policy_of_endpoint(key)
+        except TlsError:  # refused: `_connect` says so and fails the endpoint
+            self._connect(key)
+            return False
+        state = self.connections.state_of(key, policy)
+        if state is _FAILING and policy is not None:  # remade if its certificates changed
+            self._connect(key)
+        elif state is None:
+            self._connect(key)
+            return True
+        return False
+
+    def _connect(self, key: EndpointKey) -> None:
+        self._connection_for(key)
+
+    def _connection_for(self, key: EndpointKey) -> Connection | None:
+        """Connect ahead of a call (or for an ORCA stream), under the policy of the first
+        cluster listing ``key``; an endpoint whose certificates cannot be had is in
+        TRANSIENT_FAILURE (None)."""
+        try:
+            return self.connections.connect(key, self.security.policy_of_endpoint(key))
         except TlsError as error:
             logger.warning("%s: %s:%s: %s", self.target, key[0], key[1], error)
             self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
+            return None
 
     def _on_connectivity(self, key: EndpointKey, state: ConnectivityState) -> None:
         self.picker.set_endpoint_state(key, state, self.clock())
@@ -281,16 +304,8 @@ class ChannelCore(PlaneCore):
             self.oob.connectivity(key, state, lambda: self._oob_channel(key))
         self.notify()
 
-    def _oob_connection(self, key: EndpointKey) -> Connection | None:
-        """The connection to ``key`` an ORCA stream runs on: under the TLS policy of the
-        first cluster listing it (None when its certificates cannot be had)."""
-        try:
-            return self.connections.connect(key, self.security.policy_of_endpoint(key))
-        except TlsError:
-            return None
-
     def _oob_channel(self, key: EndpointKey) -> grpc.aio.Channel | None:
-        connection = self._oob_connection(key)
+        connection = self._connection_for(key)
         return None if connection is None else connection.channel
 
     def _on_load_report(self, key: EndpointKey, report: Any) -> None:

@@ -6,6 +6,9 @@ at once, so, as grpc.aio does, the call returned runs the chain on a task and th
 what the chain gave back: the channel's own call (the last continuation makes it from the
 details the interceptors passed on: method, timeout, metadata, credentials, wait_for_ready), or
 a value an interceptor returned instead (a response, or an async iterator of responses).
+When the chain itself fails (an interceptor let the call's `grpc.aio.AioRpcError` escape, or
+the call was cancelled before it was made), ``code()``, ``details()`` and the metadata give
+that error's status, as grpc.aio's intercepted call does, and the error counts as retrieved.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ _METHODS = {
     (True, False): (grpc.aio.StreamUnaryClientInterceptor, "intercept_stream_unary"),
     (True, True): (grpc.aio.StreamStreamClientInterceptor, "intercept_stream_stream"),
 }
+
+#: grpc.aio's details of a call cancelled before it was made
+_CANCELLED = "Locally cancelled by application!"
 
 #: makes the channel's call from the details and request the last interceptor passed on
 MakeCall = Callable[[grpc.aio.ClientCallDetails, Any], grpc.aio.Call]
@@ -57,6 +63,7 @@ class InterceptedCall(
         self._make = make
         self._iterator: AsyncIterator[Any] | None = None
         self._task: asyncio.Task[Any] = asyncio.ensure_future(self._run(0, details, request))
+        self._task.add_done_callback(_retrieve)
 
     async def _run(self, index: int, details: grpc.aio.ClientCallDetails, request: Any) -> Any:
         if index == len(self._interceptors):
@@ -135,19 +142,39 @@ class InterceptedCall(
         self._task.add_done_callback(chained)
 
     async def initial_metadata(self) -> grpc.aio.Metadata:
-        call = await self._call()
+        try:
+            call = await self._call()
+        except grpc.aio.AioRpcError as error:
+            return error.initial_metadata()
+        except asyncio.CancelledError:
+            return None  # type: ignore[return-value]  # grpc.aio's answer, not its stubs'
         return await call.initial_metadata() if call is not None else grpc.aio.Metadata()
 
     async def trailing_metadata(self) -> grpc.aio.Metadata:
-        call = await self._call()
+        try:
+            call = await self._call()
+        except grpc.aio.AioRpcError as error:
+            return error.trailing_metadata()
+        except asyncio.CancelledError:
+            return None  # type: ignore[return-value]  # grpc.aio's answer, not its stubs'
         return await call.trailing_metadata() if call is not None else grpc.aio.Metadata()
 
     async def code(self) -> grpc.StatusCode:
-        call = await self._call()
+        try:
+            call = await self._call()
+        except grpc.aio.AioRpcError as error:
+            return error.code()
+        except asyncio.CancelledError:
+            return grpc.StatusCode.CANCELLED
         return await call.code() if call is not None else grpc.StatusCode.OK
 
     async def details(self) -> str:
-        call = await self._call()
+        try:
+            call = await self._call()
+        except grpc.aio.AioRpcError as error:
+            return error.details() or ""
+        except asyncio.CancelledError:
+            return _CANCELLED
         return await call.details() if call is not None else ""
 
     async def wait_for_connection(self) -> None:
@@ -161,3 +188,9 @@ class InterceptedCall(
             return None
         inner = task.result()
         return inner if isinstance(inner, grpc.aio.Call) else None
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """The chain's error is the call's status, read through the call: never unretrieved."""
+    if not task.cancelled():
+        task.exception()

@@ -9,7 +9,9 @@ never publishes it to Python, so a grpc.aio channel cannot read per-call reports
 endpoint's connection is READY; each report goes to the picker (`ComposedPicker.load_report`);
 a stream that ends (UNIMPLEMENTED from a backend without the service, or the connection lost)
 is started again only after the connection leaves READY and comes back; a stream for an
-endpoint no cluster wants any more is cancelled.
+endpoint no cluster wants any more is cancelled, and one whose period changed is cancelled and
+asked for again with the new period (C-core's producer sends a new request when the interval
+its watchers want changes).
 """
 
 from __future__ import annotations
@@ -45,15 +47,20 @@ class OobStreams:
         #: endpoint -> reporting period, for the endpoints whose clusters ask for reports
         self.wanted: Mapping[EndpointKey, float] = {}
         self._tasks: dict[EndpointKey, asyncio.Task[None]] = {}
+        #: the period each running stream asked for
+        self._periods: dict[EndpointKey, float] = {}
         #: endpoints whose stream ended while their connection stayed READY
         self._ended: set[EndpointKey] = set()
 
     def want(self, wanted: Mapping[EndpointKey, float]) -> list[EndpointKey]:
-        """The endpoints that want reports now: the streams of the others are cancelled;
-        returns the wanted endpoints without a stream (to `connectivity` if connected)."""
+        """The endpoints that want reports now, each with its period: the streams of the
+        others, and those asking for another period, are cancelled; returns the wanted
+        endpoints without a stream (to `connectivity` if connected)."""
         self.wanted = wanted
-        for key in [key for key in self._tasks if key not in wanted]:
+        for key in [key for key in self._tasks if wanted.get(key) != self._periods[key]]:
             self._tasks.pop(key).cancel()
+            del self._periods[key]
+            self._ended.discard(key)  # a new period is a new request
         self._ended.intersection_update(wanted)
         return [key for key in wanted if key not in self._tasks]
 
@@ -76,6 +83,7 @@ class OobStreams:
         channel = channel_of()
         if channel is not None:
             self._tasks[key] = asyncio.ensure_future(self._stream(key, channel, period))
+            self._periods[key] = period
 
     async def _stream(self, key: EndpointKey, channel: grpc.aio.Channel, period: float) -> None:
         interval = duration_pb2.Duration()
@@ -94,12 +102,14 @@ class OobStreams:
         finally:
             if self._tasks.get(key) is asyncio.current_task():
                 del self._tasks[key]
+                del self._periods[key]
                 self._ended.add(key)
 
     async def close(self) -> None:
         """Cancel every stream and wait for them."""
         tasks = list(self._tasks.values())
         self._tasks.clear()
+        self._periods.clear()
         self.wanted = {}
         for task in tasks:
             task.cancel()

@@ -25,17 +25,13 @@ def status_code(code: Code) -> grpc.StatusCode:
     return _BY_VALUE[int(code)]
 
 
-def rpc_error(
-    status: Status,
-    *,
-    initial: grpc.aio.Metadata | None = None,
-    trailing: grpc.aio.Metadata | None = None,
-) -> grpc.aio.AioRpcError:
-    """The error grpc.aio raises for a call that ended with ``status``."""
+def rpc_error(status: Status) -> grpc.aio.AioRpcError:
+    """The error grpc.aio raises for a call that ended with ``status`` before a server
+    answered (no metadata, as grpc.aio gives a call its channel failed)."""
     return grpc.aio.AioRpcError(
         code=status_code(status.code),
-        initial_metadata=initial if initial is not None else grpc.aio.Metadata(),
-        trailing_metadata=trailing if trailing is not None else grpc.aio.Metadata(),
+        initial_metadata=grpc.aio.Metadata(),
+        trailing_metadata=grpc.aio.Metadata(),
         details=status.details,
         debug_error_string=None,
     )

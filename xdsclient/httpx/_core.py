@@ -77,6 +77,7 @@ class HttpCore(PlaneCore):
     """The shared state of one transport (see the module's docstring)."""
 
     closed_status = Status(code=Code.CANCELLED, details="the XdsTransport is closed")
+    outlier_mode = "envoy"
 
     def __init__(
         self,
@@ -167,6 +168,11 @@ class HttpCore(PlaneCore):
         except (TlsError, RuntimeError) as error:  # RuntimeError: closed
             logger.warning("%s: %s:%s: %s", self.listener, key[0], key[1], error)
             self.picker.set_endpoint_state(key, ConnectivityState.TRANSIENT_FAILURE, self.clock())
+
+    def _open(self, key: EndpointKey) -> bool:
+        pools = len(self.connections)
+        self._connect(key)
+        return len(self.connections) > pools  # a new pool: it opens a connection ahead
 
     def connect(self, key: EndpointKey, cluster: str) -> HttpConnection:
         """The connection a request picked in leaf ``cluster`` runs on, under that cluster's

@@ -44,7 +44,7 @@ from .._call import (
 )
 from .._plane import DEADLINE, PickWait
 from .._plane._tls_policy import TlsError
-from ..lb import PickOutcome, PickResult
+from ..lb import LocalFailure, PickOutcome, PickResult
 from ._core import HttpCore, RouteWatch
 
 __all__ = ["Exchange", "local_response"]
@@ -70,7 +70,7 @@ class _Ending:
     """Ends one attempt once: the picker and the load report learn it (the connection counts
     its requests itself, until their responses close)."""
 
-    __slots__ = ("_core", "_load", "_picked", "_started", "done")
+    __slots__ = ("_core", "_load", "_picked", "_started", "done", "status")
 
     def __init__(self, core: HttpCore, picked: PickResult) -> None:
         self._core = core
@@ -78,16 +78,26 @@ class _Ending:
         self._load = core.load_of(picked.cluster)
         self._started = core.clock()
         self.done = False
+        #: the response's status, once it came (Envoy's outlier detection reads it)
+        self.status: int | None = None
         if self._load is not None and picked.locality is not None:
             self._load.call_started(picked.locality)
 
-    def end(self, ok: bool) -> None:
+    def end(self, ok: bool, failure: LocalFailure | None = None) -> None:
         if self.done:
             return
         self.done = True
         core, picked = self._core, self._picked
         now = core.clock()
-        core.picker.call_finished(picked, ok, now, elapsed=now - self._started)
+        status = self.status if failure is None else None
+        core.picker.call_finished(
+            picked,
+            ok,
+            now,
+            elapsed=now - self._started,
+            http_status=status,
+            local_failure=failure,
+        )
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
 
@@ -99,6 +109,7 @@ class _Body(httpx.AsyncByteStream):
         self._inner = inner
         self._ending = ending
         self._ok = ok
+        self._failure: LocalFailure | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -106,13 +117,14 @@ class _Body(httpx.AsyncByteStream):
                 yield chunk
         except (httpx.TransportError, asyncio.CancelledError):
             self._ok = False  # the body was cut short: a reset
+            self._failure = LocalFailure.RESET
             raise
 
     async def aclose(self) -> None:
         try:
             await self._inner.aclose()
         finally:
-            self._ending.end(self._ok)
+            self._ending.end(self._ok, self._failure)
 
 
 class Exchange:
@@ -288,8 +300,8 @@ class Exchange:
             avoided = (endpoint.address, endpoint.port) in step.avoid
             if not avoided or tries == picks - 1:
                 return picked  # Envoy too takes the last host picked when all are avoided
-            # given back unused: it counted as a call for circuit breaking and least request
-            core.picker.call_finished(picked, True, core.clock())
+            # given back unused: no outcome for outlier detection, least request or reports
+            core.picker.call_abandoned(picked)
             request_hash = (request_hash + _REHASH) & _MASK  # ring hash: elsewhere on the ring
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -301,7 +313,9 @@ class Exchange:
         try:
             conn = core.connect(key, picked.cluster)
         except (TlsError, RuntimeError) as error:  # TLS refused, or closed: a connect failure
-            core.picker.call_finished(picked, False, core.clock())
+            core.picker.call_finished(
+                picked, False, core.clock(), local_failure=LocalFailure.CONNECT
+            )
             return AttemptOutcome(connect_failure=True, endpoint=key, details=str(error))
         ending = _Ending(core, picked)
         outgoing = self._outgoing(step)
@@ -310,8 +324,9 @@ class Exchange:
         try:
             response = await conn.send(outgoing, timeout)
         except httpx.TimeoutException as error:
-            ending.end(False)
-            if isinstance(error, httpx.ConnectTimeout):
+            connecting = isinstance(error, httpx.ConnectTimeout)
+            ending.end(False, LocalFailure.CONNECT if connecting else LocalFailure.TIMEOUT)
+            if connecting:
                 return AttemptOutcome(
                     connect_failure=True, endpoint=key, details=str(error), committed=committed
                 )
@@ -319,18 +334,18 @@ class Exchange:
                 raise  # the caller's own (httpx) timeout, not the route's: httpx raises it
             return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
         except _CONNECT_FAILURES as error:
-            ending.end(False)
+            ending.end(False, LocalFailure.CONNECT)
             return AttemptOutcome(
                 connect_failure=True, endpoint=key, details=str(error), committed=committed
             )
         except _RESETS as error:
-            ending.end(False)
+            ending.end(False, LocalFailure.RESET)
             return AttemptOutcome(reset=True, endpoint=key, details=str(error), committed=committed)
         except BaseException:
             ending.end(False)
             raise
         self._response, self._ending = response, ending
-        status = response.status_code
+        status = ending.status = response.status_code
         return AttemptOutcome(
             http_status=status,
             headers=self._response_headers(response),

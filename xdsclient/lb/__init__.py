@@ -15,6 +15,8 @@ from ._base import (
     EndpointKey,
     EndpointPicker,
     Headers,
+    LocalFailure,
+    OutlierMode,
     PickOutcome,
     PickRequest,
     PickResult,
@@ -30,6 +32,8 @@ __all__ = [
     "EndpointKey",
     "EndpointPicker",
     "Headers",
+    "LocalFailure",
+    "OutlierMode",
     "PickOutcome",
     "PickRequest",
     "PickResult",
@@ -76,6 +80,7 @@ from ._circuit_breaker import DEFAULT_MAX_REQUESTS, CallCounter, CallCounters  #
 from ._composed import ComposedPicker  # noqa: E402
 from ._drops import DropPolicy  # noqa: E402
 from ._outlier import OutlierDetector  # noqa: E402
+from ._outlier_envoy import EnvoyOutlierDetector  # noqa: E402
 from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy  # noqa: E402
 
 __all__ += [
@@ -86,6 +91,7 @@ __all__ += [
     "CallCounters",
     "ComposedPicker",
     "DropPolicy",
+    "EnvoyOutlierDetector",
     "OutlierDetector",
     "PriorityPolicy",
 ]

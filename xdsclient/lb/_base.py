@@ -18,7 +18,7 @@ import enum
 import operator
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -31,6 +31,8 @@ __all__ = [
     "EndpointKey",
     "EndpointPicker",
     "Headers",
+    "LocalFailure",
+    "OutlierMode",
     "PickOutcome",
     "PickRequest",
     "PickResult",
@@ -86,10 +88,13 @@ def header_map(headers: Headers) -> Mapping[str, str]:
     with lower-case names, a repeated name's values joined with ``,`` in order (as gRPC joins
     them to match and hash), and binary headers (names ending in ``-bin``, or any value given
     as bytes) left out, as gRPC neither matches nor hashes them."""
-    if type(headers) is dict or isinstance(headers, Mapping):  # the first test is quicker
-        return headers
+    kind = type(headers)
+    # dict, tuple and list first: an ABC's isinstance costs several Python calls
+    if kind is dict or (kind is not tuple and kind is not list and isinstance(headers, Mapping)):
+        return headers  # type: ignore[return-value]
+    pairs: Sequence[tuple[str, str | bytes]] = headers  # type: ignore[assignment]
     joined: dict[str, str] = {}
-    for name, value in headers:
+    for name, value in pairs:
         name = name.lower()
         if name.endswith("-bin") or not isinstance(value, str):
             continue
@@ -147,6 +152,23 @@ class CallEnd:
     elapsed: float = 0.0
     now: float = 0.0
     load_report: Any = None
+
+
+class LocalFailure(enum.Enum):
+    """How a call failed without an answer from the upstream (Envoy's local-origin errors):
+    the connection could not be made (refused, TLS, connect timeout), the stream was reset
+    after connecting, or the route's timeout passed. Envoy's outlier detection counts them
+    as 503, 503 and 504, or apart with ``split_external_local_origin_errors``."""
+
+    CONNECT = "CONNECT"
+    RESET = "RESET"
+    TIMEOUT = "TIMEOUT"
+
+
+#: Which outlier detection rules a composed picker follows: ``"grpc"``, gRFC A50 (success rate
+#: and failure percentage by ``ok``, as C-core); ``"envoy"``, Envoy's (also consecutive 5xx,
+#: gateway and local-origin failures, counted from the HTTP status and `LocalFailure`).
+OutlierMode = Literal["grpc", "envoy"]
 
 
 class EndpointPicker(Protocol):

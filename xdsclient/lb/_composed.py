@@ -41,6 +41,8 @@ from ._base import (
     ConnectivityState,
     EndpointKey,
     Headers,
+    LocalFailure,
+    OutlierMode,
     PickOutcome,
     PickRequest,
     PickResult,
@@ -50,6 +52,7 @@ from ._base import (
 from ._circuit_breaker import CallCounter, CallCounters
 from ._drops import DropPolicy
 from ._outlier import OutlierDetector
+from ._outlier_envoy import EnvoyOutlierDetector
 from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy
 from ._request_hash import request_hash as compute_hash
 from ._ring_hash import RING_SIZE_CAP
@@ -90,6 +93,9 @@ class _Leaf:
             retention=composed.retention,
         )
         self._child_factory = composed.child_factory
+        self._detector = (
+            EnvoyOutlierDetector if composed.outlier_mode == "envoy" else OutlierDetector
+        )
         self._endpoints: object = None
         #: whether picks need a request hash (a ring hash cluster)
         self.ring_hash = isinstance(self.cluster.lb_policy, RingHash)
@@ -98,7 +104,7 @@ class _Leaf:
         child = self._child_factory(self.cluster)
         if self.cluster.outlier_detection is None:
             return child
-        detector = OutlierDetector(child, self.cluster.outlier_detection)
+        detector = self._detector(child, self.cluster.outlier_detection)
         self.detectors.append(detector)
         return detector
 
@@ -138,13 +144,14 @@ class _Leaf:
             if category is not None:
                 return self._dropped(category)
         counter = self.counter
-        if not counter.admit(self.cluster.max_requests):
+        if counter.in_flight >= self.cluster.max_requests:  # `CallCounter.admit`, inline
+            counter.dropped += 1
             return self._broken()
         result = priority.pick(request, rand, now)
         endpoint = result.endpoint
         if result.outcome is _COMPLETE and endpoint is not None:
-            counter.call_started()
-            priority.call_started(key_of(endpoint))
+            counter.in_flight += 1  # `CallCounter.call_started`, inline
+            priority.call_started((endpoint.address, endpoint.port))
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
@@ -177,15 +184,25 @@ class _Leaf:
         )
 
     def call_finished(
-        self, endpoint: Endpoint, ok: bool, now: float, elapsed: float, load_report: Any
+        self,
+        endpoint: Endpoint,
+        ok: bool,
+        now: float,
+        elapsed: float,
+        load_report: Any,
+        http_status: int | None,
+        local_failure: LocalFailure | None,
     ) -> None:
         self.counter.call_finished()
-        self.priority.call_finished(key_of(endpoint), ok, now, elapsed, load_report)
-
-    def deadlines(self) -> list[float]:
-        found = [self.priority.next_deadline()]
-        found.extend(d.next_deadline() for d in self.detectors)
-        return [d for d in found if d is not None]
+        self.priority.call_finished(
+            (endpoint.address, endpoint.port),
+            ok,
+            now,
+            elapsed,
+            load_report,
+            http_status,
+            local_failure,
+        )
 
 
 def _with_cluster(result: PickResult, cluster: str) -> PickResult:
@@ -211,7 +228,9 @@ class ComposedPicker:
     channel-level cap on both ring sizes (A42, ``GRPC_RING_HASH_CAP``) and ``use_hash_key``
     takes ring hash endpoint keys from ``envoy.lb`` ``hash_key`` metadata (A76); both reach
     the ring hash children the default factory builds, so neither goes with
-    ``child_factory`` (a `ValueError`).
+    ``child_factory`` (a `ValueError`). ``outlier_mode`` says whose outlier detection rules
+    apply (`OutlierMode`): gRFC A50's (``"grpc"``, the default) or Envoy's (``"envoy"``, the
+    HTTP transport's: consecutive 5xx, gateway and local-origin failures too).
     """
 
     def __init__(
@@ -224,7 +243,10 @@ class ComposedPicker:
         channel_id: int = 0,
         ring_size_cap: int = RING_SIZE_CAP,
         use_hash_key: bool = False,
+        outlier_mode: OutlierMode = "grpc",
     ) -> None:
+        if outlier_mode not in ("grpc", "envoy"):
+            raise ValueError(f"outlier_mode must be 'grpc' or 'envoy', not {outlier_mode!r}")
         if child_factory is not None and (ring_size_cap != RING_SIZE_CAP or use_hash_key):
             raise ValueError(
                 "ring_size_cap and use_hash_key configure the default child factory: "
@@ -234,6 +256,8 @@ class ComposedPicker:
             raise ValueError(f"ring_size_cap must be at least 1, not {ring_size_cap}")
         #: what a ``channel_id`` hash policy hashes (gRPC: the channel's own id)
         self.channel_id = channel_id
+        #: whose outlier detection rules the clusters follow (`OutlierMode`)
+        self.outlier_mode: OutlierMode = outlier_mode
         self.counters = counters if counters is not None else CallCounters()
         self.child_factory: ChildFactory = child_factory or functools.partial(
             _default_child, ring_size_cap=ring_size_cap, use_hash_key=use_hash_key
@@ -428,14 +452,29 @@ class ComposedPicker:
         *,
         elapsed: float = 0.0,
         load_report: Any = None,
+        http_status: int | None = None,
+        local_failure: LocalFailure | None = None,
     ) -> None:
         """A call picked by `pick` ended: circuit breaking, outlier detection and least
         request learn it, and a policy with a ``call_ended`` hook (weighted round robin, a
         custom policy) gets its `CallEnd`: ``elapsed`` seconds on the endpoint and the
-        backend's ORCA ``load_report`` (an ``OrcaLoadReport``, None when none came)."""
+        backend's ORCA ``load_report`` (an ``OrcaLoadReport``, None when none came).
+        Envoy's outlier detection also reads the response's ``http_status``, or the
+        ``local_failure`` when none came (gRPC's reads ``ok`` only)."""
         leaf = self._leaves.get(result.cluster)
         if leaf is not None and result.endpoint is not None:
-            leaf.call_finished(result.endpoint, ok, now, elapsed, load_report)
+            leaf.call_finished(
+                result.endpoint, ok, now, elapsed, load_report, http_status, local_failure
+            )
+
+    def call_abandoned(self, result: PickResult) -> None:
+        """A pick the caller did not use (it picked again, say to avoid a host): handed
+        back to circuit breaking and least request, and counted by neither outlier
+        detection nor anything reading outcomes."""
+        leaf = self._leaves.get(result.cluster)
+        if leaf is not None and result.endpoint is not None:
+            leaf.counter.call_finished()
+            leaf.priority.call_abandoned(key_of(result.endpoint))
 
     def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
         """An out-of-band ORCA report (``OrcaLoadReport``) from endpoint ``key``: told to the
@@ -454,8 +493,16 @@ class ComposedPicker:
 
     def next_deadline(self) -> float | None:
         """When a timer is next due (None when none runs)."""
-        deadlines = [d for leaf in self._leaves.values() for d in leaf.deadlines()]
-        return min(deadlines, default=None)
+        earliest = None  # asked before every pick: no lists, no call per leaf
+        for leaf in self._leaves.values():
+            due = leaf.priority.next_deadline()
+            if due is not None and (earliest is None or due < earliest):
+                earliest = due
+            for detector in leaf.detectors:
+                due = detector.next_deadline()
+                if due is not None and (earliest is None or due < earliest):
+                    earliest = due
+        return earliest
 
     def _route(self, path: str, headers: Mapping[str, str]) -> Route | None:
         """`match_route`, remembered by path while only paths decide (at most `_ROUTE_MEMO`

@@ -82,6 +82,9 @@ class _Tracker:
 class OutlierDetector:
     """A `ChildPolicy` wrapper ejecting outliers (gRFC A50) by the calls reported to it."""
 
+    #: what keeps one endpoint's counts (a subclass counts more)
+    _tracker_type: type[_Tracker] = _Tracker
+
     def __init__(self, child: ChildPolicy, config: OutlierDetection) -> None:
         self.child = child
         self.config = config
@@ -135,7 +138,8 @@ class OutlierDetector:
     def update(self, localities: Sequence[LocalityEndpoints], now: float) -> None:
         """The priority's localities: trackers kept by endpoint key, new ones start clean."""
         keys = [key_of(e) for loc in localities for e in loc.endpoints]
-        self._trackers = {k: self._trackers.get(k) or _Tracker() for k in keys}
+        make = self._tracker_type
+        self._trackers = {k: self._trackers.get(k) or make() for k in keys}
         self._states = {k: s for k, s in self._states.items() if k in self._trackers}
         self.child.update(localities, now)
         for key, tracker in self._trackers.items():
@@ -182,6 +186,18 @@ class OutlierDetector:
             tracker.successes += 1
         else:
             tracker.failures += 1
+
+    def call_abandoned(self, key: EndpointKey) -> None:
+        """A call picked on ``key`` was not made (the caller picked again): not counted, and
+        passed to the child as ended (least request) by its ``call_abandoned`` hook, else
+        its ``call_finished``."""
+        abandoned: Callable[[EndpointKey], None] | None = getattr(
+            self.child, "call_abandoned", None
+        )
+        if abandoned is not None:
+            abandoned(key)
+        elif self._finished is not None:
+            self._finished(key, True)
 
     def next_deadline(self) -> float | None:
         """When the next sweep is due (None when nothing is counted)."""

@@ -43,6 +43,7 @@ from ._base import (
     ChildPolicy,
     ConnectivityState,
     EndpointKey,
+    LocalFailure,
     PickOutcome,
     PickRequest,
     PickResult,
@@ -71,12 +72,14 @@ class _Child:
     """
 
     __slots__ = (
+        "abandoned",
         "deactivate_at",
         "ended",
         "failover_at",
         "finished",
         "keys",
         "name",
+        "outcome",
         "policy",
         "reported",
         "reports",
@@ -106,6 +109,13 @@ class _Child:
         )
         self.reports: Callable[[EndpointKey, Any, float], None] | None = getattr(
             policy, "load_report", None
+        )
+        #: Envoy's outlier detection reads the outcome itself (None for other children)
+        self.outcome: (
+            Callable[[EndpointKey, bool, int | None, LocalFailure | None, float], None] | None
+        ) = getattr(policy, "call_outcome", None)
+        self.abandoned: Callable[[EndpointKey], None] | None = getattr(
+            policy, "call_abandoned", None
         )
 
 
@@ -186,7 +196,9 @@ class PriorityPolicy:
     def call_started(self, key: EndpointKey) -> None:
         """A call picked on ``key`` started: told to the child holding ``key`` if the child
         has a ``call_started(key)`` hook (least request counts calls in flight)."""
-        child = self._holder(key)
+        child = self._current  # the usual holder, tested here to spare a call per pick
+        if child is None or key not in child.keys.counts:
+            child = self._holder(key)
         if child is not None and child.started is not None:
             child.started(key)
 
@@ -197,17 +209,37 @@ class PriorityPolicy:
         now: float = 0.0,
         elapsed: float = 0.0,
         load_report: Any = None,
+        http_status: int | None = None,
+        local_failure: LocalFailure | None = None,
     ) -> None:
         """A call on ``key`` ended: told to the child holding ``key`` if the child has a
         ``call_finished(key, ok)`` hook (outlier detection, least request), and as a
-        `CallEnd` if it has a ``call_ended(key, end)`` hook (built only then)."""
-        child = self._holder(key)
+        `CallEnd` if it has a ``call_ended(key, end)`` hook (built only then); a child
+        with a ``call_outcome`` hook (Envoy's outlier detection) also gets the response's
+        ``http_status`` or the ``local_failure``."""
+        child = self._current  # the usual holder, as in `call_started`
+        if child is None or key not in child.keys.counts:
+            child = self._holder(key)
         if child is None:
             return
         if child.finished is not None:
             child.finished(key, ok)
+        if child.outcome is not None:
+            child.outcome(key, ok, http_status, local_failure, now)
         if child.ended is not None:
             child.ended(key, CallEnd(ok=ok, elapsed=elapsed, now=now, load_report=load_report))
+
+    def call_abandoned(self, key: EndpointKey) -> None:
+        """A call picked on ``key`` was not made: the child holding it forgets it by its
+        ``call_abandoned(key)`` hook, else as a call ended ok (least request counts it out);
+        no `CallEnd` and no outcome."""
+        child = self._holder(key)
+        if child is None:
+            return
+        if child.abandoned is not None:
+            child.abandoned(key)
+        elif child.finished is not None:
+            child.finished(key, True)
 
     def call_ended(self, key: EndpointKey, end: CallEnd) -> None:
         """How a call on ``key`` ended (`CallEnd`: latency, ORCA load report): told to the

@@ -242,7 +242,7 @@ class WeightedTarget:
 
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """A READY locality at random by weight, then its picker's pick."""
-        state, chosen, sums = self._current()
+        state, chosen, sums = self._view or self._current()
         if state is _CONNECTING:
             return PickResult(outcome=PickOutcome.QUEUE, cluster=self._cluster)
         if state is _IDLE:
@@ -253,7 +253,10 @@ class WeightedTarget:
                 cluster=self._cluster,
                 error="weighted_target: no localities",
             )
-        child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
+        if len(chosen) == 1:  # one locality (or one READY): no draw
+            child = chosen[0]
+        else:
+            child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
         result = child.picker.pick(request, rand, now)
         endpoint = result.endpoint
         plain = (

@@ -162,8 +162,42 @@ _TYPED_STRUCTS = {
 
 
 @attrs.frozen(kw_only=True)
+class EnvoyOutlierRules:
+    """Envoy's outlier detection settings beyond gRFC A50, read only by a front end that
+    follows Envoy (the HTTP transport; gRPC ignores them, as C-core does): the consecutive
+    failure rules with their enforcement percentages, the local-origin split, and the
+    interval rules' parameters whether or not gRPC would enforce them. Envoy's defaults;
+    percentages above 100 read as 100 (gRPC accepts them, and Envoy always enforces then)."""
+
+    consecutive_5xx: int = 5
+    enforcing_consecutive_5xx: int = 100
+    consecutive_gateway_failure: int = 5
+    enforcing_consecutive_gateway_failure: int = 0
+    #: count connect failures, resets and timeouts apart from the upstream's answers
+    split_external_local_origin_errors: bool = False
+    consecutive_local_origin_failure: int = 5
+    enforcing_consecutive_local_origin_failure: int = 100
+    enforcing_success_rate: int = 100
+    enforcing_local_origin_success_rate: int = 100
+    enforcing_failure_percentage: int = 0
+    enforcing_failure_percentage_local_origin: int = 0
+    #: (stdev_factor, minimum_hosts, request_volume)
+    success_rate: tuple[int, int, int] = (1900, 5, 100)
+    #: (threshold, minimum_hosts, request_volume)
+    failure_percentage: tuple[int, int, int] = (85, 5, 50)
+    #: eject one host even when ``max_ejection_percent`` would forbid it
+    always_eject_one_host: bool = False
+    #: seconds of random extra ejection time, at most
+    max_ejection_time_jitter: float = 0.0
+
+
+_ENVOY_RULES = EnvoyOutlierRules()
+
+
+@attrs.frozen(kw_only=True)
 class OutlierDetection:
-    """gRFC A50's outlier detection settings; durations in seconds, percentages 0-100."""
+    """gRFC A50's outlier detection settings; durations in seconds, percentages 0-100.
+    ``envoy`` holds what only Envoy reads (`EnvoyOutlierRules`)."""
 
     interval: float = 10.0
     base_ejection_time: float = 30.0
@@ -173,6 +207,7 @@ class OutlierDetection:
     success_rate_ejection: tuple[int, int, int, int] | None = None
     #: (threshold, enforcement_percentage, minimum_hosts, request_volume), or None when off
     failure_percentage_ejection: tuple[int, int, int, int] | None = None
+    envoy: EnvoyOutlierRules = _ENVOY_RULES
 
 
 @attrs.frozen(kw_only=True)
@@ -510,6 +545,54 @@ def _outlier_detection(name: str, config: Any) -> OutlierDetection:
         )
         if failure_enforcement > 0
         else None,
+        envoy=_envoy_outlier_rules(config),
+    )
+
+
+def _envoy_outlier_rules(config: Any) -> EnvoyOutlierRules:
+    """Envoy's fields, read leniently: they never change gRPC's verdict on a cluster."""
+    defaults = _ENVOY_RULES
+
+    def get(field: str, default: int) -> int:
+        value: int = getattr(config, field).value if config.HasField(field) else default
+        return value
+
+    def percent(field: str) -> int:
+        return min(100, get(field, getattr(defaults, field)))
+
+    jitter = config.max_ejection_time_jitter
+    return EnvoyOutlierRules(
+        consecutive_5xx=get("consecutive_5xx", defaults.consecutive_5xx),
+        enforcing_consecutive_5xx=percent("enforcing_consecutive_5xx"),
+        consecutive_gateway_failure=get(
+            "consecutive_gateway_failure", defaults.consecutive_gateway_failure
+        ),
+        enforcing_consecutive_gateway_failure=percent("enforcing_consecutive_gateway_failure"),
+        split_external_local_origin_errors=config.split_external_local_origin_errors,
+        consecutive_local_origin_failure=get(
+            "consecutive_local_origin_failure", defaults.consecutive_local_origin_failure
+        ),
+        enforcing_consecutive_local_origin_failure=percent(
+            "enforcing_consecutive_local_origin_failure"
+        ),
+        enforcing_success_rate=percent("enforcing_success_rate"),
+        enforcing_local_origin_success_rate=percent("enforcing_local_origin_success_rate"),
+        enforcing_failure_percentage=percent("enforcing_failure_percentage"),
+        enforcing_failure_percentage_local_origin=percent(
+            "enforcing_failure_percentage_local_origin"
+        ),
+        success_rate=(
+            get("success_rate_stdev_factor", 1900),
+            get("success_rate_minimum_hosts", 5),
+            get("success_rate_request_volume", 100),
+        ),
+        failure_percentage=(
+            get("failure_percentage_threshold", 85),
+            get("failure_percentage_minimum_hosts", 5),
+            get("failure_percentage_request_volume", 50),
+        ),
+        always_eject_one_host=config.always_eject_one_host.value,
+        max_ejection_time_jitter=max(0.0, jitter.seconds + jitter.nanos / 1e9),
     )
 
 
