@@ -107,6 +107,8 @@ class Result:
     #: of the full load: the control plane's time, and the client's CPU time (ours only)
     load_server: float | None = None
     load_cpu: float | None = None
+    #: RSS once the package was imported, before any resource (ours only)
+    import_rss_mib: float | None = None
 
 
 class Coverage:
@@ -161,13 +163,15 @@ async def _until(predicate: Any, timeout: float) -> bool:
 
 
 class Snapshots:
-    """Reads the worker's lines: ``snapshot <monotonic time> <sum of generations>``, ``load-cpu
-    <seconds>`` (the CPU time of its full load), then ``rss <KiB>`` at exit."""
+    """Reads the worker's lines: ``import-rss <KiB>`` once imported, ``snapshot <monotonic
+    time> <sum of generations>``, ``load-cpu <seconds>`` (the CPU time of its full load), then
+    ``rss <KiB>`` at exit."""
 
     def __init__(self, stream: asyncio.StreamReader) -> None:
         self.seen: list[tuple[float, int]] = []
         self.rss_kib: int | None = None
         self.load_cpu: float | None = None
+        self.import_rss_kib: int | None = None
         self._task = asyncio.ensure_future(self._read(stream))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
@@ -179,6 +183,8 @@ class Snapshots:
                 self.rss_kib = int(values[0])
             elif kind == "load-cpu":
                 self.load_cpu = float(values[0])
+            elif kind == "import-rss" and int(values[0]) > 0:
+                self.import_rss_kib = int(values[0])
 
     async def when(self, generations: int, after: float, timeout: float) -> float | None:
         """When the first snapshot holding ``generations`` came after ``after``."""
@@ -400,6 +406,7 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
             len(cp.nacks()),
             run.server,
             lines.load_cpu,
+            None if lines.import_rss_kib is None else lines.import_rss_kib / 1024,
         )
 
 
@@ -502,6 +509,12 @@ def main() -> None:
     print("unchanged assignments publishes none); settled: until the client process is quiet")
     print("(coarse, within ~0.1 s: compare it only where it is long). Each case starts once")
     print("the previous one settled. Updates: best of --rounds.")
+    for r in results:
+        if r.import_rss_mib is not None and r.rss_mib is not None:
+            print(
+                f"N={r.n} {r.client}: peak RSS {r.rss_mib:.1f} MiB, of which "
+                f"{r.import_rss_mib:.1f} MiB once imported (before grpc's channel and any resource)"
+            )
     by_n: dict[int, dict[str, Result]] = {}
     for r in results:
         by_n.setdefault(r.n, {})[r.client] = r

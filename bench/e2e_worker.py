@@ -3,7 +3,8 @@
     python bench/e2e_worker.py xdsclient|grpcio ADDRESS
 
 It loads the listener, its route configuration, every cluster and every endpoint assignment,
-keeps watching until its standard input closes, then prints its peak RSS (KiB) and exits.
+keeps watching until its standard input closes, then prints its peak RSS (KiB) and exits. Ours
+also prints its RSS once ``xdsclient`` is imported, before any resource (``import-rss``).
 Ours watches the complete configuration (the dependency walk) and prints a line per snapshot,
 and after the first (the full load) the CPU time the process spent on it.
 """
@@ -29,6 +30,7 @@ async def run_xdsclient(address: str) -> None:
     generations it holds, so the parent can tell which push it completes."""
     from xdsclient import XdsClient, XdsConfig
 
+    print(f"import-rss {current_rss_kib()}", flush=True)  # the client's baseline, no resource
     _LOAD_PROFILE.start()
     _LOAD_CPU.append(time.process_time())
     async with XdsClient(address, node_id="bench-xdsclient") as client:
@@ -135,6 +137,18 @@ def peak_rss_kib() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def current_rss_kib() -> int:
+    """This process's RSS now (Linux's VmRSS; 0 without ``/proc``)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 import xdsclient
 from xdsclient import _version
@@ -335,3 +340,34 @@ def test_nothing_outside_the_protocol_touches_a_sessions_private_state() -> None
         and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
     ]
     assert found == []
+
+
+#: Modules a client that names no regex, reads no bootstrap's custom LB policy and builds no
+#: import hook never uses: ``import xdsclient`` leaves them to the first use (each costs RSS in
+#: every process: RE2 1 MiB, ``importlib.abc`` with ``importlib.resources`` 1.3 MiB).
+LAZY_MODULES = ("re2", "importlib.abc", "importlib.resources", "google.protobuf.json_format")
+
+
+def test_importing_the_client_leaves_the_modules_it_does_not_need_unloaded() -> None:
+    """``import xdsclient`` in a fresh interpreter imports none of `LAZY_MODULES`."""
+    code = (
+        f"import sys, xdsclient; print(' '.join(m for m in {LAZY_MODULES!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(xdsclient.__file__).parents[1])},
+    ).stdout.split()
+    assert loaded == []
+
+
+def test_a_regex_loads_re2_when_first_compiled() -> None:
+    """The lazily imported RE2 still compiles and rejects patterns as before."""
+    from xdsclient.resources._regex import RegexError, compile_regex
+
+    assert compile_regex("a+b", ignore_case=True).fullmatch("AAB") is not None
+    with pytest.raises(RegexError, match="not a valid RE2 pattern"):
+        compile_regex("(?=lookahead)")

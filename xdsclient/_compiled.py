@@ -19,7 +19,6 @@ sources:
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import os
 import sys
@@ -90,8 +89,12 @@ def from_sources(environ: Mapping[str, str], root: str) -> tuple[bool, str | Non
     )
 
 
-class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds `MODULES` as their ``.py`` sources, ahead of the compiled extensions."""
+class _SourceFinder:
+    """Finds `MODULES` as their ``.py`` sources, ahead of the compiled extensions.
+
+    A meta path finder by its ``find_spec`` alone: ``importlib.abc`` would import
+    ``importlib.resources`` (tempfile, shutil, bz2, lzma: 1.3 MiB) into every client.
+    """
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None

@@ -4,6 +4,7 @@ flow control and what goes on the wire, without a socket or a real wait."""
 from __future__ import annotations
 
 import asyncio
+import types
 
 from tests.builders import EDS, delta_resource, delta_response, endpoints, sotw_response, wrapped
 from tests.helpers import idle
@@ -279,3 +280,43 @@ async def test_a_stream_that_cannot_write_its_ack_holds_the_watchers_up_only_bri
     stream.resume_writes()
     await idle()
     assert [r.response_nonce for r in stream.pending_requests()] == ["nonce-1"]
+
+
+def _drive_loop_locals() -> list[dict[str, object]]:
+    """The local variables of every drive loop (`StreamDriver._serve`) now suspended."""
+    found = []
+    for task in asyncio.all_tasks():
+        coro: object = task.get_coro()
+        while isinstance(coro, types.CoroutineType):
+            if coro.cr_code.co_name == "_serve" and coro.cr_frame is not None:
+                found.append(dict(coro.cr_frame.f_locals))
+            coro = coro.cr_await
+    return found
+
+
+async def test_the_drive_loop_lets_go_of_a_response_while_its_watchers_run(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """Once a response is applied and ACKed, the drive loop holds neither the message nor its
+    events while the watchers run (the walk among them): an update's parsed bytes are freed
+    before the next snapshot is built."""
+    gate = asyncio.Event()
+    seen: list[Event] = []
+
+    async def slow(event: Event) -> None:
+        seen.append(event)
+        await gate.wait()
+
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(slow))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")], version="1")
+    ack = await stream.request()
+    await idle()
+    assert ack.response_nonce == "nonce-1"
+    assert [type(e) for e in seen] == [ResourceChanged]
+    loops = _drive_loop_locals()  # waiting for the watcher, before the next read
+    assert len(loops) == 1
+    assert loops[0].get("response") is None
+    assert not loops[0].get("events")
+    gate.set()

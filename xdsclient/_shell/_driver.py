@@ -295,6 +295,9 @@ class StreamDriver(Generic[P]):
                         await self._flush(stream)
                     finally:
                         written.set_result(None)
+                # Let go of the response and its events before waiting on the watchers: an
+                # update's parsed message is freed before the walk builds the next snapshot.
+                del response, events
         finally:
             if read is not None:
                 _discard(read)

@@ -39,7 +39,7 @@ from envoy.extensions.load_balancing_policies.ring_hash.v3 import ring_hash_pb2
 from envoy.extensions.load_balancing_policies.round_robin.v3 import round_robin_pb2
 from envoy.extensions.load_balancing_policies.wrr_locality.v3 import wrr_locality_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
-from google.protobuf import descriptor_pool, json_format, message_factory
+from google.protobuf import descriptor_pool, message_factory
 from udpa.type.v1 import typed_struct_pb2 as udpa_typed_struct_pb2
 from xds.type.v3 import typed_struct_pb2
 
@@ -428,6 +428,8 @@ def _custom_policy(name: str, where: str, typed: Any, type_name: str) -> CustomL
         inner = struct.type_url.rsplit("/", 1)[-1]
         if not inner or not lb_policy_type_registered(inner):
             return None
+        from google.protobuf import json_format  # only for a custom policy's TypedStruct
+
         config = json_format.MessageToDict(struct.value)
         return CustomLbPolicy(type_name=inner, config=config, raw=typed.SerializeToString())
     if not lb_policy_type_registered(type_name):

@@ -31,6 +31,7 @@ from .._slots import slot_setters
 from ._endpoint_records import (
     _HEALTH,
     _NO_METADATA,
+    _PORTS,
     _UINT32_MAX,
     DropOverload,
     Endpoint,
@@ -38,6 +39,7 @@ from ._endpoint_records import (
     LocalityEndpoints,
     _LeanFields,
     _locality,
+    _new_port,
 )
 from ._locality import Locality
 from ._view import View, invalid, is_ip_address, metadata_dict, parse
@@ -308,7 +310,8 @@ def _lean_address(address: Any, seen: set[tuple[str, int]]) -> tuple[str, int] |
     port = socket.port_value
     if port > 65535 or not is_ip_address(host):
         return None
-    key = (host, port)
+    shared = _PORTS.get(port)
+    key = (host, _new_port(port) if shared is None else shared)  # the interned port
     if key in seen:
         return None
     seen.add(key)
@@ -367,8 +370,10 @@ def _locality_text(locality: Locality) -> str:
 def _decode_upb(data: bytes) -> tuple[str, ClusterLoadAssignmentView]:
     """bytes -> (name, view) through upb: the decoder of the pure-Python build, and of what the
     compiled wire reader leaves to upb (every invalid message among them)."""
-    message = parse(endpoint_pb2.ClusterLoadAssignment, data)
-    return message.cluster_name, ClusterLoadAssignmentView.from_proto(message, data)
+    view = ClusterLoadAssignmentView.from_proto(
+        parse(endpoint_pb2.ClusterLoadAssignment, data), data
+    )
+    return view.name, view  # the view's name: upb makes a new str at each read of the field
 
 
 def _decoder() -> Callable[[bytes], tuple[str, ClusterLoadAssignmentView]]:

@@ -27,12 +27,14 @@ from ._endpoint_records import (
     _HEALTH,
     _LOCALITIES,
     _NO_METADATA,
+    _PORTS,
     _UINT32_MAX,
     Endpoint,
     HealthStatus,
     LocalityEndpoints,
     _LeanFields,
     _locality,
+    _new_port,
 )
 from ._locality import Locality
 from ._view import is_ip_address
@@ -52,6 +54,9 @@ _NO_METADATA_MAP: Final = _NO_METADATA
 _object_new: Final = object.__new__
 #: The interned localities (`_endpoint_records._locality`), read here without a Python call
 _INTERNED: Final = _LOCALITIES
+#: The interned ports (`_endpoint_records._PORTS`): values typed Any, so compiled code keeps
+#: the shared int object rather than unboxing it and boxing a new one into the record
+_INTERNED_PORTS: Final[dict[int, Any]] = _PORTS
 
 
 class _Lent:
@@ -66,6 +71,10 @@ class _Lent:
 
 
 _LENT: Final = _Lent()
+
+#: A socket address as read: (host, port), the port the interned int object (typed Any, so
+#: compiled code passes that object along instead of boxing a new int into every tuple).
+_Address = tuple[str, Any]
 
 
 class _Unusual(Exception):
@@ -186,7 +195,7 @@ def _assignment(data: bytes, end: int) -> tuple[str, _LeanFields] | None:
     named = False
     by_priority: dict[int, list[LocalityEndpoints]] = {}
     seen_localities: set[tuple[int, str, str, str]] = set()
-    seen: set[tuple[str, int]] = set()
+    seen: set[_Address] = set()
     pos = 0
     while pos < end:
         field, wire, pos = _field(data, pos, end)
@@ -215,7 +224,7 @@ def _group(
     end: int,
     by_priority: dict[int, list[LocalityEndpoints]],
     seen_localities: set[tuple[int, str, str, str]],
-    seen: set[tuple[str, int]],
+    seen: set[_Address],
 ) -> bool:
     """One LocalityLbEndpoints; False where ``_lean`` gives up (the message is invalid)."""
     weight = -1  # absent
@@ -284,7 +293,7 @@ def _locality_fields(data: bytes, pos: int, end: int) -> tuple[str, str, str]:
     return region, zone, sub_zone
 
 
-def _lb_endpoint(data: bytes, pos: int, end: int, seen: set[tuple[str, int]]) -> Endpoint | None:
+def _lb_endpoint(data: bytes, pos: int, end: int, seen: set[_Address]) -> Endpoint | None:
     weight = -1
     health = -1
     span: tuple[int, int] | None = None
@@ -311,13 +320,13 @@ def _lb_endpoint(data: bytes, pos: int, end: int, seen: set[tuple[str, int]]) ->
 
 
 def _endpoint(
-    data: bytes, pos: int, end: int, seen: set[tuple[str, int]], weight: int, health: int
+    data: bytes, pos: int, end: int, seen: set[_Address], weight: int, health: int
 ) -> Endpoint | None:
-    address: tuple[str, int] | None = None
+    address: _Address | None = None
     addressed = False
     hostname = ""
     named = False
-    extras: list[tuple[str, int] | None] = []
+    extras: list[_Address | None] = []
     while pos < end:
         field, wire, pos = _field(data, pos, end)
         if wire != 2:
@@ -336,9 +345,9 @@ def _endpoint(
     key = _check(address, seen)
     if key is None:
         return None
-    additional: tuple[tuple[str, int], ...] = ()
+    additional: tuple[_Address, ...] = ()
     if extras:
-        keys: list[tuple[str, int]] = []
+        keys: list[_Address] = []
         for extra in extras:
             checked = _check(extra, seen)
             if checked is None:
@@ -349,9 +358,9 @@ def _endpoint(
     return _new(_ENDPOINT, (key[0], key[1], additional, hostname, status, weight, _NO_METADATA_MAP))
 
 
-def _additional(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
+def _additional(data: bytes, pos: int, end: int) -> _Address | None:
     """An AdditionalAddress's socket address."""
-    found: tuple[str, int] | None = None
+    found: _Address | None = None
     addressed = False
     while pos < end:
         field, wire, pos = _field(data, pos, end)
@@ -363,9 +372,9 @@ def _additional(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
     return found
 
 
-def _address(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
+def _address(data: bytes, pos: int, end: int) -> _Address | None:
     """An Address's socket address as (host, port); None when it has none."""
-    found: tuple[str, int] | None = None
+    found: _Address | None = None
     while pos < end:
         field, wire, pos = _field(data, pos, end)
         if field != 1 or wire != 2 or found is not None:
@@ -375,7 +384,7 @@ def _address(data: bytes, pos: int, end: int) -> tuple[str, int] | None:
     return found
 
 
-def _socket_address(data: bytes, pos: int, end: int) -> tuple[str, int]:
+def _socket_address(data: bytes, pos: int, end: int) -> _Address:
     """(host, port) of a SocketAddress whose host is an IP address (else `_Unusual`: upb
     decides, as for every host ``_lean_address`` rejects)."""
     host = ""
@@ -393,16 +402,19 @@ def _socket_address(data: bytes, pos: int, end: int) -> tuple[str, int]:
             port, pos = _uint32(data, pos, end)
         else:
             raise _Unusual  # protocol, named port, resolver...: upb decides
-    if not named:
-        raise _Unusual  # no host: not an IP address
-    return host, max(port, 0)
+    if not named or port > 65535:
+        raise _Unusual  # no host (not an IP address), or a port upb's path rejects
+    port = max(port, 0)
+    shared: Any = _INTERNED_PORTS.get(port)
+    if shared is None:
+        shared = _new_port(port)
+    return host, shared
 
 
-def _check(address: tuple[str, int] | None, seen: set[tuple[str, int]]) -> tuple[str, int] | None:
-    """``_lean_address``'s other rules on a read address (`_socket_address` checked its host)."""
+def _check(address: _Address | None, seen: set[_Address]) -> _Address | None:
+    """``_lean_address``'s other rule on a read address (`_socket_address` checked its host
+    and port)."""
     if address is None:
-        return None
-    if address[1] > 65535:
         return None
     count = len(seen)
     seen.add(address)  # one hash, one boxing of the native tuple: no separate ``in`` test

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import re2
-
 __all__ = ["Regex", "RegexError", "compile_regex"]
 
 
@@ -31,7 +29,7 @@ class RegexError(ValueError):
     """RE2 rejected the pattern; the message says why."""
 
 
-def _options(ignore_case: bool) -> Any:
+def _options(re2: Any, ignore_case: bool) -> Any:
     options = re2.Options()
     options.log_errors = False  # the error is raised, not also printed by RE2 to stderr
     options.case_sensitive = not ignore_case
@@ -40,8 +38,10 @@ def _options(ignore_case: bool) -> Any:
 
 def compile_regex(pattern: str, *, ignore_case: bool = False) -> Regex:
     """Compile ``pattern`` with RE2; `RegexError` with RE2's reason when it is not valid RE2."""
+    import re2  # on the first regex a resource names: 1 MiB a client without any never loads
+
     try:
-        compiled: Regex = re2.compile(pattern, _options(ignore_case))
+        compiled: Regex = re2.compile(pattern, _options(re2, ignore_case))
     except re2.error as exc:
         reason = exc.args[0] if exc.args else "invalid"
         if isinstance(reason, bytes):
