@@ -6,7 +6,9 @@ fails the first attempts of a call."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -122,3 +124,24 @@ async def test_a_stream_allowed_one_attempt_hands_its_messages_to_grpc_aio(
             assert await failing.code() is grpc.StatusCode.UNAVAILABLE
     assert replies == ["p", "q"]
     assert backend.counts() == {"": 1, "f": 1}
+
+
+def _broken() -> Iterator[Text]:
+    yield Text(value="a")
+    raise RuntimeError("the caller's iterator broke")
+
+
+@pytest.mark.parametrize("source", ["raises", "not iterable"])
+async def test_a_request_iterator_that_raises_cancels_a_call_allowed_one_attempt(
+    plane: ControlPlane, client: XdsClient, source: str
+) -> None:
+    """On a route without a retry policy, a request iterator that raises after its first
+    message (or requests that are not iterable) cancel the call at once, as grpc.aio does."""
+    requests: object = _broken() if source == "raises" else 5
+    async with retry_backend() as backend:
+        plane.set_all(retrying(backend, retries=None))
+        async with XdsChannel(TARGET, client=client) as channel:
+            call = EchoStub(channel).Collect(requests, timeout=30)
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(call, 5)
+            assert await call.code() is grpc.StatusCode.CANCELLED
