@@ -1,9 +1,9 @@
 """A streaming backend that fails the first attempts of a call, and the routes that retry it:
 what the request-streaming retry tests share (ours alone and against grpcio's ``xds:///``).
 
-`RetryBackend` serves the echo service's ``Collect`` (client streaming) and ``Chat``
-(bidirectional) on 127.0.0.1 and records, per call (its ``x-call`` metadata), the messages each
-attempt read, in order. Each call says with its metadata how its attempts go:
+`RetryBackend` serves the echo service's ``Say`` (unary), ``Collect`` (client streaming) and
+``Chat`` (bidirectional) on 127.0.0.1 and records, per call (its ``x-call`` metadata), the
+messages each attempt read, in order. Each call says with its metadata how its attempts go:
 
 - ``x-fail: N``: the first N attempts fail (after reading every message, or the first
   ``x-read`` of them) with ``x-code`` (UNAVAILABLE unless given), details
@@ -11,8 +11,8 @@ attempt read, in order. Each call says with its metadata how its attempts go:
 - ``x-headers``: the attempt sends response headers (``x-sent: headers``) before reading;
 - ``x-reply-first`` (``Chat``): the attempt echoes the first message at once.
 
-A call that does not fail answers ``Collect`` with the messages joined by commas and ``Chat``
-with each message echoed (the ones not echoed yet).
+A call that does not fail answers ``Say`` with its message, ``Collect`` with the messages
+joined by commas and ``Chat`` with each message echoed (the ones not echoed yet).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class RetryBackend:
     async def start(self) -> None:
         server = grpc.aio.server()
         handlers = {
+            "Say": grpc.unary_unary_rpc_method_handler(self._say, Text.FromString, _ser),
             "Collect": grpc.stream_unary_rpc_method_handler(self._collect, Text.FromString, _ser),
             "Chat": grpc.stream_stream_rpc_method_handler(self._chat, Text.FromString, _ser),
         }
@@ -83,6 +84,12 @@ class RetryBackend:
         if _failing(metadata, attempt):
             code = grpc.StatusCode[metadata.get("x-code", "UNAVAILABLE")]
             await context.abort(code, f"attempt {attempt} failed")
+
+    async def _say(self, request: Any, context: Any) -> Any:
+        metadata, read, attempt = await self._begin(context)
+        read.append(request.value)
+        await self._fail(context, metadata, attempt)
+        return Text(value=request.value)
 
     async def _collect(self, requests: AsyncIterator[Any], context: Any) -> Any:
         metadata, read, attempt = await self._begin(context)
@@ -125,17 +132,23 @@ async def retry_backend() -> AsyncIterator[RetryBackend]:
 
 
 def retrying(
-    backend: RetryBackend, *, name: str = "streams", retries: int = 9, retry_on: str = "unavailable"
+    backend: RetryBackend,
+    *,
+    name: str = "streams",
+    retries: int | None = 9,
+    retry_on: str = "unavailable",
 ) -> list[Any]:
     """Listener ``name`` routing every path to cluster ``echo`` (``backend``) with a retry
-    policy: ``retry_on``, ``retries`` retries (gRPC caps attempts at 5), backoff 5 to 20 ms."""
+    policy: ``retry_on``, ``retries`` retries (gRPC caps attempts at 5; None: no retry policy),
+    backoff 5 to 20 ms."""
     routes = route_pb2.RouteConfiguration(name=f"{name}-routes")
     route = add_route(routes.virtual_hosts.add(name="vh", domains=[name]), "", "echo")
-    policy = route.route.retry_policy
-    policy.retry_on = retry_on
-    policy.num_retries.value = retries
-    policy.retry_back_off.base_interval.FromMilliseconds(5)
-    policy.retry_back_off.max_interval.FromMilliseconds(20)
+    if retries is not None:
+        policy = route.route.retry_policy
+        policy.retry_on = retry_on
+        policy.num_retries.value = retries
+        policy.retry_back_off.base_interval.FromMilliseconds(5)
+        policy.retry_back_off.max_interval.FromMilliseconds(20)
     spec = builders.LocalitySpec(endpoints=[("127.0.0.1", backend.port)], zone="z-echo")
     return [
         listener(name=name, rds=routes.name),

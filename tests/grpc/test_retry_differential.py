@@ -1,6 +1,6 @@
-"""Retries of request-streaming calls on `XdsChannel` against grpcio's own ``xds:///`` channel:
-one control plane, one backend that fails the first attempts of each call after reading its
-messages, the same calls on both.
+"""Retries on `XdsChannel` against grpcio's own ``xds:///`` channel (request-streaming calls, and
+unary calls committed by headers): one control plane, one backend that fails the first attempts
+of each call after reading its messages, the same calls on both.
 
 Why: C-core's retry filter is the reference for when a client-streaming or bidirectional call is
 retried (gRFC A6: until it commits by its buffer limit, the server's headers or a message) and
@@ -21,14 +21,14 @@ from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
 from xdsclient.testing import ControlPlane
 
-from .echo import CHAT, COLLECT, EchoStub, Text
+from .echo import CHAT, COLLECT, SAY, EchoStub, Text
 from .retry_echo import retry_backend, retrying
 
 _CHILD = r"""
 import json, sys, grpc
 from google.protobuf import wrappers_pb2
 Text = wrappers_pb2.StringValue
-paths = {"Collect": sys.argv[1], "Chat": sys.argv[2]}
+paths = {"Collect": sys.argv[1], "Chat": sys.argv[2], "Say": sys.argv[3]}
 channels = {}
 out = []
 for listener, method, values, metadata, limit in json.loads(sys.stdin.read()):
@@ -37,13 +37,16 @@ for listener, method, values, metadata, limit in json.loads(sys.stdin.read()):
         options = [] if limit is None else [("grpc.per_rpc_retry_buffer_size", limit)]
         channels[key] = grpc.insecure_channel("xds:///" + listener, options=options)
     channel = channels[key]
-    kind = channel.stream_unary if method == "Collect" else channel.stream_stream
-    call = kind(paths[method], request_serializer=Text.SerializeToString,
-                response_deserializer=Text.FromString)
+    kinds = {"Collect": channel.stream_unary, "Chat": channel.stream_stream,
+             "Say": channel.unary_unary}
+    call = kinds[method](paths[method], request_serializer=Text.SerializeToString,
+                         response_deserializer=Text.FromString)
     requests = iter([Text(value=value) for value in values])
     replies = []
     try:
-        if method == "Collect":
+        if method == "Say":
+            replies.append(call(Text(value=values[0]), metadata=metadata, timeout=10).value)
+        elif method == "Collect":
             replies.append(call(requests, metadata=metadata, timeout=10).value)
         else:
             for reply in call(requests, metadata=metadata, timeout=10):
@@ -57,7 +60,7 @@ print(json.dumps(out), flush=True)
 
 @attrs.frozen(kw_only=True)
 class StreamCall:
-    """One request-streaming call: its method (``Collect`` or ``Chat``), request values, the
+    """One call: its method (``Say``, ``Collect`` or ``Chat``), request values, the
     backend's instructions (`retry_echo`), and the channel's per-RPC buffer limit (None:
     C-core's default)."""
 
@@ -82,9 +85,23 @@ CALLS = [
     _call(7, "Chat", "pq", fail="1"),
     _call(8, "Chat", "ab", fail="1", **{"reply-first": "1"}),
     _call(9, "Collect", "abc", fail="1", read="1"),
+    _call(10, "Say", "a", fail="1"),
+    _call(11, "Say", "a", fail="1", headers="1"),
 ]
 #: grpcio's attempts per call (C-core's rules, checked here so that a change of them shows)
-GRPCIO_ATTEMPTS = {"1": 3, "2": 5, "3": 1, "4": 1, "5": 1, "6": 1, "7": 2, "8": 1, "9": 2}
+GRPCIO_ATTEMPTS = {
+    "1": 3,
+    "2": 5,
+    "3": 1,
+    "4": 1,
+    "5": 1,
+    "6": 1,
+    "7": 2,
+    "8": 1,
+    "9": 2,
+    "10": 2,
+    "11": 1,
+}
 Outcome = tuple[str, str, list[str]]
 
 
@@ -92,7 +109,9 @@ async def _theirs(plane: ControlPlane, calls: Sequence[StreamCall]) -> list[Outc
     payload = [
         ["streams", c.method, list(c.values), [list(m) for m in c.metadata], c.limit] for c in calls
     ]
-    rows = await run_grpcio(plane, "streams-grpc", _CHILD, (COLLECT, CHAT), payload, timeout=40)
+    rows = await run_grpcio(
+        plane, "streams-grpc", _CHILD, (COLLECT, CHAT, SAY), payload, timeout=40
+    )
     return [(code, details, replies) for code, details, replies in rows]
 
 
@@ -126,7 +145,10 @@ async def _one(channel: XdsChannel, call: StreamCall) -> Outcome:
     requests = iter([Text(value=value) for value in call.values])
     replies: list[str] = []
     try:
-        if call.method == "Collect":
+        if call.method == "Say":
+            request = Text(value=call.values[0])
+            replies.append((await stub.Say(request, metadata=call.metadata, timeout=10)).value)
+        elif call.method == "Collect":
             replies.append((await stub.Collect(requests, metadata=call.metadata, timeout=10)).value)
         else:
             async for reply in stub.Chat(requests, metadata=call.metadata, timeout=10):
@@ -143,7 +165,7 @@ async def test_streaming_retries_make_the_attempts_and_end_as_on_grpcio(
     every attempt reads the same messages in the same order, and each call ends with the same
     code, details and replies: retried up to 5 attempts for a code in ``retry_on``, not for
     another, not once committed by the buffer limit (1000 bytes given, or the default 256 KiB),
-    by the server's headers or by a response message."""
+    by the server's headers or by a response message; a unary call's headers commit it too."""
     async with retry_backend() as backend:
         plane.set_all(retrying(backend))
         grpc_results = await _theirs(plane, CALLS)

@@ -149,6 +149,12 @@ class HttpRetryState:
         )
 
     @property
+    def max_attempts(self) -> int:
+        """The attempts the request may make in all (those made, the next, the retries
+        left)."""
+        return self.attempts + 1 + self.retries_left
+
+    @property
     def avoid(self) -> frozenset[tuple[str, int]]:
         """Every endpoint tried so far (the ``previous_hosts`` predicate)."""
         return frozenset(self._tried)

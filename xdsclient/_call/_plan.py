@@ -228,6 +228,11 @@ class CallPlan:
         rules.decide(plan, call, config, now=now, rng=rng)
         return plan
 
+    @property
+    def max_attempts(self) -> int:
+        """The attempts the call may make in all (1: its route retries nothing)."""
+        return self._retry.max_attempts
+
     # --- inputs ---
 
     def start(self, now: float) -> Step:

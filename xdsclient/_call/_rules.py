@@ -33,6 +33,10 @@ class Retries(Protocol):
     attempts: int
 
     @property
+    def max_attempts(self) -> int:
+        """The attempts the call may make in all, counted from its start (1: no retry)."""
+
+    @property
     def avoid(self) -> frozenset[tuple[str, int]]:
         """The endpoints the next attempt should avoid (read only with ``avoid_previous``)."""
 

@@ -25,8 +25,12 @@ read once from the caller (its iterator or its ``write`` calls) into a `RequestS
 keeps them for replay and sends each attempt the kept ones first, then the new ones; the call
 commits (its current attempt is its last) once the kept bytes pass the channel's
 ``grpc.per_rpc_retry_buffer_size``, or when the server's response headers or a message reach
-it. grpc.aio does not tell a response that began with empty headers from a Trailers-Only one,
-so headers commit the call when they carry metadata (C-core: any headers).
+it. A call its route allows one attempt keeps nothing: grpc.aio's call takes the caller's
+iterator or writes, as a plain channel's does. A unary call commits on the server's headers
+too. grpc.aio does not tell a response that began with empty headers from a Trailers-Only one,
+so headers commit the call when they carry metadata (C-core: any headers). With
+``grpc.enable_retries`` 0 in the channel options every call makes one attempt, as C-core
+without its retry filter.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from typing import Any
 
+import attrs
 import grpc
 
 from .._call import (
@@ -69,6 +74,8 @@ _ENDPOINTS_KEPT = 64
 _NO_METADATA_HEADERS = grpc_header_view(())
 _OK = AttemptOutcome(code=Code.OK)
 _END = object()
+#: the key of an endpoint's multi-callable sending bytes (a retried stream serializes itself)
+_BYTES = object()
 Metadata = tuple[tuple[str, str | bytes], ...]
 
 
@@ -109,9 +116,11 @@ class XdsCall(
     _callbacks: list[Callable[[Any], None]] | None = None
     #: whether the call waits for `Starter` (a unary call nobody awaited yet)
     _kick = False
-    #: a request-streaming call's messages, kept for its retries
+    #: a request-streaming call's messages, kept for its retries (None while the plan is not
+    #: made, and for a call allowed one attempt: grpc.aio's call takes the caller's messages)
     _requests: RequestStream | None = None
-    #: whether a response (headers with metadata, or a message) reached the call: no retry
+    #: whether a response (headers with metadata, or a message) reached the call, or retries
+    #: are off on the channel: no retry
     _committed = False
 
     def __init__(
@@ -153,9 +162,6 @@ class XdsCall(
             self._kick = True
             (starter if starter is not None else Starter()).add(self)
         else:
-            if self._request_streaming:
-                buffer = RetryBuffer(core.retry_buffer_size, metadata_size(method, self._metadata))
-                self._requests = RequestStream(request, serializer, buffer, lambda _: self.cancel())
             if self._response_streaming:
                 self._responses = asyncio.Queue()
             self._start_on_task()
@@ -201,23 +207,45 @@ class XdsCall(
         """Send one request message (a call made without a request iterator): return once an
         attempt has sent it; it is kept for the call's retries until the call commits. A call
         that ended raises its error (`CancelledError` if cancelled), as grpc.aio's does."""
-        requests = self._writable()
+        requests = await self._writable()
         if self._outcome is not None:
             self._raise_failure()
             raise asyncio.InvalidStateError("RPC already finished.")
+        if requests is None:  # one attempt: its grpc.aio call takes the message
+            await self._pass_through(self._current.write(request))
+            return
         await requests.write(request)
         self._raise_failure()
 
     async def done_writing(self) -> None:
         """No more request messages: return once an attempt has half-closed; a call that
         ended with an error raises it."""
-        await self._writable().done_writing()
+        requests = await self._writable()
+        if requests is None and self._outcome is None:
+            await self._pass_through(self._current.done_writing())
+            return
+        if requests is not None:
+            await requests.done_writing()
         self._raise_failure()
 
-    def _writable(self) -> RequestStream:
-        if self._requests is None:
+    async def _writable(self) -> RequestStream | None:
+        """The call's kept messages once its first attempt was sent or it ended (None: the
+        call is allowed one attempt, whose grpc.aio call takes the messages)."""
+        if not self._request_streaming:
             raise grpc.aio.UsageError("write() of a call without a request stream")
+        if not self._started:
+            await self._wait_started()
         return self._requests
+
+    async def _pass_through(self, writing: Any) -> None:
+        """Wait for a write to the one attempt's grpc.aio call; if that call ended, raise this
+        call's error once it ended too."""
+        try:
+            await writing
+        except grpc.aio.AioRpcError:
+            await self._ended()
+            self._raise_failure()
+            raise
 
     def _raise_failure(self) -> None:
         """Raise the ended call's error (`CancelledError` if cancelled); nothing otherwise."""
@@ -403,10 +431,16 @@ class XdsCall(
         plan = self._plan = CallPlan.begin(
             request, config, now=now, rng=core.rng, faults=core.faults
         )
+        if not core.retries_enabled:
+            self._committed = True  # C-core without its retry filter: every attempt is final
+        elif self._request_streaming and plan.max_attempts > 1:
+            self._keep_requests()
         step = plan.start(now)
         while True:
             if isinstance(step, Attempt):
                 outcome = await self._attempt(step, request)
+                if self._committed and not outcome.committed:
+                    outcome = attrs.evolve(outcome, committed=True)
                 step = plan.attempt_done(outcome, core.clock())
             elif isinstance(step, Delay):
                 await self._sleep_until(step.until)
@@ -421,6 +455,15 @@ class XdsCall(
                 if step.status.code is Code.OK:
                     return self._response
                 raise self._failed(step.status)
+
+    def _keep_requests(self) -> None:
+        """The call may be retried: read its messages into a `RequestStream` for replay."""
+        buffer = RetryBuffer(
+            self._core.retry_buffer_size, metadata_size(self._method, self._metadata)
+        )
+        self._requests = RequestStream(
+            self._request, self._serializer, buffer, lambda _: self.cancel()
+        )
 
     async def _sleep_until(self, until: float) -> None:
         core = self._core
@@ -489,12 +532,13 @@ class XdsCall(
             metadata = (*metadata, (_PREVIOUS, str(step.previous_attempts)))
         timeout = None if step.deadline is None else max(0.0, step.deadline - self._core.clock())
         cache = self._multicallables
-        multicallable = cache.get(channel)
         requests = self._requests
+        key = channel if requests is None else (channel, _BYTES)
+        multicallable = cache.get(key)
         if multicallable is None:
             if len(cache) >= _ENDPOINTS_KEPT:
                 cache.clear()  # the channels of closed connections are not held for long
-            multicallable = cache[channel] = self._core.multicallable(
+            multicallable = cache[key] = self._core.multicallable(
                 channel,
                 (self._method, self._request_streaming, self._response_streaming),
                 self._serializer if requests is None else None,  # a stream sends bytes
@@ -517,7 +561,8 @@ class XdsCall(
         except grpc.aio.AioRpcError as error:
             self._error = error
             self._load_report = load_report_of(error.trailing_metadata())
-            return outcome_of(error, committed=False)
+            # the server's headers (with metadata) reached the call: it is committed
+            return outcome_of(error, committed=self._committed or bool(error.initial_metadata()))
         except asyncio.CancelledError:
             call.cancel()
             raise

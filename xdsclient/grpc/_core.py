@@ -44,7 +44,7 @@ from ..resources import (
 )
 from ._connections import Connection, Connections
 from ._oob import OobStreams
-from ._requests import retry_buffer_size
+from ._requests import retries_enabled, retry_buffer_size
 from ._tls import ClusterSecurity, TlsError
 
 __all__ = ["CLOSED", "ChannelCore", "authority_of"]
@@ -91,6 +91,8 @@ class ChannelCore(PlaneCore):
         self.authority = authority_of(target)
         #: the bytes a request-streaming call keeps for its retries (C-core's per-RPC limit)
         self.retry_buffer_size = retry_buffer_size(options)
+        #: whether calls are retried at all (C-core's ``grpc.enable_retries``, on by default)
+        self.retries_enabled = retries_enabled(options)
         #: each cluster's TLS policy and the bootstrap's certificates (gRFC A29)
         self.security = ClusterSecurity(client.config.certificate_providers)
         self.connections = Connections(

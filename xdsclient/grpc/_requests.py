@@ -29,15 +29,19 @@ import grpc
 
 __all__ = [
     "DEFAULT_RETRY_BUFFER_SIZE",
+    "ENABLE_RETRIES",
     "PER_RPC_RETRY_BUFFER_SIZE",
     "RequestStream",
     "RetryBuffer",
     "metadata_size",
+    "retries_enabled",
     "retry_buffer_size",
 ]
 
 #: The channel argument C-core reads the per-call limit from.
 PER_RPC_RETRY_BUFFER_SIZE = "grpc.per_rpc_retry_buffer_size"
+#: The channel argument that turns C-core's retry filter off (0) for every call kind.
+ENABLE_RETRIES = "grpc.enable_retries"
 #: C-core's limit when the argument is not given.
 DEFAULT_RETRY_BUFFER_SIZE = 256 * 1024
 _INT_MAX = 2**31 - 1
@@ -58,6 +62,17 @@ def retry_buffer_size(options: Sequence[tuple[str, Any]]) -> int:
         if key == PER_RPC_RETRY_BUFFER_SIZE and isinstance(value, int):
             limit = value
     return min(max(limit, 0), _INT_MAX)
+
+
+def retries_enabled(options: Sequence[tuple[str, Any]]) -> bool:
+    """Whether ``options`` leave retries on, as C-core reads ``grpc.enable_retries`` (a
+    boolean channel argument): the last integer given decides, 0 turns them off and any other
+    turns them on; a value that is not an integer is ignored; on without one."""
+    enabled = True
+    for key, value in options:
+        if key == ENABLE_RETRIES and isinstance(value, int):
+            enabled = value != 0
+    return enabled
 
 
 def metadata_size(path: str, metadata: Sequence[tuple[str, str | bytes]]) -> int:
