@@ -14,6 +14,7 @@ import pytest
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
 from tests.certs import make_pki
+from tests.helpers import eventually
 from xdsclient import BootstrapError, CertificateProviderConfig, XdsClient, load_bootstrap
 from xdsclient.grpc import XdsChannel
 from xdsclient.grpc._connections import Connections
@@ -378,7 +379,8 @@ async def test_a_provider_instance_the_bootstrap_lacks_fails_the_clusters_calls(
         async with XdsChannel("xds:///svc", client=client) as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await _say(channel)
-        assert plane.nacks(CLUSTER.type_url)
+        # the call fails on the client's verdict; its NACK may still be on the way
+        await eventually(lambda: plane.nacks(CLUSTER.type_url))
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     assert caught.value.details() == (
         "CDS resource c: invalid resource: transport_socket.typed_config.common_tls_context."
