@@ -169,6 +169,10 @@ def test_callbacks_run_on_the_executor_given(plane: Plane) -> None:
         assert isinstance(configs.events[0], XdsConfig)
 
 
+def _raised(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if "raised on" in r.getMessage()]
+
+
 def test_a_raising_watcher_is_logged_and_keeps_its_registration(
     plane: Plane, client: SyncXdsClient, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -188,7 +192,9 @@ def test_a_raising_watcher_is_logged_and_keeps_its_registration(
         until(lambda: calls == [1] and other.timeouts() == [1], what="the first events")
         plane.set(cluster("a", timeout_s=2))
         until(lambda: calls == [1, 2] and other.timeouts() == [1, 2], what="the change")
-    raised = [r for r in caplog.records if "raised on" in r.getMessage()]
+        # the callback's thread logs once the exception is out of it, just after its append
+        until(lambda: len(_raised(caplog)) == 2, what="the second log record")
+    raised = _raised(caplog)
     assert len(raised) == 2
     assert "explode" in raised[0].getMessage()
     assert raised[0].exc_info is not None
