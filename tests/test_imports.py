@@ -196,9 +196,10 @@ def test_the_cycle_finder_names_a_cycle() -> None:
 #: observers; `_watch` the watch layer; `_shell` the drive loop and the server pool; `_client`
 #: the facade over them; then the programs and the packages beside the client (`BESIDE`), which
 #: may use the facade (``__init__``).
-SHARED = ("_errors", "_names", "_slots", "_validators", "_version", "_xdstp")
+SHARED = ("_call_status", "_errors", "_names", "_slots", "_validators", "_version", "_xdstp")
 LAYERS: dict[str, frozenset[str]] = {
     "_compiled": frozenset(),  # which build runs: the facade and the CLI ask it
+    "_call_status": frozenset(),  # the status a gRPC stream call ended with (client, load, grpc)
     "_errors": frozenset(),
     "_names": frozenset(),
     "_slots": frozenset(),
@@ -228,7 +229,9 @@ LAYERS: dict[str, frozenset[str]] = {
     # the asyncio shell of the call path every front end shares, and what they share beyond
     # it (the TLS policy and certificates)
     "_plane": frozenset({"__init__", "resources", "lb", "_call", "_settings"}),
-    "grpc": frozenset({"__init__", "resources", "lb", "_call", "_settings", "_plane"}),
+    "grpc": frozenset(
+        {"__init__", "resources", "lb", "_call", "_settings", "_plane", "_call_status"}
+    ),
     # the sync facade: the client on a loop thread, through the public API alone
     "sync": frozenset({"__init__"}),
     # proxyless HTTP: the same parts as gRPC's front end; its sync transport runs on the sync

@@ -235,3 +235,21 @@ async def test_a_request_iterator_that_raises_cancels_the_call(
                 await asyncio.wait_for(call, 5)
             assert await call.code() is grpc.StatusCode.CANCELLED
     assert backend.counts() in ({"r": 1}, {})
+
+
+async def test_writes_refused_by_an_ending_attempt_do_not_hide_the_servers_status(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """Calls whose first attempt fails UNAVAILABLE after one message while many more are still
+    being written to it: the writes gRPC refuses (its own INTERNAL "Internal error from Core")
+    must not stand for the attempt's status, so every call is retried and answered."""
+    async with retry_backend() as backend:
+        plane.set_all(retrying(backend))
+        async with XdsChannel(TARGET, client=client) as channel:
+            for number in range(20):
+                metadata = [("x-call", f"many-{number}"), ("x-fail", "1"), ("x-read", "1")]
+                values = [str(i) for i in range(60)]
+                call = EchoStub(channel).Chat(iter(_texts(*values)), timeout=5, metadata=metadata)
+                replies = [message.value async for message in call]
+                assert await call.code() is grpc.StatusCode.OK, number
+                assert replies == values, number

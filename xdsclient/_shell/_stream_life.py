@@ -31,8 +31,8 @@ from collections.abc import Callable
 
 import attrs
 
+from .._call_status import LOCAL_WRITE_FAILURE, stream_status
 from .._settings._config import Backoff
-from .._transports._call_status import LOCAL_WRITE_FAILURE, stream_status
 
 __all__ = ["LOCAL_WRITE_FAILURE", "End", "Phase", "StreamLife", "Verdict", "stream_status"]
 

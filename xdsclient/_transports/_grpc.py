@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from .._call_status import CallStatuses
 from .._errors import TransportError
 from .._settings._config import BootstrapError, ChannelCredentials, ServerConfig
 from ._base import StreamSpec
-from ._call_status import CallStatuses
 
 if TYPE_CHECKING:
     from .._settings._options import ClientOptions

@@ -56,6 +56,7 @@ from .._call import (
     Status,
     grpc_header_view,
 )
+from .._call_status import LOCAL_WRITE_FAILURE, CallStatuses
 from .._plane import PickWait
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
@@ -576,7 +577,9 @@ class XdsCall(
         response message or headers with metadata, or by the request buffer's limit."""
         requests = self._requests
         sending = None
+        statuses = None
         if requests is not None:
+            statuses = CallStatuses(call)  # our writes may fail as the server ends the call
             sending = asyncio.ensure_future(requests.send(call))
             sending.add_done_callback(_retrieve)
         try:
@@ -594,7 +597,12 @@ class XdsCall(
             if error.initial_metadata():
                 self._commit()  # the server's headers reached the call
             committed = self._committed or (requests is not None and requests.buffer.committed)
-            return outcome_of(error, committed=committed)
+            outcome = outcome_of(error, committed=committed)
+            if statuses is not None and (outcome.code.name, outcome.details) == LOCAL_WRITE_FAILURE:
+                # gRPC's own status for a write the ending call refused: the server's instead
+                code, details = await statuses.server_status(LOCAL_WRITE_FAILURE)
+                outcome = attrs.evolve(outcome, code=Code[code], details=details)
+            return outcome
         except asyncio.CancelledError:
             call.cancel()
             raise

@@ -34,12 +34,12 @@ from typing import Any
 import grpc
 
 from .. import Backoff, NodeConfig, resources
+from .._call_status import CallStatuses
 from .._errors import ResourceDecodeError
 from .._protocol import DataError, ResourceChanged, Session
 from .._protocol._messages import DeltaDiscoveryResponse, DiscoveryResponse
 from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, method_path
 from .._shell._stream_life import End, StreamLife
-from .._transports._call_status import CallStatuses
 from ._fleet import Fleet
 from ._lean import CLUSTER, ENDPOINT, KINDS, LISTENER, ROUTE, Lean
 from ._results import ClientResult
