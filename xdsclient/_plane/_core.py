@@ -98,6 +98,8 @@ class PlaneCore:
         clock: Callable[[], float] = time.monotonic,
         channel_id: int | None = None,
     ) -> None:
+        if not isinstance(client, XdsClient):
+            raise TypeError(f"client must be an XdsClient, not {client!r}")
         self.client = client
         self.rng = rng
         self.clock = clock
