@@ -247,3 +247,30 @@ async def test_with_a_fallback_server_outages_of_either_keep_the_config_and_conv
                 primary.set(endpoints("a", port=port))
                 await eventually(lambda port=port: holds(client, endpoints("a", port=port)))
             assert fallback.stream_count == 0
+
+
+async def test_a_new_client_connects_to_a_server_where_an_old_one_was_refused(
+    variant: Variant,
+) -> None:
+    """Two clients in one process, one port: the first saw its server go away (refused, in
+    gRPC's reconnect backoff); a server now listens on that port again. A new client's first
+    event is the resource, not the first client's old "connection refused" (gRPC's global
+    subchannel pool would share that subchannel and its backoff between the two)."""
+    options = ClientOptions(backoff=FAST_BACKOFF)
+    async with ControlPlane() as first_server:
+        first_server.set_all([endpoints("a")])
+        target = f"127.0.0.1:{first_server.port}"
+        old = XdsClient(target, node_id="n", options=options, **variant)
+        await old.start()
+        old_watch = old.watch(ENDPOINT, "a")
+        assert isinstance(await next_event(old_watch), ResourceChanged)
+    try:
+        assert isinstance(await next_event(old_watch), AmbientError)  # refused from now on
+        async with ControlPlane(port=first_server.port) as server:
+            server.set_all([endpoints("a")])
+            new = XdsClient(target, node_id="n", options=options, **variant)
+            async with new, new.watch(ENDPOINT, "a") as new_watch:
+                assert isinstance(await next_event(new_watch), ResourceChanged)
+    finally:
+        old_watch.cancel()
+        await old.close()

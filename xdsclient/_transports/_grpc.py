@@ -111,6 +111,11 @@ def make_channel(server: ServerConfig, options: ClientOptions) -> grpc.aio.Chann
     channel_options: list[tuple[str, Any]] = [
         ("grpc.max_receive_message_length", options.max_receive_message_length),
         ("grpc.max_send_message_length", -1),
+        # A subchannel of our own: gRPC's global pool would hand this channel another live
+        # channel's subchannel to the same address, with its reconnect backoff and its last
+        # "connection refused" (a server that once listened on this port), and the first
+        # stream would fail on that old state instead of connecting to the server now there.
+        ("grpc.use_local_subchannel_pool", 1),
     ]
     if options.keepalive_time is not None:
         keepalive_ms = int(options.keepalive_time * 1000)
