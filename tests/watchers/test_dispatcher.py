@@ -4,7 +4,9 @@ break (raising, hanging, running slow). Real events, a fake clock, no waiting.""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import weakref
 
 import pytest
 
@@ -392,3 +394,21 @@ async def test_a_batch_waits_for_its_ack_within_the_bound_and_is_dropped_if_clos
         await idle()
         assert not task.done()  # the serializer went on past the batch close() dropped
     assert seen == [changed("a", "1")]
+
+
+async def test_a_delivered_batch_is_let_go_before_the_next_one_comes() -> None:
+    """Once its events are delivered, the dispatcher keeps no reference to them."""
+    dispatcher = Dispatcher(clock=FakeClock())
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "a", watcher, ())
+    event = changed("a", "1")
+    gone = weakref.ref(event)
+    done = dispatcher.publish([event])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+        await idle()
+        seen.clear()
+        del event
+        gc.collect()
+        assert gone() is None

@@ -390,6 +390,9 @@ class Dispatcher:
             finally:
                 if batch.done is not None and not batch.done.done():
                     batch.done.set_result(None)
+            # Not held while waiting for the next one: a response's events (and the views they
+            # carry) would live on until the next response, beside its own.
+            del batch
 
     async def _deliver_each(self, handle: WatchHandle, events: list[Event]) -> None:
         """A replay: its events to the one new watcher, in order."""
