@@ -13,7 +13,6 @@ from xdsclient import Session
 from xdsclient._errors import TransportError
 from xdsclient.resources import ENDPOINT
 
-
 #: The most an unchanged resend may allocate at its peak, per resource (the classify step's
 #: index of cached bytes and the resource's ``Any`` bytes): 263 bytes in CPython 3.11, pure
 #: Python and compiled, from 319 when the index held a (name, value) pair per resource.
