@@ -1,5 +1,5 @@
-"""glibc's freed memory is handed back after a large response: once per large message, before
-the next read, over real gRPC; never for small ones, and never off glibc."""
+"""glibc's freed memory is handed back around a large response: before it is decoded and once
+more before the next read, over real gRPC; never for small ones, and never off glibc."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ async def _next_change(updates: Any) -> ResourceChanged:
 async def test_a_large_response_trims_once_before_the_next_read_and_small_ones_never(
     control_plane: ControlPlane,
 ) -> None:
-    """The trim follows the large CDS response once, before the next read; the three small EDS
-    responses after it trim nothing."""
+    """The large CDS response trims before its decode and once more before the next read; the
+    three small EDS responses after it trim nothing."""
     release = _Recording()
 
     def transport(server: Any, options: ClientOptions) -> GrpcTransport:
@@ -74,22 +74,24 @@ async def test_a_large_response_trims_once_before_the_next_read_and_small_ones_n
     sizes = [size for size, _ in release.seen]
     assert sizes[0] >= LARGE
     assert all(size < LARGE for size in sizes[1:]), sizes
-    assert [trims for _, trims in release.seen] == [0, 1, 1, 1]
-    assert release.called == release.trims == 1
+    assert [trims for _, trims in release.seen] == [0, 2, 2, 2]
+    assert release.called == release.trims == 2
 
 
-def test_small_messages_never_trim_and_a_large_one_trims_once() -> None:
-    """Only a message of ``large`` bytes or more makes the next `settle` trim, once."""
+def test_small_messages_never_trim_and_a_large_one_trims_before_and_after() -> None:
+    """A message of ``large`` bytes or more trims as it is received and at the next `settle`,
+    once; a smaller one never."""
     calls: list[None] = []
     release = MemoryRelease(lambda: calls.append(None), large=100)
     release.received(99)
     release.settle()
     assert calls == []
     release.received(100)
+    assert len(calls) == 1
     release.received(5)
     release.settle()
     release.settle()
-    assert len(calls) == release.trims == 1
+    assert len(calls) == release.trims == 2
 
 
 def test_off_glibc_nothing_trims() -> None:

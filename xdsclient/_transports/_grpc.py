@@ -5,8 +5,8 @@ client deals in `TransportError` and protobuf messages only. Credentials are rea
 here and never appear in logs or errors. A stream is established when gRPC has sent its headers
 on a ready connection (``wait_for_connection``): through a proxy that holds the connection, that
 is when the proxy lets it through, not when the call object was made. A stream measures the
-messages it decodes, and after a large one hands glibc's freed memory back to the system before
-it reads the next (`.._runtime._malloc`).
+messages it decodes, and around a large one (before its decode, and before the next read) hands
+glibc's freed memory back to the system (`.._runtime._malloc`).
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ class GrpcStream:
 
 
 def _measured(decode: Callable[[bytes], Any], memory: MemoryRelease) -> Callable[[bytes], Any]:
-    """``decode``, telling ``memory`` of each message's size (gRPC calls it on our loop)."""
+    """``decode``, telling ``memory`` of each message's size first (gRPC calls it on our loop,
+    once gRPC has copied the message out of its own buffers)."""
 
     def deserialize(data: bytes) -> Any:
         memory.received(len(data))
