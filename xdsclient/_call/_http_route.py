@@ -37,7 +37,9 @@ Why a memo (`RouteMemo`, one per configuration): most requests of a service go t
 fraction, no header matcher on any route looked at up to it, one ``cluster``) chooses the same
 way every time; the memo keeps that choice, so such a request skips the virtual host and route
 walk. Header changes are still worked out per request (they depend on the request's headers),
-and so is everything random or header-dependent: those routes are never memoized.
+and so is everything random or header-dependent: those routes are never memoized. A kept
+choice whose whole plan is fixed besides (`DirectRoute`, found by `HttpRules`: no header
+change, rewrite, retry or hash policy, fault filter) lets the front end skip the plan too.
 """
 
 from __future__ import annotations

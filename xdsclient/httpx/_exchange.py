@@ -8,6 +8,14 @@ sends the attempt on that endpoint's connection with the attempt's path, authori
 changes, classifies how it ended (a status, a reset, a connect failure, the per-try timeout),
 and answers with the last attempt's response or the plan's local reply.
 
+Why a direct path: most requests go where their route alone says, with nothing to retry,
+fault, hash or change (`DirectRoute`, which the route's rules keep once a first request to the
+authority and path found it so). Such a request draws its request hash as the plan would, picks,
+and awaits its connection's pool from `Exchange.run` itself; its response is the answer. Only
+when that attempt does not simply answer (no pick now, a connect failure, a reset, a timeout)
+is the plan made, the one `CallPlan.begin` would have made from the same draws, and driven
+from that attempt on. So the usual request costs a pick and a send, not a plan.
+
 The response body is streamed, never buffered: the attempt's response is handed to the caller
 as it came, and the request counts as ended for the picker (outlier detection, least request,
 circuit breaking), the cluster's load report and the connection when the caller closes the
