@@ -35,6 +35,11 @@ too, for comparison: it moves with the machine's load. ``--sync`` also runs ``be
     python bench/http.py [--rounds 6] [--latency-requests 300] [--throughput-requests 1500]
                          [--counted-requests 300] [--blocks 5] [--sync] [--before DIR]
 
+``--instructions`` (valgrind) adds callgrind's instructions per async request, counted only
+around the requests, and prices what XdsTransport adds in microseconds at plain httpx's own
+rate in this run (its best-block CPU per request over its instructions per request; measured
+for the purpose with ``--only instructions``): the 20 us target read off one run.
+
 ``--before DIR`` counts the XdsTransport and sync rows again with the xdsclient found in
 ``DIR`` (another checkout's root, e.g. ``git archive``'d from main) first on the path: before
 and after in one run.
