@@ -160,6 +160,48 @@ def test_retry_headers_add_conditions_and_set_the_count() -> None:
     assert len(attempts) == 1
 
 
+@pytest.mark.parametrize(
+    ("names", "response", "retried"),
+    [
+        ("x-retry-me", ("x-retry-me", "anything"), True),
+        (" X-Other , X-Retry-Me ", ("x-retry-me", ""), True),  # any case, spaces, a list
+        ("x-retry-me", ("x-something-else", "1"), False),
+        ("", ("x-retry-me", "1"), False),
+    ],
+)
+def test_retriable_header_names_from_the_request_retry_a_response_carrying_one(
+    names: str, response: tuple[str, str], retried: bool
+) -> None:
+    """``x-envoy-retriable-header-names`` lists response headers whose mere presence makes a
+    response retriable under ``retriable-headers`` (Envoy's name-only matchers), beside the
+    policy's own matchers."""
+
+    def matcher(policy: Any) -> None:
+        policy.retriable_headers.add(name="x-upstream-retry").string_match.exact = "yes"
+
+    routes = _routes("retriable-headers", num_retries=1, retriable=matcher)
+    request = http(headers=(("x-envoy-retriable-header-names", names),))
+    _, attempts, _ = _run(routes, [_status(200, response), _status(200)], request)
+    assert len(attempts) == (2 if retried else 1)
+    assert "x-envoy-retriable-header-names" in attempts[0].headers_to_remove  # consumed
+    policy_header = _status(200, ("x-upstream-retry", "yes"))
+    _, attempts, _ = _run(routes, [policy_header, _status(200)], request)
+    assert len(attempts) == 2  # the policy's matchers still apply
+
+
+def test_retriable_header_names_need_the_retriable_headers_condition() -> None:
+    """Without ``retriable-headers`` in ``retry_on`` (the policy's or ``x-envoy-retry-on``)
+    the named headers retry nothing; added by ``x-envoy-retry-on`` they do."""
+    names = ("x-envoy-retriable-header-names", "x-retry-me")
+    request = http(headers=(names,))
+    _, attempts, _ = _run(_routes("5xx"), [_status(200, ("x-retry-me", "1"))], request)
+    assert len(attempts) == 1
+    request = http(headers=(names, ("x-envoy-retry-on", "retriable-headers")))
+    outcomes = [_status(200, ("x-retry-me", "1")), _status(200)]
+    _, attempts, _ = _run(_routes(), outcomes, request)
+    assert len(attempts) == 2
+
+
 def _backoffs(routes: Any, seed: int) -> list[float]:
     plan = http_plan(routes, seed=seed)
     step = plan.start(0.0)

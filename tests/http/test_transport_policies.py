@@ -344,6 +344,29 @@ async def test_a_response_header_the_policy_names_is_retried(
     assert a.counts["/again"] == 2
 
 
+async def test_a_response_header_the_request_names_is_retried_and_the_names_not_forwarded(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """``retriable-headers`` with ``x-envoy-retriable-header-names: x-overloaded`` on the
+    request: a 200 carrying ``x-overloaded`` is retried (the backend saw two attempts), the
+    answer is the one without it, and the backend never saw the request header."""
+    a, _, _ = three
+    route = to("c")
+    policy = route.route.retry_policy
+    policy.retry_on = "retriable-headers"
+    policy.num_retries.value = 2
+    policy.retry_back_off.base_interval.FromMilliseconds(1)
+    cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
+    a.script("/busy", Behaviour(headers=(("x-overloaded", "1"),)))
+    names = {"x-envoy-retriable-header-names": "x-other, X-Overloaded"}
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        r = await http.get("http://svc/busy", headers=names)
+    assert r.status_code == 200
+    assert "x-overloaded" not in r.headers
+    assert a.counts["/busy"] == 2
+    assert [seen.header("x-envoy-retriable-header-names") for seen in a.requests] == [None] * 2
+
+
 async def test_a_fault_delay_holds_the_request_before_it_is_sent(
     cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
 ) -> None:

@@ -11,14 +11,17 @@ gRPC status, and its back-off differs from gRPC's. It has the same interface (`R
   without a response), ``reset`` (no response: a reset, a connect failure, a per-try
   timeout), ``connect-failure``, ``retriable-4xx`` (409), ``retriable-status-codes`` (the
   policy's ``retriable_status_codes``), ``retriable-headers`` (any of the policy's response
-  header matchers), and the gRPC conditions (``cancelled``, ``unavailable``...) on a
-  response's ``grpc-status`` header; a response carrying ``x-envoy-ratelimited`` is retried
-  only under ``envoy-ratelimited``. ``refused-stream`` and ``reset-before-request`` are not
-  told apart from a reset (the front end does not report them): they retry nothing here.
+  header matchers, or a response header named in the request's
+  ``x-envoy-retriable-header-names``: a comma-separated list of names, each matching when
+  the header is present, Envoy's name-only matchers), and the gRPC conditions
+  (``cancelled``, ``unavailable``...) on a response's ``grpc-status`` header; a response
+  carrying ``x-envoy-ratelimited`` is retried only under ``envoy-ratelimited``.
+  ``refused-stream`` and ``reset-before-request`` are not told apart from a reset (the front
+  end does not report them): they retry nothing here.
 - ``num_retries`` retries at most (Envoy's default 1 when a policy is present; the resource
   decoder reads it); the request headers ``x-envoy-retry-on`` (conditions added to the
-  policy's) and ``x-envoy-max-retries`` (replaces ``num_retries`` when any condition is on)
-  are read, and never forwarded.
+  policy's), ``x-envoy-max-retries`` (replaces ``num_retries`` when any condition is on)
+  and ``x-envoy-retriable-header-names`` are read, and never forwarded.
 - back-off: Envoy's ``JitteredExponentialBackOffStrategy``: the n-th retry waits a whole
   number of milliseconds drawn uniformly from [0, min(base * 2^(n-1), max)), with ``base``
   25 ms and ``max`` 10 x base unless the policy says otherwise (the decoder fills both).
@@ -49,6 +52,7 @@ from ._status import Code, Status
 
 __all__ = [
     "MAX_RETRIES_HEADER",
+    "RETRIABLE_HEADER_NAMES_HEADER",
     "RETRY_ON_HEADER",
     "UPSTREAM_TIMEOUT",
     "HttpRetryState",
@@ -57,6 +61,8 @@ __all__ = [
 
 RETRY_ON_HEADER = "x-envoy-retry-on"
 MAX_RETRIES_HEADER = "x-envoy-max-retries"
+#: names response headers whose presence makes a response retriable (``retriable-headers``)
+RETRIABLE_HEADER_NAMES_HEADER = "x-envoy-retriable-header-names"
 #: Envoy's body when the route's timeout or a per-try timeout passes.
 UPSTREAM_TIMEOUT = b"upstream request timeout"
 _HEADER_CONDITIONS = frozenset(
@@ -99,6 +105,7 @@ class HttpRetryState:
     __slots__ = (
         "_codes",
         "_grpc_codes",
+        "_header_names",
         "_interval",
         "_max_interval",
         "_policy",
@@ -122,6 +129,8 @@ class HttpRetryState:
             self._retry_on: frozenset[str] = frozenset()
             self._grpc_codes: frozenset[Code] = frozenset()
             self._codes: frozenset[int] = frozenset()
+            #: the response headers the request names as retriable (lower case)
+            self._header_names: tuple[str, ...] = ()
             #: retries still allowed (none without a condition)
             self.retries_left = 0
             self._interval = self._max_interval = 25
@@ -136,6 +145,8 @@ class HttpRetryState:
             frozenset(_GRPC_CODES[name] for name in policy.retry_on) if policy else frozenset()
         )
         self._codes = frozenset(policy.retriable_status_codes) if policy else frozenset()
+        names = headers.get(RETRIABLE_HEADER_NAMES_HEADER, "").split(",")
+        self._header_names = tuple(n for n in (name.strip().lower() for name in names) if n)
         retries = policy.num_retries if policy else 1
         count = headers.get(MAX_RETRIES_HEADER, "").strip()
         on = bool(self._retry_on or self._grpc_codes)
@@ -196,14 +207,17 @@ class HttpRetryState:
             return True
         if status in self._codes and "retriable-status-codes" in retry_on:
             return True
-        policy = self._policy
-        if (
-            "retriable-headers" in retry_on
-            and policy is not None
-            and any(matcher.matches(headers) for matcher in policy.retriable_headers)
-        ):
+        if "retriable-headers" in retry_on and self._retriable_headers(headers):
             return True
         return self._grpc_retry(headers)
+
+    def _retriable_headers(self, headers: Mapping[str, str]) -> bool:
+        """Whether a response header matches one of the policy's matchers or is present
+        under a name the request listed."""
+        policy = self._policy
+        if policy is not None and any(m.matches(headers) for m in policy.retriable_headers):
+            return True
+        return any(name in headers for name in self._header_names)
 
     def _grpc_retry(self, headers: Mapping[str, str]) -> bool:
         value = headers.get("grpc-status", "").strip()
