@@ -189,6 +189,23 @@ def test_retriable_header_names_from_the_request_retry_a_response_carrying_one(
     assert len(attempts) == 2  # the policy's matchers still apply
 
 
+def test_retriable_status_codes_from_the_request_add_to_the_policys() -> None:
+    """``x-envoy-retriable-status-codes`` adds statuses (a comma-separated list; what is not a
+    number is skipped) to the policy's under ``retriable-status-codes``, and is consumed."""
+
+    def teapot(policy: Any) -> None:
+        policy.retriable_status_codes.append(418)
+
+    routes = _routes("retriable-status-codes", num_retries=1, teapot=teapot)
+    request = http(headers=(("x-envoy-retriable-status-codes", "429, nope ,451"),))
+    for status, retried in ((429, True), (451, True), (418, True), (404, False)):
+        _, attempts, _ = _run(routes, [_status(status), _status(200)], request)
+        assert len(attempts) == (2 if retried else 1), status
+    assert "x-envoy-retriable-status-codes" in attempts[0].headers_to_remove
+    _, attempts, _ = _run(_routes("5xx"), [_status(429), _status(200)], request)
+    assert len(attempts) == 1  # not without the condition
+
+
 def test_retriable_header_names_need_the_retriable_headers_condition() -> None:
     """Without ``retriable-headers`` in ``retry_on`` (the policy's or ``x-envoy-retry-on``)
     the named headers retry nothing; added by ``x-envoy-retry-on`` they do."""

@@ -10,7 +10,8 @@ gRPC status, and its back-off differs from gRPC's. It has the same interface (`R
   per-try timeout: no response), ``gateway-error`` (502, 503, 504, and the same failures
   without a response), ``reset`` (no response: a reset, a connect failure, a per-try
   timeout), ``connect-failure``, ``retriable-4xx`` (409), ``retriable-status-codes`` (the
-  policy's ``retriable_status_codes``), ``retriable-headers`` (any of the policy's response
+  policy's ``retriable_status_codes`` and those the request's
+  ``x-envoy-retriable-status-codes`` lists), ``retriable-headers`` (any of the policy's response
   header matchers, or a response header named in the request's
   ``x-envoy-retriable-header-names``: a comma-separated list of names, each matching when
   the header is present, Envoy's name-only matchers), and the gRPC conditions
@@ -20,8 +21,9 @@ gRPC status, and its back-off differs from gRPC's. It has the same interface (`R
   end does not report them): they retry nothing here.
 - ``num_retries`` retries at most (Envoy's default 1 when a policy is present; the resource
   decoder reads it); the request headers ``x-envoy-retry-on`` (conditions added to the
-  policy's), ``x-envoy-max-retries`` (replaces ``num_retries`` when any condition is on)
-  and ``x-envoy-retriable-header-names`` are read, and never forwarded.
+  policy's), ``x-envoy-max-retries`` (replaces ``num_retries`` when any condition is on),
+  ``x-envoy-retriable-status-codes`` and ``x-envoy-retriable-header-names`` are read, and
+  never forwarded.
 - back-off: Envoy's ``JitteredExponentialBackOffStrategy``: the n-th retry waits a whole
   number of milliseconds drawn uniformly from [0, min(base * 2^(n-1), max)), with ``base``
   25 ms and ``max`` 10 x base unless the policy says otherwise (the decoder fills both).
@@ -53,6 +55,7 @@ from ._status import Code, Status
 __all__ = [
     "MAX_RETRIES_HEADER",
     "RETRIABLE_HEADER_NAMES_HEADER",
+    "RETRIABLE_STATUS_CODES_HEADER",
     "RETRY_ON_HEADER",
     "UPSTREAM_TIMEOUT",
     "HttpRetryState",
@@ -63,6 +66,8 @@ RETRY_ON_HEADER = "x-envoy-retry-on"
 MAX_RETRIES_HEADER = "x-envoy-max-retries"
 #: names response headers whose presence makes a response retriable (``retriable-headers``)
 RETRIABLE_HEADER_NAMES_HEADER = "x-envoy-retriable-header-names"
+#: lists statuses added to the policy's for ``retriable-status-codes``
+RETRIABLE_STATUS_CODES_HEADER = "x-envoy-retriable-status-codes"
 #: Envoy's body when the route's timeout or a per-try timeout passes.
 UPSTREAM_TIMEOUT = b"upstream request timeout"
 _HEADER_CONDITIONS = frozenset(
@@ -87,6 +92,14 @@ _GRPC_CODES = {
 }
 _NO_RESPONSE = frozenset({"5xx", "gateway-error", "reset"})
 _GATEWAY_ERRORS = (502, 503, 504)
+
+
+def _listed(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """The items of a comma-separated request header (lower case, stripped, none empty)."""
+    value = headers.get(name)
+    if not value:
+        return ()
+    return tuple(item for item in (part.strip().lower() for part in value.split(",")) if item)
 
 
 def timeout_finish(at: float) -> Finish:
@@ -144,9 +157,11 @@ class HttpRetryState:
         self._grpc_codes = (
             frozenset(_GRPC_CODES[name] for name in policy.retry_on) if policy else frozenset()
         )
-        self._codes = frozenset(policy.retriable_status_codes) if policy else frozenset()
-        names = headers.get(RETRIABLE_HEADER_NAMES_HEADER, "").split(",")
-        self._header_names = tuple(n for n in (name.strip().lower() for name in names) if n)
+        codes = _listed(headers, RETRIABLE_STATUS_CODES_HEADER)
+        self._codes = frozenset(policy.retriable_status_codes if policy else ()).union(
+            int(code) for code in codes if code.isascii() and code.isdigit()
+        )
+        self._header_names = _listed(headers, RETRIABLE_HEADER_NAMES_HEADER)
         retries = policy.num_retries if policy else 1
         count = headers.get(MAX_RETRIES_HEADER, "").strip()
         on = bool(self._retry_on or self._grpc_codes)
