@@ -57,9 +57,10 @@ async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
         yield xds_client
 
 
-def requests_on(transport: XdsTransport, port: int) -> int:
-    """The requests running on the transport's connection to 127.0.0.1:``port``."""
-    return transport._core.connections.connect(("127.0.0.1", port)).requests
+def requests_on(transport: Any, port: int) -> int:
+    """The requests running on the `XdsTransport`'s connection to 127.0.0.1:``port`` (on
+    its loop)."""
+    return int(transport._core.connections.connect(("127.0.0.1", port)).requests)
 
 
 async def test_a_request_cancelled_before_its_response_counts_as_no_failure(
@@ -144,9 +145,11 @@ def test_a_sync_callers_own_timeout_counts_as_no_failure(
     try:
         plane.set(*ejecting([a]))
         a.script("/hold", Behaviour(delay=5))
-        with httpx.Client(transport=XdsSyncTransport(LISTENER, client=xds)) as http:
+        transport = XdsSyncTransport(LISTENER, client=xds)
+        with httpx.Client(transport=transport) as http:
             with pytest.raises(httpx.ReadTimeout):
                 http.get("http://svc/hold", timeout=0.3)
+            assert xds.loop_thread.call(requests_on, transport._transport, a.port) == 0
             assert http.get("http://svc/after", timeout=10).status_code == 200
             until(lambda: _totals(plane.server.load_reports).get(LOAD) == [2, 1, 0], 8, what="LRS")
     finally:
@@ -164,11 +167,13 @@ def test_a_sync_reader_giving_up_on_a_body_counts_by_its_status(
     a: StreamingBackend = plane.thread.run(context.__aenter__())
     try:
         plane.set(*ejecting([a]))
-        with httpx.Client(transport=XdsSyncTransport(LISTENER, client=xds)) as http:
+        transport = XdsSyncTransport(LISTENER, client=xds)
+        with httpx.Client(transport=transport) as http:
             with pytest.raises(httpx.ReadTimeout):
                 http.get("http://svc/timeout", timeout=0.3)
             with http.stream("GET", "http://svc/closed", timeout=10) as response:
                 assert next(response.iter_raw()) == b"first"
+            assert xds.loop_thread.call(requests_on, transport._transport, a.port) == 0
             plane.thread.call(a.gate.set)
             after = http.get("http://svc/after", timeout=10)
             assert (after.status_code, after.content) == (200, b"firstsecond")
