@@ -63,17 +63,18 @@ def requests_on(transport: Any, port: int) -> int:
     return int(transport._core.connections.connect(("127.0.0.1", port)).requests)
 
 
+@pytest.mark.parametrize("http2", [False, True], ids=["HTTP/1.1", "HTTP/2"])
 async def test_a_request_cancelled_before_its_response_counts_as_no_failure(
-    cp: ControlPlane, client: XdsClient
+    cp: ControlPlane, client: XdsClient, http2: bool
 ) -> None:
     """The task awaiting a request the backend holds is cancelled: the backend is not
-    ejected, the connection's request ended, and the load report counts the request issued,
-    neither successful nor in error."""
+    ejected, the connection's request (HTTP/2: its stream) ended, and the load report counts
+    the request issued, neither successful nor in error."""
     async with http_backends(names=("a",)) as (a,):
         cp.set_all(ejecting([a]))
         a.script("/hold", Behaviour(delay=5))
         async with (
-            XdsTransport(LISTENER, client=client) as transport,
+            XdsTransport(LISTENER, client=client, http1=not http2, http2=http2) as transport,
             httpx.AsyncClient(transport=transport, timeout=10) as http,
         ):
             held = asyncio.ensure_future(http.get("http://svc/hold"))
@@ -82,7 +83,11 @@ async def test_a_request_cancelled_before_its_response_counts_as_no_failure(
             with pytest.raises(asyncio.CancelledError):
                 await held
             assert requests_on(transport, a.port) == 0
-            assert (await http.get("http://svc/after")).status_code == 200
+            after = await http.get("http://svc/after")
+            assert (after.status_code, after.http_version) == (
+                200,
+                "HTTP/2" if http2 else "HTTP/1.1",
+            )
             await eventually(lambda: _totals(cp.load_reports).get(LOAD) == [2, 1, 0], 8)
 
 
