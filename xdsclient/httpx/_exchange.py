@@ -24,10 +24,16 @@ cannot be read again (a stream not yet read) is sent once: its attempt is commit
 
 What counts as a failure for outlier detection and load reports is what Envoy counts: a 5xx
 response (502, 503 and 504 are its gateway failures), a reset, a connect failure, a timeout.
+A request its caller gives up on (its task cancelled, httpx's own timeout passing before the
+route's) is Envoy's downstream reset, no upstream failure: an attempt still waiting for its
+response is handed back to the picker with no outcome and counted in the load report as
+neither a success nor an error; a body the caller stops reading ends its attempt by the status
+that came.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
@@ -141,9 +147,22 @@ class _Ending:
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
 
+    def cancelled(self) -> None:
+        """The caller gave up before the response came (Envoy's downstream reset): the pick
+        is handed back with no outcome (circuit breaking and least request count it out;
+        outlier detection counts nothing) and the load report counts it neither a success
+        nor an error."""
+        if self.done:
+            return
+        self.done = True
+        picked = self._picked
+        self._core.picker.call_abandoned(picked)
+        if self._load is not None and picked.locality is not None:
+            self._load.call_cancelled(picked.locality)
+
     def closed(self, cut: bool) -> None:
-        """The response's body was closed: whole (a success below 500), or ``cut`` short (a
-        reset)."""
+        """The response's body was closed: read whole or not by the caller's choice (counted
+        by its status: a success below 500), or ``cut`` short by a failed read (a reset)."""
         if cut:
             self.end(False, LocalFailure.RESET)
         else:
@@ -270,7 +289,13 @@ class Exchange:
         names = self._names = _header_view(
             request.headers.raw, self._authority, request.method, path, url.scheme
         )
-        if CONSUMED_HEADERS[0] in names or CONSUMED_HEADERS[1] in names:
+        retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
+        if (
+            retry_on in names
+            or max_retries in names
+            or header_names in names
+            or status_codes in names
+        ):
             return None  # the router reads and removes them: plan it
         try:
             self._body = request.content
@@ -492,15 +517,16 @@ class Exchange:
         if not mapped:
             error = sending.conn.failed(error, sending.request)
         if isinstance(error, httpx.TimeoutException):
-            connecting = isinstance(error, httpx.ConnectTimeout)
-            ending.end(False, LocalFailure.CONNECT if connecting else LocalFailure.TIMEOUT)
-            if connecting:
+            if isinstance(error, httpx.ConnectTimeout):
+                ending.end(False, LocalFailure.CONNECT)
                 return AttemptOutcome(
                     connect_failure=True, endpoint=key, details=str(error), committed=committed
                 )
             deadline = sending.deadline
             if deadline is None or core.clock() < deadline - _EARLY:
-                raise error  # the caller's own (httpx) timeout, not the route's: httpx raises it
+                ending.cancelled()  # the caller's own (httpx) timeout: it gave up
+                raise error  # as httpx raises it
+            ending.end(False, LocalFailure.TIMEOUT)
             return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
         if isinstance(error, _CONNECT_FAILURES):
             ending.end(False, LocalFailure.CONNECT)
@@ -510,7 +536,10 @@ class Exchange:
         if isinstance(error, _RESETS):
             ending.end(False, LocalFailure.RESET)
             return AttemptOutcome(reset=True, endpoint=key, details=str(error), committed=committed)
-        ending.end(False)
+        if isinstance(error, asyncio.CancelledError):
+            ending.cancelled()
+        else:
+            ending.end(False)
         raise error
 
     def _received(self, answer: httpcore.Response) -> AttemptOutcome | None:
