@@ -6,33 +6,19 @@ the new authority is answered 503 naming the cap."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from tests.helpers import eventually
-from xdsclient import ClientOptions, XdsClient
+from xdsclient import XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.resources import CLUSTER
-from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend, http_backends
+from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend
 
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    options = ClientOptions(does_not_exist_timeout=1.0)
-    async with XdsClient(cp.address, node_id="authority-cap", options=options) as xds_client:
-        yield xds_client
-
-
-@pytest.fixture
-async def three() -> AsyncIterator[list[HttpBackend]]:
-    async with http_backends(names=("a", "b", "c")) as started:
-        yield started
 
 
 def _subscribed(cp: ControlPlane) -> set[str]:
@@ -59,11 +45,10 @@ async def test_a_new_authority_past_the_cap_releases_the_least_recently_used_wat
     _serve_three(cp, three)
     clock = FakeClock()
     async with (
-        XdsTransport(LISTENER, client=client, max_authorities=2) as transport,
+        XdsTransport(LISTENER, client=client, max_authorities=2, _clock=clock) as transport,
         httpx.AsyncClient(transport=transport) as http,
     ):
         core = transport._core
-        core.clock = clock.time
         for host in ("a.svc", "b.svc", "a.svc"):  # b is now the least recently used
             assert (await http.get(f"http://{host}/")).status_code == 200
             clock.advance(1)
