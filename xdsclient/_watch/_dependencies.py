@@ -43,6 +43,7 @@ import attrs
 
 from .._errors import ResourceDoesNotExistError, XdsError
 from .._protocol import ResourceStatus
+from .._slots import slot_setters
 from ..resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, VIRTUAL_HOST
 from ..resources._cluster import ClusterType, ClusterView
 from ..resources._endpoint import ClusterLoadAssignmentView
@@ -370,10 +371,27 @@ def _resolve(
 
 
 def _eds_entry(name: str, cluster: ClusterView, endpoints: Any) -> ClusterConfig:
-    """An EDS cluster's entry, given its endpoints' value or error."""
+    """An EDS cluster's entry, given its endpoints' value or error: `ClusterConfig(name=name,
+    cluster=cluster, endpoints=... or endpoints_error=..., leaves=(name,))`, built through its
+    slots (one per cluster of a walk; tests/test_dependencies.py holds it to __init__)."""
+    entry: ClusterConfig = _new(ClusterConfig)
+    _e_name(entry, name)
+    _e_cluster(entry, cluster)
     if isinstance(endpoints, XdsError):
-        return ClusterConfig(name=name, cluster=cluster, endpoints_error=endpoints, leaves=(name,))
-    return ClusterConfig(name=name, cluster=cluster, endpoints=endpoints, leaves=(name,))
+        _e_endpoints(entry, None)
+        _e_endpoints_error(entry, endpoints)
+    else:
+        _e_endpoints(entry, endpoints)
+        _e_endpoints_error(entry, None)
+    _e_leaves(entry, (name,))
+    _e_error(entry, None)
+    return entry
+
+
+_new = object.__new__
+_e_name, _e_cluster, _e_endpoints, _e_endpoints_error, _e_leaves, _e_error = slot_setters(
+    ClusterConfig
+)
 
 
 def _holds(entry: ClusterConfig, endpoints: Any) -> bool:
