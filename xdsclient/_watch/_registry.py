@@ -30,7 +30,6 @@ import asyncio
 import enum
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
-from functools import partial
 from typing import Any, Protocol, cast
 
 from .._errors import ClientClosedError, ResourceDoesNotExistError, XdsError
@@ -352,18 +351,17 @@ class Registry:
 
     def resource_lookup(self, type_url: str) -> Callable[[str], Resolved | None]:
         """`resource_state` for one type, asked once per type per walk (a walk reads thousands
-        of names): an old-style name of a type whose checks passed reads the type's table
-        directly; any other goes through `resource_state`."""
-        if type_url not in self._plain:
-            return partial(self.resource_state, type_url)
+        of names): an old-style name of a type whose checks passed (the first name's, in this
+        walk or an earlier one) reads the type's table directly; any other goes through
+        `resource_state`."""
         if not self._open:
             self.check_open()
         table = self.cache.table(OLD_AUTHORITY, type_url)
         get = _NO_TABLE.get if table is None else table.get
-        slow, prefix = self.resource_state, XDSTP_PREFIX
+        plain, slow, prefix = self._plain, self.resource_state, XDSTP_PREFIX
 
         def lookup(name: str) -> Resolved | None:
-            if name and not name.startswith(prefix):
+            if type_url in plain and name and not name.startswith(prefix):
                 return get(name)
             return slow(type_url, name)
 
