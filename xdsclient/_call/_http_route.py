@@ -29,8 +29,9 @@ decides per request, following Envoy's router (``source/common/router/router.cc`
   ``ADD_IF_ABSENT`` when absent), presence judged before the level's changes; an empty value
   is added only with ``keep_empty_value``. Values are literal: Envoy's ``%...%`` formatters
   are not expanded. The retry headers the router consumes (``x-envoy-retry-on``,
-  ``x-envoy-max-retries``) are removed. The result is given as "remove these names, then
-  add these pairs" (`apply_header_changes`).
+  ``x-envoy-max-retries``, ``x-envoy-retriable-header-names``,
+  ``x-envoy-retriable-status-codes``) are removed. The result is given as "remove these
+  names, then add these pairs" (`apply_header_changes`).
 
 Why a memo (`RouteMemo`, one per configuration): most requests of a service go to a few
 (authority, path) pairs, and a route whose choice depends on nothing else (no runtime
@@ -76,7 +77,12 @@ __all__ = [
 ]
 
 #: Request headers Envoy's router reads and never forwards.
-CONSUMED_HEADERS = ("x-envoy-retry-on", "x-envoy-max-retries")
+CONSUMED_HEADERS = (
+    "x-envoy-retry-on",
+    "x-envoy-max-retries",
+    "x-envoy-retriable-header-names",
+    "x-envoy-retriable-status-codes",
+)
 _PPM = 1_000_000
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 Pairs = tuple[tuple[str, str], ...]
@@ -168,8 +174,15 @@ class _Choice:
 def _with_headers(choice: _Choice, call: CallRequest) -> HttpRoute:
     """``choice`` with ``call``'s header changes (none, the usual request: shared as is)."""
     view = call.headers
-    if not choice.levels and CONSUMED_HEADERS[0] not in view and CONSUMED_HEADERS[1] not in view:
-        return choice.route
+    retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
+    if (
+        not choice.levels
+        and retry_on not in view
+        and max_retries not in view
+        and header_names not in view
+        and status_codes not in view
+    ):
+        return choice.route  # no generator: this is every request's path
     remove, add = header_changes(call.metadata, choice.levels, view)
     return attrs.evolve(choice.route, headers_to_remove=remove, headers_to_add=add)
 

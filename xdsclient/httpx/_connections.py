@@ -200,8 +200,9 @@ def unchecked_request(
 class ResponseBody(httpx.AsyncByteStream):
     """A response's body: httpcore's errors as httpx's; closing it ends the request once and
     then tells ``on_close`` (when set: the exchange's attempt) whether the body was ``cut``
-    short (reading it failed or was cancelled). One wrapper for the connection and the
-    exchange: one layer per chunk."""
+    short by the upstream (reading it failed; not the caller's own timeout or cancellation,
+    which Envoy counts as no upstream failure once the headers came). One wrapper for the
+    connection and the exchange: one layer per chunk."""
 
     def __init__(self, stream: Any, request: httpx.Request, ended: Callable[[], None]) -> None:
         self._stream = stream
@@ -215,11 +216,8 @@ class ResponseBody(httpx.AsyncByteStream):
             async for chunk in self._stream:
                 yield chunk
         except _HTTPCORE_ERRORS as error:
-            self.cut = True  # a reset
+            self.cut = not isinstance(error, httpcore.TimeoutException)  # a reset
             raise _mapped(error, self._request) from error
-        except asyncio.CancelledError:
-            self.cut = True
-            raise
 
     async def aclose(self) -> None:
         try:

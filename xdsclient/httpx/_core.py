@@ -31,17 +31,17 @@ after a snapshot leaves that snapshot in use (the watch's ambient error changes 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
 import time
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 import httpx
 
-from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
+from .. import Clock, ClusterConfig, XdsClient, XdsConfig, XdsError
 from .._call import (
     HTTP_RULES,
     ActiveFaults,
@@ -115,7 +115,7 @@ class HttpCore(PlaneCore):
         *,
         owns_client: bool,
         rng: random.Random,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         http1: bool = True,
         http2: bool = False,
         limits: httpx.Limits = DEFAULT_LIMITS,
@@ -124,7 +124,11 @@ class HttpCore(PlaneCore):
     ) -> None:
         if max_authorities < 1:
             raise ValueError(f"max_authorities must be at least 1, not {max_authorities}")
-        super().__init__(client, owns_client=owns_client, rng=rng, clock=clock)
+        now = time.monotonic if clock is None else clock.time
+        super().__init__(client, owns_client=owns_client, rng=rng, clock=now)
+        #: a clock given to test with (`xdsclient.testing.FakeClock`): every time read and
+        #: every wait is on it; None: the monotonic clock and the loop's timers
+        self._sleeps = clock
         self.listener = listener
         self.idle_timeout = idle_timeout
         self.max_authorities = max_authorities
@@ -135,8 +139,9 @@ class HttpCore(PlaneCore):
             http1=http1,
             http2=http2,
             limits=limits,
-            tls=TlsContexts(self.security.store, clock=clock),
+            tls=TlsContexts(self.security.store, clock=now),
             rng=rng,
+            clock=clock,
         )
         self.faults = ACTIVE_FAULTS
         #: why no request can be routed at all (a bad listener name), None otherwise
@@ -144,6 +149,25 @@ class HttpCore(PlaneCore):
         self._routes: dict[str, RouteWatch] = {}
         #: when idle watches were last looked for (None: before the first request)
         self._swept: float | None = None
+
+    async def wait_change(self, event: asyncio.Event, until: float | None) -> None:
+        """`PlaneCore.wait_change`, sleeping on the clock given to test with when there is
+        one (its waits end only as the test moves it past ``until``, never on real time)."""
+        sleeps = self._sleeps
+        if sleeps is None or until is None:
+            await super().wait_change(event, until)
+            return
+        if until <= self.clock():
+            return
+        waits = (
+            asyncio.ensure_future(event.wait()),
+            asyncio.ensure_future(sleeps.sleep_until(until)),
+        )
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     # --- the plane's hooks ---
 

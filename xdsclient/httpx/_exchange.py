@@ -16,10 +16,16 @@ cannot be read again (a stream not yet read) is sent once: its attempt is commit
 
 What counts as a failure for outlier detection and load reports is what Envoy counts: a 5xx
 response (502, 503 and 504 are its gateway failures), a reset, a connect failure, a timeout.
+A request its caller gives up on (its task cancelled, httpx's own timeout passing before the
+route's) is Envoy's downstream reset, no upstream failure: an attempt still waiting for its
+response is handed back to the picker with no outcome and counted in the load report as
+neither a success nor an error; a body the caller stops reading ends its attempt by the status
+that came.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 import httpx
@@ -100,9 +106,22 @@ class _Ending:
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
 
+    def cancelled(self) -> None:
+        """The caller gave up before the response came (Envoy's downstream reset): the pick
+        is handed back with no outcome (circuit breaking and least request count it out;
+        outlier detection counts nothing) and the load report counts it neither a success
+        nor an error."""
+        if self.done:
+            return
+        self.done = True
+        picked = self._picked
+        self._core.picker.call_abandoned(picked)
+        if self._load is not None and picked.locality is not None:
+            self._load.call_cancelled(picked.locality)
+
     def closed(self, cut: bool) -> None:
-        """The response's body was closed: whole (a success below 500), or ``cut`` short (a
-        reset)."""
+        """The response's body was closed: read whole or not by the caller's choice (counted
+        by its status: a success below 500), or ``cut`` short by a failed read (a reset)."""
         if cut:
             self.end(False, LocalFailure.RESET)
         else:
@@ -337,14 +356,15 @@ class Exchange:
                 raise conn.failed(error, outgoing)  # noqa: B904 - failed() gives its cause
             response = conn.response(answer, outgoing)
         except httpx.TimeoutException as error:
-            connecting = isinstance(error, httpx.ConnectTimeout)
-            ending.end(False, LocalFailure.CONNECT if connecting else LocalFailure.TIMEOUT)
-            if connecting:
+            if isinstance(error, httpx.ConnectTimeout):
+                ending.end(False, LocalFailure.CONNECT)
                 return AttemptOutcome(
                     connect_failure=True, endpoint=key, details=str(error), committed=committed
                 )
             if step.deadline is None or core.clock() < step.deadline - _EARLY:
-                raise  # the caller's own (httpx) timeout, not the route's: httpx raises it
+                ending.cancelled()  # the caller's own (httpx) timeout: it gave up
+                raise  # as httpx raises it
+            ending.end(False, LocalFailure.TIMEOUT)
             return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
         except _CONNECT_FAILURES as error:
             ending.end(False, LocalFailure.CONNECT)
@@ -354,6 +374,9 @@ class Exchange:
         except _RESETS as error:
             ending.end(False, LocalFailure.RESET)
             return AttemptOutcome(reset=True, endpoint=key, details=str(error), committed=committed)
+        except asyncio.CancelledError:
+            ending.cancelled()
+            raise
         except BaseException:
             ending.end(False)
             raise
