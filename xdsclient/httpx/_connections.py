@@ -156,13 +156,18 @@ class HttpConnection:
 
     def _core(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
         extensions = request.extensions
-        timeouts = extensions.get("timeout") or _DEFAULT_TIMEOUTS
+        given = extensions.get("timeout")
+        timeouts = given or _DEFAULT_TIMEOUTS
         if timeout is not None:
-            timeouts = {
-                name: timeout if value is None else min(value, timeout)
-                for name, value in timeouts.items()
-            }
-        extensions = {**extensions, "timeout": timeouts}
+            for value in timeouts.values():
+                if value is None or value > timeout:  # capped: the request's own are longer
+                    timeouts = {
+                        name: timeout if value is None else min(value, timeout)
+                        for name, value in timeouts.items()
+                    }
+                    break
+        if timeouts is not given:  # the request's extensions stay the caller's own
+            extensions = {**extensions, "timeout": timeouts}
         method = request.method.encode("ascii")
         target = request.url.raw_path
         if "target" in extensions:  # the caller's own target: httpcore's checks and rules

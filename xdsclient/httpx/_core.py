@@ -43,10 +43,8 @@ import httpx
 
 from .. import Clock, ClusterConfig, XdsClient, XdsConfig, XdsError
 from .._call import (
-    HTTP_RULES,
     ActiveFaults,
     CallConfig,
-    CallRules,
     Code,
     HttpRules,
     LocalReply,
@@ -73,6 +71,10 @@ IDLE_TIMEOUT = 300.0
 MAX_AUTHORITIES = 1000
 
 
+#: the rules of an authority before its first configuration (no memo: nothing to keep)
+_UNMEMOIZED = HttpRules()
+
+
 class RouteWatch:
     """One authority's configuration: its config watch and the latest answer."""
 
@@ -93,7 +95,7 @@ class RouteWatch:
         #: what requests route by; None until the first snapshot and after an error
         self.config: CallConfig | None = None
         #: Envoy's HTTP rules with a route memo of ``config``'s own (made with it)
-        self.rules: CallRules = HTTP_RULES
+        self.rules = _UNMEMOIZED
         self.snapshot: XdsConfig | None = None
         #: the answer while there is no configuration (404, 503), None before the first update
         self.reply: LocalReply | None = None
@@ -237,6 +239,14 @@ class HttpCore(PlaneCore):
         return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
     # --- configurations per authority ---
+
+    def config_now(self, authority: str) -> RouteWatch | None:
+        """The config watch of ``authority`` when its configuration is there now (the usual
+        request: no wait, no coroutine), else None (`call_config` waits or answers)."""
+        if self.error is not None or self.closed or not self.started():
+            return None
+        route = self.route(authority)
+        return route if route.config is not None else None
 
     async def call_config(
         self, authority: str, deadline: float | None
