@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
 from hypothesis import given, settings
@@ -12,7 +13,14 @@ from hypothesis import strategies as st
 from tests.builders import cluster, endpoints, listener, routes
 from tests.fuzz import examples
 from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
-from xdsclient._watch._dependencies import XdsConfig, endpoint_users, rewalk_endpoints, walk
+from xdsclient._watch._dependencies import (
+    ClusterConfig,
+    XdsConfig,
+    _eds_entry,
+    endpoint_users,
+    rewalk_endpoints,
+    walk,
+)
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
 
 L, R, C, E = LISTENER.type_url, ROUTE_CONFIGURATION.type_url, CLUSTER.type_url, ENDPOINT.type_url
@@ -374,3 +382,30 @@ def test_http_rules_choose_the_virtual_host_and_routes_as_envoys_router_does() -
     exact = walk("l", "web.example.com", cache.lookup).config
     assert isinstance(exact, XdsConfig)
     assert set(exact.clusters) == {"web"}
+
+
+def test_an_eds_entry_built_through_its_slots_is_the_one_init_builds() -> None:
+    """`_eds_entry` sets every field of `ClusterConfig` (value or error) as its __init__ does."""
+    view = CLUSTER.decode(cluster("c").SerializeToString())[1]
+    assignment = ENDPOINT.decode(endpoints("c").SerializeToString())[1]
+    error = XdsError("gone")
+    assert [f.name for f in attrs.fields(ClusterConfig)] == [
+        "name",
+        "cluster",
+        "endpoints",
+        "endpoints_error",
+        "leaves",
+        "error",
+    ]
+    for value, expected in (
+        (assignment, ClusterConfig(name="c", cluster=view, endpoints=assignment, leaves=("c",))),
+        (error, ClusterConfig(name="c", cluster=view, endpoints_error=error, leaves=("c",))),
+    ):
+        built = _eds_entry("c", view, value)
+        assert type(built) is ClusterConfig
+        for field in attrs.fields(ClusterConfig):
+            value_built, value_expected = getattr(built, field.name), getattr(expected, field.name)
+            assert value_built is value_expected or value_built == value_expected, field.name
+            assert type(value_built) is type(value_expected), field.name
+        assert built == expected
+        assert repr(built) == repr(expected)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
@@ -338,3 +339,67 @@ def test_views_compare_by_content_and_keep_the_protobuf() -> None:
     assert view(eds()) == view(eds())
     assert view(eds()) != view(eds("other"))
     assert view(eds()).proto == eds()
+
+
+def eds_with_service(name: str, service: str) -> Any:
+    message = eds(name)
+    message.eds_cluster_config.service_name = service
+    return message
+
+
+def eds_from_self(name: str) -> Any:
+    message = cluster_pb2.Cluster(name=name, type=cluster_pb2.Cluster.EDS)
+    message.eds_cluster_config.eds_config.self.SetInParent()
+    return message
+
+
+def eds_with_ignored_fields(name: str) -> Any:
+    message = eds(name)
+    message.connect_timeout.seconds = 1
+    message.dns_lookup_family = cluster_pb2.Cluster.V4_ONLY
+    message.alt_stat_name = "stats"
+    return message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        eds(),
+        eds_with_service("svc", "assignment"),
+        eds_from_self("svc"),
+        eds_with_ignored_fields("svc"),
+        eds_with_service("xdstp://auth/envoy.config.cluster.v3.Cluster/c", "assignment"),
+    ],
+)
+def test_a_common_eds_cluster_decodes_as_the_full_reading_builds_it(message: Any) -> None:
+    """The common EDS cluster's short path (one ListFields, slots set directly) gives the view
+    the full reading and attrs' __init__ give, field for field."""
+    fast = decode_cluster(message.SerializeToString())[1]
+    full = ClusterView.from_proto(message)  # no raw bytes: the full reading
+    assert type(fast) is ClusterView
+    assert [f.name for f in attrs.fields(ClusterView)][-1] == "raw"
+    for field in attrs.fields(ClusterView):
+        assert getattr(fast, field.name) == getattr(full, field.name), field.name
+    assert repr(fast) == repr(full)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda m: setattr(m, "lb_policy", cluster_pb2.Cluster.LEAST_REQUEST),
+        lambda m: m.circuit_breakers.thresholds.add().max_requests.SetInParent(),
+        lambda m: m.outlier_detection.SetInParent(),
+        lambda m: m.lrs_server.self.SetInParent(),
+        lambda m: m.metadata.filter_metadata["a"].SetInParent(),
+    ],
+)
+def test_an_eds_cluster_with_more_than_the_common_fields_is_read_in_full(
+    mutate: Callable[[Any], None],
+) -> None:
+    """A field the common path does not read sends the cluster through the full reading."""
+    message = eds("svc")
+    mutate(message)
+    fast = decode_cluster(message.SerializeToString())[1]
+    full = ClusterView.from_proto(message)
+    for field in attrs.fields(ClusterView):
+        assert getattr(fast, field.name) == getattr(full, field.name), field.name

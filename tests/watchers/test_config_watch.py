@@ -11,8 +11,9 @@ import asyncio
 import gc
 import logging
 import warnings
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -91,6 +92,9 @@ class Source:
     ) -> ResourceState | None:
         self.lookups.append((_url(resource_type), name))
         return self.states.get((_url(resource_type), name))
+
+    def resource_lookup(self, type_url: str) -> Callable[[str], ResourceState | None]:
+        return partial(self.resource_state, type_url)
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         return self.tasks.start(coro, name=name)

@@ -267,3 +267,35 @@ async def test_an_empty_name_from_a_resource_is_its_error_never_an_exception() -
         assert await cds_names(stream) == ["good"]
         await idle()
         assert [(type(e), e.name) for e in recorder.events] == [(DataError, "")]
+
+
+async def test_the_walks_lookup_of_one_type_answers_as_resource_state_for_every_name() -> None:
+    """`resource_lookup` (a walk's reader of one type) gives, for an old-style name before and
+    after its type's checks passed, an xdstp name, a malformed or empty one and one of an
+    unconfigured authority, what `resource_state` gives: the live entry, or the same error."""
+    names = [
+        "good",
+        "xdstp://known/envoy.config.cluster.v3.Cluster/c",
+        "xdstp://elsewhere/envoy.config.cluster.v3.Cluster/c",
+        "xdstp://known/envoy.config.listener.v3.Listener/not-a-cluster",
+        "",
+    ]
+    async with parts() as p:
+        lookup = p.registry.resource_lookup(CDS)  # before any name of the type was checked
+        assert_same_answers(p.registry, lookup, names)
+        p.registry.add_watchers(CDS, ["good", names[1]], Recorder().watcher)
+        await p.fake.stream()
+        assert_same_answers(p.registry, p.registry.resource_lookup(CDS), names)
+        assert p.registry.resource_lookup(CDS)("good") is p.registry.cache.entry(CDS, "good")
+        assert p.registry.cache.entry(CDS, "good") is not None
+
+
+def assert_same_answers(registry: Registry, lookup: Any, names: list[str]) -> None:
+    for name in names:
+        found, expected = lookup(name), registry.resource_state(CDS, name)
+        if expected is None or found is None:
+            assert found is expected, name
+            continue
+        assert found.status is expected.status, name
+        assert str(found.error) == str(expected.error), name
+        assert found.value is expected.value, name

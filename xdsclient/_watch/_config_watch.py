@@ -35,7 +35,7 @@ import asyncio
 import inspect
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
 from .._errors import XdsError
@@ -75,6 +75,10 @@ class WatchRegistry(Protocol):
     def resource_state(self, type_url: str, name: str) -> Resolved | None:
         """The walk's lookup: what the cache holds for a name from a resource, or the unusable
         state of one that cannot be fetched (never an exception)."""
+        ...
+
+    def resource_lookup(self, type_url: str) -> Callable[[str], Resolved | None]:
+        """`resource_state` for one type (name -> state), asked once per type per walk."""
         ...
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]: ...
@@ -136,7 +140,8 @@ class ConfigWatch:
                 latest=self._latest,
                 start_task=source.start_task,
             )
-        self._handles: dict[tuple[str, str], WatchHandle] = {}
+        #: type URL -> name -> the watch of a resource the last walk needed
+        self._handles: dict[str, dict[str, WatchHandle]] = {}
         self._feeder = _Feeder(self)
         self._published: XdsConfig | XdsError | None = None
         self._snapshot: XdsConfig | XdsError | None = None  # waiting for the consumer
@@ -175,9 +180,10 @@ class ConfigWatch:
         if self._cancelled:
             return
         self._cancelled = True
-        handles, self._handles = list(self._handles.values()), {}
-        for handle in handles:
-            handle.cancel()
+        by_type, self._handles = list(self._handles.values()), {}
+        for handles in by_type:
+            for handle in handles.values():
+                handle.cancel()
         if self._task is not None:
             self._task.cancel()
         if self._dynamic is not None:
@@ -279,20 +285,31 @@ class ConfigWatch:
             self._last,
             http_rules=self.http_rules,
             dynamic=dynamic,
+            by_type=self._source.resource_lookup,
         )
-        added: dict[str, list[str]] = {}  # by type: sorting names, not pairs, is cheaper
-        for type_url, name in result.wanted - self._handles.keys():
-            added.setdefault(type_url, []).append(name)
-        for type_url in sorted(added):
-            names = sorted(added[type_url])
-            handles = self._source.add_watchers(type_url, names, self._feeder)
-            self._handles.update(zip(((type_url, n) for n in names), handles, strict=True))
-        for key in sorted(self._handles.keys() - result.wanted):
-            self._handles.pop(key).cancel()
+        self._watch(result.needed)
         config = result.config
         self._last = config if isinstance(config, XdsConfig) else None
         self._users = None
         return config
+
+    def _watch(self, needed: Mapping[str, frozenset[str]]) -> None:
+        """Hold a watch on each name ``needed`` (type URL -> names) and on no other: the new
+        ones added in one call per type, in order, then the ones no longer needed dropped.
+        Names are compared per type, as strings (a string caches its hash; a pair does not)."""
+        handles = self._handles
+        for type_url in sorted(needed):
+            held = handles.setdefault(type_url, {})
+            new = sorted(needed[type_url] - held.keys())
+            if new:
+                added = self._source.add_watchers(type_url, new, self._feeder)
+                held.update(zip(new, added, strict=True))
+        for type_url in sorted(handles):
+            held = handles[type_url]
+            for name in sorted(held.keys() - needed.get(type_url, frozenset())):
+                held.pop(name).cancel()
+            if not held:
+                del handles[type_url]
 
     def _rewalk(self, changed: set[str]) -> XdsConfig | None:
         """The last snapshot with only the ``changed`` endpoint assignments redone (what

@@ -35,6 +35,7 @@ from typing import Any, Protocol, cast
 from .._errors import ClientClosedError, ResourceDoesNotExistError, XdsError
 from .._names import OLD_AUTHORITY, WILDCARD, authority_of
 from .._protocol import DataError, Event, ResourceCache, ResourceState, ResourceStatus
+from .._protocol._cache import CacheEntry
 from .._runtime._clock import Clock
 from .._runtime._tasks import TaskOwner
 from .._xdstp import XDSTP_PREFIX, canonical_name
@@ -46,6 +47,9 @@ from ._dynamic_clusters import OnDemand
 from ._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
 
 __all__ = ["Registry", "Subscriber", "check_name"]
+
+#: What a lookup reads before a type has a table: nothing.
+_NO_TABLE: Mapping[str, CacheEntry] = {}
 
 
 class Subscriber(Protocol):
@@ -240,7 +244,8 @@ class Registry:
             errors = [_not_carried(type_url, name, exc) for name in names]
             return self._register(type_url, errors, {}, watcher, None)
         if self._is_plain(type_url, names):  # the common case: no name needs a check
-            return self._register(type_url, names, {OLD_AUTHORITY: names}, watcher, None)
+            replay = self._plain_replay(type_url)
+            return self._register(type_url, names, {OLD_AUTHORITY: names}, watcher, None, replay)
         keys = [self._key(type_url, name) for name in names]
         return self._register(type_url, keys, _by_authority(keys), watcher, None)
 
@@ -251,10 +256,12 @@ class Registry:
         fetch: Mapping[str, Sequence[str]],
         watcher: ResourceWatcher,
         on_close: Callable[[], None] | None,
+        replay: Callable[[str, str], list[Event]] | None = None,
     ) -> list[WatchHandle]:
         """The one path: register each of ``keys`` (a cache key with its cached state, an
-        error with itself), then subscribe ``fetch`` (the keys by authority), one call each."""
-        dispatcher, replay = self.dispatcher, self._replay
+        error with itself), then subscribe ``fetch`` (the keys by authority), one call each.
+        ``replay``: `_replay` for these keys (`_plain_replay`: for old-style names)."""
+        dispatcher, replay = self.dispatcher, replay or self._replay
         if on_close is None and all(isinstance(key, str) for key in keys):  # a walk's names
             handles = dispatcher.add_all(type_url, cast("Sequence[str]", keys), watcher, replay)
         else:
@@ -278,6 +285,23 @@ class Registry:
         if entry is None or (entry.error is None and not entry.status.holds_value):
             return []
         return replay_events(entry.snapshot(type_url, name))
+
+    def _plain_replay(self, type_url: str) -> Callable[[str, str], list[Event]]:
+        """`_replay` for old-style names (not the wildcard) of one type: their table is
+        looked up once, not once per name (a walk adds thousands, most not cached yet)."""
+        table = self.cache.table(OLD_AUTHORITY, type_url)
+        get = _NO_TABLE.get if table is None else table.get
+        everything = self._replay
+
+        def replay(type_url: str, name: str) -> list[Event]:
+            if name == WILDCARD:
+                return everything(type_url, name)
+            entry = get(name)
+            if entry is None or (entry.error is None and not entry.status.holds_value):
+                return []
+            return replay_events(entry.snapshot(type_url, name))
+
+        return replay
 
     def _last_watcher_left(self, type_url: str, name: str) -> None:
         """The dispatcher's news that nobody watches ``name`` any more."""
@@ -324,6 +348,24 @@ class Registry:
         name = self.name(type_url, name)
         self.check_open()
         return self.cache.state(type_url, name)
+
+    def resource_lookup(self, type_url: str) -> Callable[[str], Resolved | None]:
+        """`resource_state` for one type, asked once per type per walk (a walk reads thousands
+        of names): an old-style name of a type whose checks passed (the first name's, in this
+        walk or an earlier one) reads the type's table directly; any other goes through
+        `resource_state`."""
+        if not self._open:
+            self.check_open()
+        table = self.cache.table(OLD_AUTHORITY, type_url)
+        get = _NO_TABLE.get if table is None else table.get
+        plain, slow, prefix = self._plain, self.resource_state, XDSTP_PREFIX
+
+        def lookup(name: str) -> Resolved | None:
+            if type_url in plain and name and not name.startswith(prefix):
+                return get(name)
+            return slow(type_url, name)
+
+        return lookup
 
     def resource_state(self, type_url: str, name: str) -> Resolved | None:
         """The walk's lookup: the cache's live entry (no snapshot copy: a walk reads one per

@@ -43,6 +43,7 @@ from google.protobuf import descriptor_pool, message_factory
 from udpa.type.v1 import typed_struct_pb2 as udpa_typed_struct_pb2
 from xds.type.v3 import typed_struct_pb2
 
+from .._slots import slot_setters
 from ._lb_registry import lb_policy_type_registered
 from ._type import ResourceType
 from ._view import View, check_instance, invalid, metadata_dict, parse, unpack
@@ -265,6 +266,10 @@ class ClusterView(View):
         ``certificate_providers``: the instance names of the bootstrap's
         ``certificate_providers``; a TLS context naming another instance is rejected, as gRPC
         rejects it. None (the default) leaves instance names unchecked."""
+        if raw is not None and cls is ClusterView:
+            common = _common_eds(message, raw)
+            if common is not None:
+                return common
         name: str = message.name
         fields: dict[str, Any] = {}
         if message.HasField("cluster_type"):
@@ -310,6 +315,88 @@ class ClusterView(View):
                 if key in ("service_name", "service_namespace") and isinstance(value, str)
             } or _NO_MAPPING
         return cls(name=name, raw=message.SerializeToString() if raw is None else raw, **fields)
+
+
+# The common cluster (EDS over ADS or self, the default policy, nothing else gRPC reads) is
+# checked with a few HasField calls (ListFields costs more than all of them: it builds every
+# field's value) and built through its slots: attrs' __init__ of 15 fields costs more than
+# reading it, N times per CDS response (see `.._slots`; tests/resources/test_cluster.py holds
+# the builder to __init__ and the short path to the full one).
+_OTHER_PARTS = (
+    "cluster_type",
+    "load_balancing_policy",
+    "circuit_breakers",
+    "outlier_detection",
+    "lrs_server",
+    "transport_socket",
+    "metadata",
+)
+_EDS = cluster_pb2.Cluster.EDS
+_ROUND_ROBIN_KIND = cluster_pb2.Cluster.ROUND_ROBIN
+(
+    _v_name,
+    _v_type,
+    _v_eds_service_name,
+    _v_lrs_service_name,
+    _v_dns_host,
+    _v_dns_port,
+    _v_aggregate_children,
+    _v_lb_policy,
+    _v_max_requests,
+    _v_outlier_detection,
+    _v_lrs_server_self,
+    _v_upstream_tls,
+    _v_metadata,
+    _v_telemetry_labels,
+    _v_raw,
+) = slot_setters(ClusterView)
+
+
+def _common_eds(message: Any, raw: bytes) -> ClusterView | None:
+    """The view of an EDS cluster whose EDS config is ADS or self (with a service name unless
+    old-style), with the default policy and none of the other parts gRPC reads; None for any
+    other, which `ClusterView.from_proto` reads in full (and rejects where it must)."""
+    if message.type != _EDS or message.lb_policy != _ROUND_ROBIN_KIND:
+        return None
+    has = message.HasField
+    if not has("eds_cluster_config"):
+        return None
+    for part in _OTHER_PARTS:
+        if has(part):
+            return None
+    eds = message.eds_cluster_config
+    if eds.eds_config.WhichOneof("config_source_specifier") not in ("ads", "self"):
+        return None
+    name: str = message.name
+    service: str = eds.service_name
+    if not service and name.startswith("xdstp:"):
+        return None
+    return _new_eds_cluster(name, service, raw)
+
+
+def _new_eds_cluster(name: str, service: str, raw: bytes) -> ClusterView:
+    """`ClusterView(name=name, type=EDS, eds_service_name=service or name,
+    lrs_service_name=service, raw=raw)`, through its slots."""
+    view: ClusterView = _new(ClusterView)
+    _v_name(view, name)
+    _v_type(view, ClusterType.EDS)
+    _v_eds_service_name(view, service or name)
+    _v_lrs_service_name(view, service)
+    _v_dns_host(view, "")
+    _v_dns_port(view, 0)
+    _v_aggregate_children(view, ())
+    _v_lb_policy(view, _ROUND_ROBIN)
+    _v_max_requests(view, 1024)
+    _v_outlier_detection(view, None)
+    _v_lrs_server_self(view, False)
+    _v_upstream_tls(view, None)
+    _v_metadata(view, _NO_MAPPING)
+    _v_telemetry_labels(view, _NO_MAPPING)
+    _v_raw(view, raw)
+    return view
+
+
+_new = object.__new__
 
 
 def _aggregate(name: str, extension: Any) -> dict[str, Any]:

@@ -5,7 +5,9 @@ serializing the same message a thousand times was most of the server's work. A r
 its body (type, version, resources; Delta: removals too) plus a nonce of its own stream, and
 protobuf merges concatenated encodings field by field, so the body's bytes are encoded once per
 (type, type version, names) - the store's versions make that key name one content - and each
-stream appends its nonce's few bytes.
+stream appends its nonce's few bytes. A SotW body is itself a join: each resource was encoded
+as a response entry when it was set (`Stored.framed`), so a response of N resources costs no
+per-resource protobuf work when it is asked for (a full load's first response included).
 
 When the faults may change a response on its way out (`Faults.mangles`), each message is built,
 mangled and serialized on its own, as a misbehaving server would.
@@ -45,7 +47,6 @@ class Encoder:
     def __init__(self, faults: Faults) -> None:
         self._faults = faults
         self._bodies: dict[tuple[Any, ...], Encoded] = {}
-        self._names: dict[tuple[str, str, str], str] = {}
 
     def sotw(
         self, type_url: str, version: str, entries: Sequence[tuple[str, Stored]], nonce: str
@@ -56,9 +57,10 @@ class Encoder:
         key = ("sotw", type_url, version, tuple(name for name, _ in entries))
         body = self._bodies.get(key)
         if body is None:
-            message = _sotw_message(type_url, version, entries, "")
-            names = tuple(self._sotw_name(type_url, name, stored) for name, stored in entries)
-            body = self._keep(key, Encoded(message.SerializeToString(), type_url, "", names))
+            names = tuple(name if s.ttl is not None else s.log_name for name, s in entries)
+            body = self._keep(
+                key, Encoded(_sotw_body(type_url, version, entries), type_url, "", names)
+            )
         return attrs.evolve(body, data=body.data + _nonce(DiscoveryResponse, nonce), nonce=nonce)
 
     def delta(
@@ -104,21 +106,19 @@ class Encoder:
         self._bodies[key] = body
         return body
 
-    def _sotw_name(self, type_url: str, name: str, stored: Stored) -> str:
-        """The name a SotW record shows for a resource, as read back from its bytes."""
-        if stored.ttl is not None:
-            return name  # wrapped in a Resource of that name
-        key = (type_url, name, stored.version)
-        found = self._names.get(key)
-        if found is None:
-            if len(self._names) >= _CACHE_LIMIT:
-                self._names.clear()
-            found = self._names[key] = sotw_name(stored.packed)
-        return found
-
 
 def _nonce(message_class: Any, nonce: str) -> bytes:
     data: bytes = message_class(nonce=nonce).SerializeToString() if nonce else b""
+    return data
+
+
+def _sotw_body(type_url: str, version: str, entries: Sequence[tuple[str, Stored]]) -> bytes:
+    """A SotW response without a nonce: its header, then each resource's bytes as made when it
+    was set (`Stored.framed`; one wrapped in a TTL ``Resource`` is packed here)."""
+    header: bytes = DiscoveryResponse(type_url=type_url, version_info=version).SerializeToString()
+    if all(stored.ttl is None for _, stored in entries):
+        return header + b"".join([stored.framed for _, stored in entries])
+    data: bytes = _sotw_message(type_url, version, entries, "").SerializeToString()
     return data
 
 

@@ -94,9 +94,18 @@ def sotw_name(packed: Any) -> str:
 
 
 def _message_class(type_url: str) -> Any:
+    found = _CLASSES.get(type_url)
+    if found is not None:
+        return found
     from google.protobuf import symbol_database
 
     try:
-        return symbol_database.Default().GetSymbol(type_url.rsplit("/", 1)[-1])
+        found = symbol_database.Default().GetSymbol(type_url.rsplit("/", 1)[-1])
     except KeyError:
-        return None
+        return None  # not kept: the type may be registered later
+    _CLASSES[type_url] = found
+    return found
+
+
+#: type URL -> its message class, once found (every `ControlPlane.set` reads its name back)
+_CLASSES: dict[str, Any] = {}

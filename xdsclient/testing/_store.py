@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from .._protocol._messages import DiscoveryResponse
+from ._records import sotw_name
 
 __all__ = ["ResourceStore", "Stored"]
 
@@ -29,11 +30,35 @@ _EMPTY: Mapping[str, Stored] = {}
 
 @attrs.frozen
 class Stored:
-    """One served resource: its version, the packed message, and its TTL (seconds) or None."""
+    """One served resource: its version, the packed message, and its TTL (seconds) or None.
+
+    Its SotW encoding is made once, when it is set (``framed``: the ``Any`` as one
+    ``DiscoveryResponse.resources`` entry, with ``log_name``, the name its record shows), so a
+    response of N resources is a join of bytes, not N copies and N parses at request time."""
 
     version: str
     packed: Any  # google.protobuf.Any
     ttl: float | None
+    framed: bytes = attrs.field(init=False, repr=False, eq=False)
+    log_name: str = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        data = self.packed.SerializeToString()
+        object.__setattr__(self, "framed", _RESOURCES_TAG + _varint(len(data)) + data)
+        object.__setattr__(self, "log_name", sotw_name(self.packed))
+
+
+#: ``DiscoveryResponse.resources`` (field 2, length-delimited)
+_RESOURCES_TAG = b"\x12"
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 class ResourceStore:
