@@ -51,7 +51,9 @@ import cProfile
 import json
 import os
 import pstats
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,6 +62,7 @@ from typing import Any
 
 import attrs
 import grpc
+from counting import callgrind_instructions, python_calls, window
 from google.protobuf import wrappers_pb2
 
 from xdsclient import XdsClient
@@ -188,6 +191,11 @@ def resources(port: int, listener: str = LISTENER, endpoints: int = 1) -> list[A
 
 async def run(args: argparse.Namespace) -> None:
     async with backend() as port, ControlPlane() as plane:
+        if args.instructions_only:
+            plane.set_all(resources(port))
+            with tempfile.TemporaryDirectory() as directory:
+                await counted(port, _bootstrap_file(plane, directory), args)
+            return
         plane.set_all(
             [
                 *resources(port),
@@ -195,9 +203,7 @@ async def run(args: argparse.Namespace) -> None:
             ]
         )
         with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "bootstrap.json")
-            with open(path, "w") as file:
-                json.dump(bootstrap([plane], node_id="bench", server_features=["xds_v3"]), file)
+            path = _bootstrap_file(plane, directory)
             os.environ["GRPC_XDS_BOOTSTRAP"] = path
             async with XdsClient(bootstrap=path) as client:
                 channels: dict[str, Any] = {
@@ -212,6 +218,15 @@ async def run(args: argparse.Namespace) -> None:
                         await channel.close()
                 if not args.profile_only:
                     await first_calls(client, args.endpoints)
+            if args.instructions and not args.profile_only:
+                await counted(port, path, args)
+
+
+def _bootstrap_file(plane: ControlPlane, directory: str) -> str:
+    path = os.path.join(directory, "bootstrap.json")
+    with open(path, "w") as file:
+        json.dump(bootstrap([plane], node_id="bench", server_features=["xds_v3"]), file)
+    return path
 
 
 async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
@@ -374,6 +389,125 @@ async def _profiled(stub: Stub, calls: int) -> dict[tuple[str, int, str], tuple[
     return table
 
 
+# --- what XdsChannel adds, counted: each channel alone in a child process ---
+
+
+async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> None:
+    """The counted table (see the module's docstring). The children run while this process's
+    loop serves their control plane."""
+    runs: list[tuple[str, str | None]] = [("plain", None), ("XdsChannel", None)]
+    if args.before:
+        runs.append(("XdsChannel (before)", args.before))
+    rows: dict[str, dict[str, float]] = {}
+    for client, path in runs:
+        argv = [
+            sys.executable, os.path.abspath(__file__), "--child", client, "--port", str(port),
+            "--bootstrap", bootstrap_path, "--counted-calls", str(args.counted_calls),
+            "--blocks", str(args.blocks),
+        ]  # fmt: skip
+        env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+        native = await asyncio.to_thread(
+            subprocess.run, argv, env=env, capture_output=True, text=True, check=False
+        )
+        if native.returncode != 0:
+            raise RuntimeError(f"{client}: {native.stderr.strip().splitlines()[-1:]}")
+        instructions = await asyncio.to_thread(
+            callgrind_instructions, [*argv, "--instruction-window"], env
+        )
+        rows[client] = {**json.loads(native.stdout), "instructions": instructions}
+    _print_counted(rows, args)
+
+
+def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    calls = args.counted_calls
+    plain = rows["plain"]
+    plain_count = plain["instructions"] / calls
+    rate = plain["cpu"] / plain_count  # us per instruction: the process's CPU (kernel too)
+    user_rate = plain["user"] / plain_count  # the same in user space, where callgrind counts
+    print(
+        f"\nwhat XdsChannel adds per unary call, each channel alone in a process ({calls} "
+        "sequential calls after a warm-up; instructions: callgrind, every thread; Python "
+        f"calls: cProfile; CPU: native, the best of {args.blocks} blocks)\n"
+    )
+    print(
+        "| channel | instructions/call | added | added us | added us (user rate) "
+        "| Python calls/call | added | in xdsclient | CPU us/call | user CPU us/call |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for client, row in rows.items():
+        count = row["instructions"] / calls
+        added = micros = user_micros = added_calls = ""
+        if client != "plain":
+            extra = count - plain_count
+            added = f"{extra:,.0f}"
+            micros = f"{extra * rate:.1f}"
+            user_micros = f"{extra * user_rate:.1f}"
+            added_calls = f"{row['calls'] - plain['calls']:.0f}"
+        print(
+            f"| {client} | {count:,.0f} | {added} | {micros} | {user_micros} "
+            f"| {row['calls']:.0f} | {added_calls} | {row['ours']:.0f} | {row['cpu']:.1f} "
+            f"| {row['user']:.1f} |"
+        )
+    print(
+        f"\n(added us: the added instructions at the plain channel's rate, this run: its CPU "
+        f"per call over its instructions per call, {plain['cpu']:.1f} us / {plain_count:,.0f} = "
+        f"{rate * 1e3:.3f} ns per instruction; the user rate counts only its user-space CPU, "
+        f"as callgrind counts only user-space instructions: {user_rate * 1e3:.3f} ns)"
+    )
+
+
+def child(args: argparse.Namespace) -> None:
+    """One channel's counts: with ``--instruction-window``, its calls inside the window
+    callgrind counts; else print {calls, ours, cpu} per call as JSON."""
+    loop = asyncio.new_event_loop()
+    stack = contextlib.AsyncExitStack()
+    call = loop.run_until_complete(_opened(stack, args))
+    loop.run_until_complete(_calls(call, 200))  # connect, warm up
+    if args.instruction_window:
+        window(loop.run_until_complete, _calls(call, args.counted_calls))
+    else:
+        print(json.dumps(loop.run_until_complete(_native(call, args))))
+    loop.run_until_complete(stack.aclose())
+    loop.close()
+
+
+async def _opened(stack: contextlib.AsyncExitStack, args: argparse.Namespace) -> Any:
+    channel: Any
+    if args.child == "plain":
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
+    else:
+        client = await stack.enter_async_context(XdsClient(bootstrap=args.bootstrap))
+        channel = XdsChannel(f"xds:///{LISTENER}", client=client)
+    stack.push_async_callback(channel.close)
+    return Stub(channel, 1).unary
+
+
+async def _calls(call: Callable[[], Awaitable[None]], count: int) -> None:
+    for _ in range(count):
+        await call()
+
+
+async def _native(
+    call: Callable[[], Awaitable[None]], args: argparse.Namespace
+) -> dict[str, float]:
+    count = args.counted_calls
+    profiler = cProfile.Profile()
+    profiler.enable()
+    await _calls(call, count)
+    profiler.disable()
+    best = best_user = float("inf")
+    for _ in range(args.blocks):
+        cpu, user = time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
+        await _calls(call, count)
+        best = min(best, time.process_time() - cpu)
+        best_user = min(best_user, resource.getrusage(resource.RUSAGE_SELF).ru_utime - user)
+    return {
+        **python_calls([profiler], count),
+        "cpu": best / count * 1e6,
+        "user": best_user / count * 1e6,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
@@ -390,7 +524,22 @@ def main() -> None:
         action="store_true",
         help="only the counts under cProfile (no timing rounds, no first calls)",
     )
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument(
+        "--instructions", action="store_true", help="the counted table too (valgrind)"
+    )
+    parser.add_argument("--instructions-only", action="store_true", help="the counted table only")
+    parser.add_argument("--counted-calls", type=int, default=300)
+    parser.add_argument("--blocks", type=int, default=5, help="native CPU blocks per counted row")
+    parser.add_argument("--before", help="a checkout of xdsclient to count too (its root)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--instruction-window", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":
