@@ -301,10 +301,24 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
                 _UNARY, self._method, request, self._serializer, self._deserializer,
                 timeout, metadata, credentials, wait_for_ready, compression,
             )  # fmt: skip
-        return channel._direct(
-            _UNARY, self._method, request, self._serializer, self._deserializer, timeout,
-            metadata, credentials, wait_for_ready, compression, self._multicallables,
-        )  # fmt: skip
+        call = XdsCall(  # `XdsChannel._direct`, inline: the usual call
+            channel._core,
+            self._method,
+            request,
+            kind=_UNARY,
+            serializer=self._serializer,
+            deserializer=self._deserializer,
+            timeout=timeout,
+            metadata=metadata,
+            credentials=credentials,
+            wait_for_ready=wait_for_ready,
+            compression=compression,
+            registry=channel._calls,
+            multicallables=self._multicallables,
+            starter=channel._starter,
+        )
+        channel._calls.add(call)
+        return call
 
 
 class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: ignore[type-arg]
