@@ -129,7 +129,6 @@ class XdsCall(
         core: ChannelCore,
         method: str,
         request: Any,
-        *,
         kind: tuple[bool, bool],
         serializer: Callable[[Any], bytes] | None,
         deserializer: Callable[[bytes], Any] | None,
@@ -142,6 +141,9 @@ class XdsCall(
         multicallables: dict[Any, Any] | None = None,
         starter: Starter | None = None,
     ) -> None:
+        """A call of ``kind`` (request streaming, response streaming) to ``method``, with
+        grpc.aio's arguments. (Its makers pass every argument by position: a class called
+        with keywords builds a dict of them per call.)"""
         self._core = core
         self._method = method
         self._request = request
