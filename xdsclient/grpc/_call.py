@@ -172,7 +172,7 @@ class XdsCall(
     # --- grpc.aio's call interface ---
 
     def __await__(self) -> Generator[Any, None, Any]:
-        if self._outcome is None and not self._running():
+        if self._outcome is None and self._task is None and self._owner is None:  # not running
             owner = asyncio.current_task()
             if owner is not None:  # the usual case: run on the awaiter's task
                 self._kick = False
@@ -403,7 +403,8 @@ class XdsCall(
             raise
         finally:
             self._owner = None
-            self._set_started()
+            if not self._started:
+                self._set_started()
             if self._responses is not None:
                 self._responses.put_nowait(_END)
         self._end(result, None, False)
@@ -502,7 +503,7 @@ class XdsCall(
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         connections = core.connections
-        connections.call_started(connection)
+        connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)
         locality = picked.locality
         if load is not None and locality is not None:
