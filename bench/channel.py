@@ -66,7 +66,9 @@ from counting import callgrind_instructions, python_calls, window
 from google.protobuf import wrappers_pb2
 
 from xdsclient import XdsClient
+from xdsclient._call import Attempt, AttemptOutcome, CallPlan, CallRequest, Code, grpc_header_view
 from xdsclient.grpc import XdsChannel
+from xdsclient.lb import PickResult
 from xdsclient.testing import ControlPlane, bootstrap, builders
 
 SERVICE = "bench.Echo"
@@ -415,6 +417,10 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
             callgrind_instructions, [*argv, "--instruction-window"], env
         )
         rows[client] = {**json.loads(native.stdout), "instructions": instructions}
+        if client != "plain":  # the rate of our own code: its decisions, the loop's thread
+            rows[client]["decisions"] = await asyncio.to_thread(
+                callgrind_instructions, [*argv, "--decisions-window"], env, all_threads=False
+            )
     _print_counted(rows, args)
 
 
@@ -423,55 +429,71 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     plain = rows["plain"]
     plain_count = plain["instructions"] / calls
     rate = plain["cpu"] / plain_count  # us per instruction: the process's CPU (kernel too)
-    user_rate = plain["user"] / plain_count  # the same in user space, where callgrind counts
     print(
         f"\nwhat XdsChannel adds per unary call, each channel alone in a process ({calls} "
         "sequential calls after a warm-up; instructions: callgrind, every thread; Python "
         f"calls: cProfile; CPU: native, the best of {args.blocks} blocks)\n"
     )
     print(
-        "| channel | instructions/call | added | added us | added us (user rate) "
-        "| Python calls/call | added | in xdsclient | CPU us/call | user CPU us/call |"
+        "| channel | instructions/call | added | added us at plain's rate "
+        "| added us at our code's rate | Python calls/call | added | in xdsclient "
+        "| CPU us/call |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for client, row in rows.items():
         count = row["instructions"] / calls
-        added = micros = user_micros = added_calls = ""
+        added = micros = ours = added_calls = ""
         if client != "plain":
             extra = count - plain_count
+            own_rate = row["decisions_cpu"] / (row["decisions"] / calls)
             added = f"{extra:,.0f}"
             micros = f"{extra * rate:.1f}"
-            user_micros = f"{extra * user_rate:.1f}"
+            ours = f"{extra * own_rate:.1f}"
             added_calls = f"{row['calls'] - plain['calls']:.0f}"
         print(
-            f"| {client} | {count:,.0f} | {added} | {micros} | {user_micros} "
-            f"| {row['calls']:.0f} | {added_calls} | {row['ours']:.0f} | {row['cpu']:.1f} "
-            f"| {row['user']:.1f} |"
+            f"| {client} | {count:,.0f} | {added} | {micros} | {ours} | {row['calls']:.0f} "
+            f"| {added_calls} | {row['ours']:.0f} | {row['cpu']:.1f} |"
         )
     print(
-        f"\n(added us: the added instructions at the plain channel's rate, this run: its CPU "
-        f"per call over its instructions per call, {plain['cpu']:.1f} us / {plain_count:,.0f} = "
-        f"{rate * 1e3:.3f} ns per instruction; the user rate counts only its user-space CPU, "
-        f"as callgrind counts only user-space instructions: {user_rate * 1e3:.3f} ns)"
+        f"\n(plain's rate, this run: its CPU per call over its instructions per call, "
+        f"{plain['cpu']:.1f} us / {plain_count:,.0f} = {rate * 1e3:.3f} ns per instruction; "
+        f"user-space CPU only: {plain['user'] / plain_count * 1e3:.3f} ns)"
     )
+    for client, row in rows.items():
+        if client != "plain":
+            decided = row["decisions"] / calls
+            print(
+                f"({client}: our code's rate, its decisions per call without I/O (plan, pick, "
+                f"pick's end) natively over their instructions on the loop's thread: "
+                f"{row['decisions_cpu']:.2f} us / {decided:,.0f} = "
+                f"{row['decisions_cpu'] / decided * 1e3:.3f} ns per instruction)"
+            )
 
 
 def child(args: argparse.Namespace) -> None:
     """One channel's counts: with ``--instruction-window``, its calls inside the window
-    callgrind counts; else print {calls, ours, cpu} per call as JSON."""
+    callgrind counts (``--decisions-window``: `_decisions` instead); else print {calls, ours,
+    cpu, user, and for XdsChannel decisions_cpu} per call as JSON."""
     loop = asyncio.new_event_loop()
     stack = contextlib.AsyncExitStack()
-    call = loop.run_until_complete(_opened(stack, args))
+    channel, call = loop.run_until_complete(_opened(stack, args))
     loop.run_until_complete(_calls(call, 200))  # connect, warm up
-    if args.instruction_window:
+    if args.decisions_window:
+        window(_decisions, channel, args.counted_calls)
+    elif args.instruction_window:
         window(loop.run_until_complete, _calls(call, args.counted_calls))
     else:
-        print(json.dumps(loop.run_until_complete(_native(call, args))))
+        result = loop.run_until_complete(_native(call, args))
+        if isinstance(channel, XdsChannel):
+            result["decisions_cpu"] = _decisions_cpu(channel, args)
+        print(json.dumps(result))
     loop.run_until_complete(stack.aclose())
     loop.close()
 
 
-async def _opened(stack: contextlib.AsyncExitStack, args: argparse.Namespace) -> Any:
+async def _opened(
+    stack: contextlib.AsyncExitStack, args: argparse.Namespace
+) -> tuple[Any, Callable[[], Awaitable[None]]]:
     channel: Any
     if args.child == "plain":
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
@@ -479,7 +501,41 @@ async def _opened(stack: contextlib.AsyncExitStack, args: argparse.Namespace) ->
         client = await stack.enter_async_context(XdsClient(bootstrap=args.bootstrap))
         channel = XdsChannel(f"xds:///{LISTENER}", client=client)
     stack.push_async_callback(channel.close)
-    return Stub(channel, 1).unary
+    return channel, Stub(channel, 1).unary
+
+
+def _decisions(channel: XdsChannel, count: int) -> None:
+    """``count`` times what an XdsChannel unary call decides without I/O, on the channel's own
+    configuration and picker: its plan from the request to the OK attempt's end, the pick and
+    the pick's end (private parts: the rate of our own code, for pricing our instructions)."""
+    core = channel._core
+    config = core.config
+    assert config is not None
+    headers = grpc_header_view(())
+    ok = AttemptOutcome(code=Code.OK)
+    for _ in range(count):
+        now = core.clock()
+        request = CallRequest(
+            authority=core.authority, path=SAY, deadline=now + 10, channel_id=core.channel_id
+        )
+        plan = CallPlan.begin(request, config, now=now, rng=core.rng, faults=core.faults)
+        step = plan.start(now)
+        assert isinstance(step, Attempt)
+        picked = core.pick_now(step.cluster, headers, step.request_hash, step.deadline)
+        assert isinstance(picked, PickResult)
+        core.picker.call_finished(picked, True, now)
+        plan.attempt_done(ok, now)
+
+
+def _decisions_cpu(channel: XdsChannel, args: argparse.Namespace) -> float:
+    """`_decisions`' CPU per call natively (us; the best of ``--blocks`` blocks)."""
+    count: int = args.counted_calls
+    best = float("inf")
+    for _ in range(args.blocks):
+        cpu = time.process_time()
+        _decisions(channel, count)
+        best = min(best, time.process_time() - cpu)
+    return best / count * 1e6
 
 
 async def _calls(call: Callable[[], Awaitable[None]], count: int) -> None:
@@ -535,6 +591,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--instruction-window", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--decisions-window", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
