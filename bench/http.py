@@ -35,6 +35,11 @@ too, for comparison: it moves with the machine's load. ``--sync`` also runs ``be
     python bench/http.py [--rounds 6] [--latency-requests 300] [--throughput-requests 1500]
                          [--counted-requests 300] [--blocks 5] [--sync] [--before DIR]
 
+``--instructions`` (valgrind) adds callgrind's instructions per async request, counted only
+around the requests, and prices what XdsTransport adds in microseconds at plain httpx's own
+rate in this run (its best-block CPU per request over its instructions per request; measured
+for the purpose with ``--only instructions``): the 20 us target read off one run.
+
 ``--before DIR`` counts the XdsTransport and sync rows again with the xdsclient found in
 ``DIR`` (another checkout's root, e.g. ``git archive``'d from main) first on the path: before
 and after in one run.
@@ -174,8 +179,8 @@ async def run(args: argparse.Namespace) -> None:
             await timed(port, limits, args)
         rows = counted(port, args) if args.only in (None, "counted") else {}
         if args.instructions or args.only == "instructions":
-            plain = rows.get(("async", "plain"))
-            instructions(port, args, plain["cpu"] if plain is not None else None)
+            plain = rows.get(("async", "plain")) or _counted_row("async", "plain", port, args)
+            instructions(port, args, plain["cpu"])
 
 
 async def timed(port: int, limits: httpx.Limits, args: argparse.Namespace) -> None:
@@ -288,16 +293,7 @@ def counted(port: int, args: argparse.Namespace) -> dict[tuple[str, str], dict[s
             if client != "plain"
         ]
     for mode, client, path in runs:
-        command = [sys.executable, os.path.abspath(__file__), "--child", f"{mode}:{client}"]
-        command += ["--port", str(port), "--counted-requests", str(args.counted_requests)]
-        command += ["--blocks", str(args.blocks)]
-        env = dict(os.environ)
-        if path is not None:  # in place of this checkout: as long a path to search
-            env["PYTHONPATH"] = path
-        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-        if done.returncode != 0:
-            raise RuntimeError(f"{mode} {client}: {done.stderr.strip().splitlines()[-1:]}")
-        rows[mode, client] = json.loads(done.stdout)
+        rows[mode, client] = _counted_row(mode, client, port, args, path)
     print(
         f"\nwhat we add, each client alone in a process ({args.counted_requests} sequential "
         f"requests; calls: under cProfile, every thread; CPU: the best of {args.blocks} blocks, "
@@ -327,6 +323,23 @@ def counted(port: int, args: argparse.Namespace) -> dict[tuple[str, str], dict[s
         "a rate, steadier than the difference of two CPU times)"
     )
     return rows
+
+
+def _counted_row(
+    mode: str, client: str, port: int, args: argparse.Namespace, path: str | None = None
+) -> dict[str, float]:
+    """One counted row, in a child process (with ``path``'s xdsclient first when given)."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", f"{mode}:{client}"]
+    command += ["--port", str(port), "--counted-requests", str(args.counted_requests)]
+    command += ["--blocks", str(args.blocks)]
+    env = dict(os.environ)
+    if path is not None:  # in place of this checkout: as long a path to search
+        env["PYTHONPATH"] = path
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{mode} {client}: {done.stderr.strip().splitlines()[-1:]}")
+    row: dict[str, float] = json.loads(done.stdout)
+    return row
 
 
 def child(which: str, port: int, args: argparse.Namespace) -> None:
@@ -444,11 +457,14 @@ async def _disable(profiler: cProfile.Profile) -> None:
 # --- instructions per request, with callgrind (async clients only) ---
 
 
-def instructions(port: int, args: argparse.Namespace, plain_cpu: float | None) -> None:
+def instructions(port: int, args: argparse.Namespace, plain_cpu: float) -> None:
     """The third table: each async client's instructions per request under callgrind, counted
     only inside ``sys.call_tracing`` (the requests; not the set-up, nor the backend, another
-    process): the machine's load does not change them. With ``plain_cpu`` (plain httpx's best
-    CPU per request of the counted table), the added share is priced in microseconds."""
+    process): the machine's load does not change them. The added instructions are priced in
+    microseconds at plain httpx's own rate on this machine: ``plain_cpu`` (its best CPU per
+    request, from the counted table, or a counted run of its own with ``--only
+    instructions``) over its instructions per request. That is the column to read the
+    20 us target off."""
     runs: list[tuple[str, str | None]] = [("plain", None), ("XdsTransport", None)]
     if args.before:
         runs.append(("XdsTransport (before)", args.before))
@@ -463,15 +479,18 @@ def instructions(port: int, args: argparse.Namespace, plain_cpu: float | None) -
         counts[client] = instructions / args.instruction_requests
     plain = counts["plain"]
     print(f"\ninstructions per request, callgrind, {args.instruction_requests} async requests\n")
-    print("| client | instructions/request | added | added / plain's | at plain's CPU, us |")
+    print(
+        f"plain httpx: {plain_cpu:.1f} us CPU a request (best block) over {plain:,.0f} "
+        f"instructions: {plain / plain_cpu:,.0f} instructions a microsecond on this machine\n"
+    )
+    print("| client | instructions/request | added | added / plain's | added at plain's rate, us |")
     print("|---|---:|---:|---:|---:|")
     for client, count in counts.items():
         added = share = micros = ""
         if client != "plain":
             added = f"{count - plain:,.0f}"
             share = f"{(count - plain) / plain:.1%}"
-            if plain_cpu is not None:
-                micros = f"{(count - plain) / plain * plain_cpu:.1f}"
+            micros = f"{(count - plain) / plain * plain_cpu:.1f}"
         print(f"| {client} | {count:,.0f} | {added} | {share} | {micros} |")
 
 

@@ -160,6 +160,65 @@ def test_retry_headers_add_conditions_and_set_the_count() -> None:
     assert len(attempts) == 1
 
 
+@pytest.mark.parametrize(
+    ("names", "response", "retried"),
+    [
+        ("x-retry-me", ("x-retry-me", "anything"), True),
+        (" X-Other , X-Retry-Me ", ("x-retry-me", ""), True),  # any case, spaces, a list
+        ("x-retry-me", ("x-something-else", "1"), False),
+        ("", ("x-retry-me", "1"), False),
+    ],
+)
+def test_retriable_header_names_from_the_request_retry_a_response_carrying_one(
+    names: str, response: tuple[str, str], retried: bool
+) -> None:
+    """``x-envoy-retriable-header-names`` lists response headers whose mere presence makes a
+    response retriable under ``retriable-headers`` (Envoy's name-only matchers), beside the
+    policy's own matchers."""
+
+    def matcher(policy: Any) -> None:
+        policy.retriable_headers.add(name="x-upstream-retry").string_match.exact = "yes"
+
+    routes = _routes("retriable-headers", num_retries=1, retriable=matcher)
+    request = http(headers=(("x-envoy-retriable-header-names", names),))
+    _, attempts, _ = _run(routes, [_status(200, response), _status(200)], request)
+    assert len(attempts) == (2 if retried else 1)
+    assert "x-envoy-retriable-header-names" in attempts[0].headers_to_remove  # consumed
+    policy_header = _status(200, ("x-upstream-retry", "yes"))
+    _, attempts, _ = _run(routes, [policy_header, _status(200)], request)
+    assert len(attempts) == 2  # the policy's matchers still apply
+
+
+def test_retriable_status_codes_from_the_request_add_to_the_policys() -> None:
+    """``x-envoy-retriable-status-codes`` adds statuses (a comma-separated list; what is not a
+    number is skipped) to the policy's under ``retriable-status-codes``, and is consumed."""
+
+    def teapot(policy: Any) -> None:
+        policy.retriable_status_codes.append(418)
+
+    routes = _routes("retriable-status-codes", num_retries=1, teapot=teapot)
+    request = http(headers=(("x-envoy-retriable-status-codes", "429, nope ,451"),))
+    for status, retried in ((429, True), (451, True), (418, True), (404, False)):
+        _, attempts, _ = _run(routes, [_status(status), _status(200)], request)
+        assert len(attempts) == (2 if retried else 1), status
+    assert "x-envoy-retriable-status-codes" in attempts[0].headers_to_remove
+    _, attempts, _ = _run(_routes("5xx"), [_status(429), _status(200)], request)
+    assert len(attempts) == 1  # not without the condition
+
+
+def test_retriable_header_names_need_the_retriable_headers_condition() -> None:
+    """Without ``retriable-headers`` in ``retry_on`` (the policy's or ``x-envoy-retry-on``)
+    the named headers retry nothing; added by ``x-envoy-retry-on`` they do."""
+    names = ("x-envoy-retriable-header-names", "x-retry-me")
+    request = http(headers=(names,))
+    _, attempts, _ = _run(_routes("5xx"), [_status(200, ("x-retry-me", "1"))], request)
+    assert len(attempts) == 1
+    request = http(headers=(names, ("x-envoy-retry-on", "retriable-headers")))
+    outcomes = [_status(200, ("x-retry-me", "1")), _status(200)]
+    _, attempts, _ = _run(_routes(), outcomes, request)
+    assert len(attempts) == 2
+
+
 def _backoffs(routes: Any, seed: int) -> list[float]:
     plan = http_plan(routes, seed=seed)
     step = plan.start(0.0)

@@ -59,11 +59,10 @@ async def test_a_new_authority_past_the_cap_releases_the_least_recently_used_wat
     _serve_three(cp, three)
     clock = FakeClock()
     async with (
-        XdsTransport(LISTENER, client=client, max_authorities=2) as transport,
+        XdsTransport(LISTENER, client=client, max_authorities=2, _clock=clock) as transport,
         httpx.AsyncClient(transport=transport) as http,
     ):
         core = transport._core
-        core.clock = clock.time
         for host in ("a.svc", "b.svc", "a.svc"):  # b is now the least recently used
             assert (await http.get(f"http://{host}/")).status_code == 200
             clock.advance(1)

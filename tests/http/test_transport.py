@@ -171,10 +171,9 @@ async def test_an_authority_no_request_used_for_the_idle_timeout_is_released(
     cp.set_all(resources(routes, cluster_of("a", [a]), cluster_of("b", [b])))
     clock = FakeClock()
     async with (
-        XdsTransport(LISTENER, client=client, idle_timeout=10) as transport,
+        XdsTransport(LISTENER, client=client, idle_timeout=10, _clock=clock) as transport,
         httpx.AsyncClient(transport=transport) as http,
     ):
-        transport._core.clock = clock.time
         assert answer(await http.get("http://old.svc/")) == "b /"
         clock.advance(5)
         assert answer(await http.get("http://new.svc/")) == "a /"

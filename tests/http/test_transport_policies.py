@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import random
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,7 +21,7 @@ from tests.call.builders import fault
 from tests.helpers import eventually
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
-from xdsclient.testing import Behaviour, ControlPlane, HttpBackend, http_backends
+from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend, http_backends
 
 from ..lrs.test_end_to_end import _totals
 from .backends import streaming_backend
@@ -342,6 +343,58 @@ async def test_a_response_header_the_policy_names_is_retried(
     assert r.status_code == 200
     assert "x-retry" not in r.headers
     assert a.counts["/again"] == 2
+
+
+async def test_a_response_header_the_request_names_is_retried_and_the_names_not_forwarded(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """``retriable-headers`` with ``x-envoy-retriable-header-names: x-overloaded`` on the
+    request: a 200 carrying ``x-overloaded`` is retried (the backend saw two attempts), the
+    answer is the one without it, and the backend never saw the request header."""
+    a, _, _ = three
+    route = to("c")
+    policy = route.route.retry_policy
+    policy.retry_on = "retriable-headers"
+    policy.num_retries.value = 2
+    policy.retry_back_off.base_interval.FromMilliseconds(1)
+    cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
+    a.script("/busy", Behaviour(headers=(("x-overloaded", "1"),)))
+    names = {"x-envoy-retriable-header-names": "x-other, X-Overloaded"}
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        r = await http.get("http://svc/busy", headers=names)
+    assert r.status_code == 200
+    assert "x-overloaded" not in r.headers
+    assert a.counts["/busy"] == 2
+    assert [seen.header("x-envoy-retriable-header-names") for seen in a.requests] == [None] * 2
+
+
+async def test_a_retrys_back_off_waits_on_the_transports_clock(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """``retry_on: 5xx`` with a 20 s back-off on the transport's fake clock: after the first
+    503 the retry is not sent while the clock stands, and is sent as soon as the clock passes
+    the back-off (a draw under 20 s), with no wait on real time."""
+    a, _, _ = three
+    clock = FakeClock()
+    route = to("c")
+    policy = route.route.retry_policy
+    policy.retry_on = "5xx"
+    policy.retry_back_off.base_interval.FromSeconds(20)
+    route.route.timeout.FromSeconds(60)  # past the back-off (Envoy's default is 15 s)
+    cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
+    a.script("*", Behaviour(status=503), then=Behaviour(status=200))
+    transport = XdsTransport(LISTENER, client=client, rng=random.Random(3), _clock=clock)
+    async with transport, http_of(transport) as http:
+        request = asyncio.ensure_future(http.get("http://svc/"))
+        await eventually(lambda: a.total == 1, what="the first attempt")
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert not request.done()
+        assert a.total == 1
+        clock.advance(20)
+        answered = await asyncio.wait_for(request, 2)
+    assert answered.status_code == 200
+    assert a.total == 2
 
 
 async def test_a_fault_delay_holds_the_request_before_it_is_sent(

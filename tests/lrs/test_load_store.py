@@ -44,6 +44,21 @@ def test_in_progress_is_a_gauge_that_a_report_does_not_reset() -> None:
     assert store.snapshot(4.0) == []
 
 
+def test_a_cancelled_call_is_issued_and_ends_neither_a_success_nor_an_error() -> None:
+    """A call its caller gave up on leaves the in-progress gauge and counts in neither
+    succeeded nor errored (Envoy's report of a downstream reset)."""
+    store = LoadStore()
+    load = store.load("c", "", now=0.0)
+    load.call_started(EAST)
+    load.call_started(EAST)
+    load.call_cancelled(EAST)
+    load.call_finished(EAST, ok=True)
+    (report,) = store.snapshot(1.0)
+    counts = report.localities[0]
+    assert (counts.issued, counts.succeeded, counts.errored, counts.in_progress) == (2, 1, 0, 0)
+    assert store.snapshot(2.0) == []
+
+
 def test_named_metrics_are_summed_and_counted_per_name() -> None:
     """Each named metric of a finished call adds its value to the name's total and one to its
     count (``EndpointLoadMetricStats``)."""

@@ -10,15 +10,20 @@ gRPC status, and its back-off differs from gRPC's. It has the same interface (`R
   per-try timeout: no response), ``gateway-error`` (502, 503, 504, and the same failures
   without a response), ``reset`` (no response: a reset, a connect failure, a per-try
   timeout), ``connect-failure``, ``retriable-4xx`` (409), ``retriable-status-codes`` (the
-  policy's ``retriable_status_codes``), ``retriable-headers`` (any of the policy's response
-  header matchers), and the gRPC conditions (``cancelled``, ``unavailable``...) on a
-  response's ``grpc-status`` header; a response carrying ``x-envoy-ratelimited`` is retried
-  only under ``envoy-ratelimited``. ``refused-stream`` and ``reset-before-request`` are not
-  told apart from a reset (the front end does not report them): they retry nothing here.
+  policy's ``retriable_status_codes`` and those the request's
+  ``x-envoy-retriable-status-codes`` lists), ``retriable-headers`` (any of the policy's response
+  header matchers, or a response header named in the request's
+  ``x-envoy-retriable-header-names``: a comma-separated list of names, each matching when
+  the header is present, Envoy's name-only matchers), and the gRPC conditions
+  (``cancelled``, ``unavailable``...) on a response's ``grpc-status`` header; a response
+  carrying ``x-envoy-ratelimited`` is retried only under ``envoy-ratelimited``.
+  ``refused-stream`` and ``reset-before-request`` are not told apart from a reset (the front
+  end does not report them): they retry nothing here.
 - ``num_retries`` retries at most (Envoy's default 1 when a policy is present; the resource
   decoder reads it); the request headers ``x-envoy-retry-on`` (conditions added to the
-  policy's) and ``x-envoy-max-retries`` (replaces ``num_retries`` when any condition is on)
-  are read, and never forwarded.
+  policy's), ``x-envoy-max-retries`` (replaces ``num_retries`` when any condition is on),
+  ``x-envoy-retriable-status-codes`` and ``x-envoy-retriable-header-names`` are read, and
+  never forwarded.
 - back-off: Envoy's ``JitteredExponentialBackOffStrategy``: the n-th retry waits a whole
   number of milliseconds drawn uniformly from [0, min(base * 2^(n-1), max)), with ``base``
   25 ms and ``max`` 10 x base unless the policy says otherwise (the decoder fills both).
@@ -49,6 +54,8 @@ from ._status import Code, Status
 
 __all__ = [
     "MAX_RETRIES_HEADER",
+    "RETRIABLE_HEADER_NAMES_HEADER",
+    "RETRIABLE_STATUS_CODES_HEADER",
     "RETRY_ON_HEADER",
     "UPSTREAM_TIMEOUT",
     "HttpRetryState",
@@ -57,6 +64,10 @@ __all__ = [
 
 RETRY_ON_HEADER = "x-envoy-retry-on"
 MAX_RETRIES_HEADER = "x-envoy-max-retries"
+#: names response headers whose presence makes a response retriable (``retriable-headers``)
+RETRIABLE_HEADER_NAMES_HEADER = "x-envoy-retriable-header-names"
+#: lists statuses added to the policy's for ``retriable-status-codes``
+RETRIABLE_STATUS_CODES_HEADER = "x-envoy-retriable-status-codes"
 #: Envoy's body when the route's timeout or a per-try timeout passes.
 UPSTREAM_TIMEOUT = b"upstream request timeout"
 _HEADER_CONDITIONS = frozenset(
@@ -83,6 +94,14 @@ _NO_RESPONSE = frozenset({"5xx", "gateway-error", "reset"})
 _GATEWAY_ERRORS = (502, 503, 504)
 
 
+def _listed(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """The items of a comma-separated request header (lower case, stripped, none empty)."""
+    value = headers.get(name)
+    if not value:
+        return ()
+    return tuple(item for item in (part.strip().lower() for part in value.split(",")) if item)
+
+
 def timeout_finish(at: float) -> Finish:
     """Envoy's 504 when a request's timeout passes."""
     reply = LocalReply(status=504, body=UPSTREAM_TIMEOUT)
@@ -99,6 +118,7 @@ class HttpRetryState:
     __slots__ = (
         "_codes",
         "_grpc_codes",
+        "_header_names",
         "_interval",
         "_max_interval",
         "_policy",
@@ -122,6 +142,8 @@ class HttpRetryState:
             self._retry_on: frozenset[str] = frozenset()
             self._grpc_codes: frozenset[Code] = frozenset()
             self._codes: frozenset[int] = frozenset()
+            #: the response headers the request names as retriable (lower case)
+            self._header_names: tuple[str, ...] = ()
             #: retries still allowed (none without a condition)
             self.retries_left = 0
             self._interval = self._max_interval = 25
@@ -135,7 +157,11 @@ class HttpRetryState:
         self._grpc_codes = (
             frozenset(_GRPC_CODES[name] for name in policy.retry_on) if policy else frozenset()
         )
-        self._codes = frozenset(policy.retriable_status_codes) if policy else frozenset()
+        codes = _listed(headers, RETRIABLE_STATUS_CODES_HEADER)
+        self._codes = frozenset(policy.retriable_status_codes if policy else ()).union(
+            int(code) for code in codes if code.isascii() and code.isdigit()
+        )
+        self._header_names = _listed(headers, RETRIABLE_HEADER_NAMES_HEADER)
         retries = policy.num_retries if policy else 1
         count = headers.get(MAX_RETRIES_HEADER, "").strip()
         on = bool(self._retry_on or self._grpc_codes)
@@ -196,14 +222,17 @@ class HttpRetryState:
             return True
         if status in self._codes and "retriable-status-codes" in retry_on:
             return True
-        policy = self._policy
-        if (
-            "retriable-headers" in retry_on
-            and policy is not None
-            and any(matcher.matches(headers) for matcher in policy.retriable_headers)
-        ):
+        if "retriable-headers" in retry_on and self._retriable_headers(headers):
             return True
         return self._grpc_retry(headers)
+
+    def _retriable_headers(self, headers: Mapping[str, str]) -> bool:
+        """Whether a response header matches one of the policy's matchers or is present
+        under a name the request listed."""
+        policy = self._policy
+        if policy is not None and any(m.matches(headers) for m in policy.retriable_headers):
+            return True
+        return any(name in headers for name in self._header_names)
 
     def _grpc_retry(self, headers: Mapping[str, str]) -> bool:
         value = headers.get("grpc-status", "").strip()

@@ -29,15 +29,18 @@ decides per request, following Envoy's router (``source/common/router/router.cc`
   ``ADD_IF_ABSENT`` when absent), presence judged before the level's changes; an empty value
   is added only with ``keep_empty_value``. Values are literal: Envoy's ``%...%`` formatters
   are not expanded. The retry headers the router consumes (``x-envoy-retry-on``,
-  ``x-envoy-max-retries``) are removed. The result is given as "remove these names, then
-  add these pairs" (`apply_header_changes`).
+  ``x-envoy-max-retries``, ``x-envoy-retriable-header-names``,
+  ``x-envoy-retriable-status-codes``) are removed. The result is given as "remove these
+  names, then add these pairs" (`apply_header_changes`).
 
 Why a memo (`RouteMemo`, one per configuration): most requests of a service go to a few
 (authority, path) pairs, and a route whose choice depends on nothing else (no runtime
 fraction, no header matcher on any route looked at up to it, one ``cluster``) chooses the same
 way every time; the memo keeps that choice, so such a request skips the virtual host and route
 walk. Header changes are still worked out per request (they depend on the request's headers),
-and so is everything random or header-dependent: those routes are never memoized.
+and so is everything random or header-dependent: those routes are never memoized. A kept
+choice whose whole plan is fixed besides (`DirectRoute`, found by `HttpRules`: no header
+change, rewrite, retry or hash policy, fault filter) lets the front end skip the plan too.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from ._route import RouteChoice
 __all__ = [
     "CONSUMED_HEADERS",
     "MEMO_LIMIT",
+    "DirectRoute",
     "HttpRoute",
     "RouteMemo",
     "apply_header_changes",
@@ -76,7 +80,12 @@ __all__ = [
 ]
 
 #: Request headers Envoy's router reads and never forwards.
-CONSUMED_HEADERS = ("x-envoy-retry-on", "x-envoy-max-retries")
+CONSUMED_HEADERS = (
+    "x-envoy-retry-on",
+    "x-envoy-max-retries",
+    "x-envoy-retriable-header-names",
+    "x-envoy-retriable-status-codes",
+)
 _PPM = 1_000_000
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 Pairs = tuple[tuple[str, str], ...]
@@ -156,20 +165,41 @@ def route_http(
 
 
 class _Choice:
-    """A route choice without the request's header changes, and the levels that make them."""
+    """A route choice without the request's header changes, and the levels that make them;
+    ``direct`` once the rules found the whole plan of a request to it fixed (`DirectRoute`)."""
 
-    __slots__ = ("levels", "route")
+    __slots__ = ("direct", "levels", "route")
 
     def __init__(self, *, route: HttpRoute, levels: tuple[Level, ...]) -> None:
         self.route = route
         self.levels = levels
+        self.direct: DirectRoute | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DirectRoute:
+    """What every request to one (authority, path) is, when its route fixes it all: one
+    attempt in ``cluster`` with the request as sent (no rewrite, no header change), within
+    ``timeout`` seconds (None: none), nothing to retry, fault or hash. Such a request needs no
+    plan of its own unless its attempt fails (`HttpRules.direct`)."""
+
+    route: HttpRoute
+    cluster: str
+    timeout: float | None
 
 
 def _with_headers(choice: _Choice, call: CallRequest) -> HttpRoute:
     """``choice`` with ``call``'s header changes (none, the usual request: shared as is)."""
     view = call.headers
-    if not choice.levels and CONSUMED_HEADERS[0] not in view and CONSUMED_HEADERS[1] not in view:
-        return choice.route
+    retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
+    if (
+        not choice.levels
+        and retry_on not in view
+        and max_retries not in view
+        and header_names not in view
+        and status_codes not in view
+    ):
+        return choice.route  # no generator: this is every request's path
     remove, add = header_changes(call.metadata, choice.levels, view)
     return attrs.evolve(choice.route, headers_to_remove=remove, headers_to_add=add)
 
@@ -202,6 +232,17 @@ class RouteMemo:
     def get(self, key: tuple[str, str]) -> _Choice | None:
         """The choice kept for ``key``."""
         return self._choices.get(key)
+
+    def direct(self, key: tuple[str, str]) -> DirectRoute | None:
+        """The fixed plan kept for ``key`` (`DirectRoute`), if any."""
+        choice = self._choices.get(key)
+        return None if choice is None else choice.direct
+
+    def set_direct(self, key: tuple[str, str], direct: DirectRoute) -> None:
+        """Keep ``direct`` for ``key`` when its choice is kept and changes no header."""
+        choice = self._choices.get(key)
+        if choice is not None and not choice.levels and choice.route is direct.route:
+            choice.direct = direct
 
     def put(self, key: tuple[str, str], choice: _Choice) -> None:
         """Keep ``choice`` for ``key``."""

@@ -24,20 +24,22 @@ joined with ``,`` for matching, as Envoy's header matchers see them.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from ..resources import DEFAULT_ROUTE_TIMEOUT, RouteConfigurationView
 from ._config import CallConfig
-from ._fault import FaultDecision
+from ._fault import ActiveFaults, FaultDecision
 from ._http_hash import http_request_hash
 from ._http_retry import HttpRetryState, timeout_finish
-from ._http_route import HttpRoute, RouteMemo, route_http
+from ._http_route import DirectRoute, HttpRoute, RouteMemo, route_http
+from ._plan import Attempt, CallPlan
 from ._reply import LocalReply, code_of_http
 from ._request import CallRequest
 from ._retry import Finish
 from ._rules import CallRules, Decisions, decide_faults
 from ._status import Code, Status
 
-__all__ = ["FAULT_ABORT_BODY", "HTTP_RULES", "HttpRules", "route_timeout"]
+__all__ = ["FAULT_ABORT_BODY", "HTTP_RULES", "DirectRoute", "HttpRules", "route_timeout"]
 
 #: Envoy's fault filter's body for an aborted request.
 FAULT_ABORT_BODY = b"fault filter abort"
@@ -65,6 +67,43 @@ class HttpRules(CallRules):
     def memoized(self) -> HttpRules:
         """These rules with a memo of their own."""
         return HttpRules(self.name, memo=RouteMemo())
+
+    def direct(self, config: CallConfig, authority: str, path: str) -> DirectRoute | None:
+        """The fixed plan of a request to ``authority`` and ``path`` by ``config``, once an
+        earlier request found it fixed (`DirectRoute`); None: decide it (`CallPlan.begin`).
+        It holds for a request without the retry headers Envoy's router reads
+        (``x-envoy-retry-on``, ``x-envoy-max-retries``): the caller checks those."""
+        last, memo = self._last, self._memo
+        if last is None or last[0] is not config or memo is None:
+            return None
+        return memo.direct((authority, path))
+
+    def direct_plan(
+        self,
+        direct: DirectRoute,
+        headers: Mapping[str, str],
+        *,
+        now: float,
+        deadline: float | None,
+        request_hash: int,
+        rng: random.Random,
+        faults: ActiveFaults,
+    ) -> tuple[CallPlan, Attempt]:
+        """The plan `CallPlan.begin` would have made at ``now`` for a request to ``direct``
+        (with its ``deadline`` and ``request_hash``, already drawn), started: its first
+        attempt in flight. For a direct request whose attempt did not simply answer."""
+        plan = CallPlan(rules=self, active_faults=faults, rng=rng)
+        plan.decided(
+            choice=direct.route.choice,
+            deadline=deadline,
+            retry=HttpRetryState(None, deadline, headers),
+            request_hash=request_hash,
+            path=direct.route.path,
+            authority=direct.route.authority,
+        )
+        step = plan.start(now)
+        assert isinstance(step, Attempt)
+        return plan, step
 
     def decide(
         self,
@@ -109,6 +148,19 @@ class HttpRules(CallRules):
         if timeout is not None:
             deadline = now + timeout if deadline is None else min(deadline, now + timeout)
         policy = choice.action.retry_policy or choice.virtual_host.retry_policy
+        if (
+            self._memo is not None
+            and policy is None
+            and call.deadline is None
+            and not choice.action.http_hash_policies
+            and not config.has_fault_filters
+            and routed.path == call.path
+            and routed.authority == call.authority
+        ):  # every request to this authority and path goes the same way
+            self._memo.set_direct(
+                (call.authority, call.path),
+                DirectRoute(route=routed, cluster=choice.cluster, timeout=timeout),
+            )
         plan.decided(
             choice=choice,
             deadline=deadline,

@@ -152,6 +152,15 @@ class ClusterLoad:
             entry[0] += 1
             entry[1] += value
 
+    def call_cancelled(self, locality: Locality | LocalityEndpoints) -> None:
+        """A call started in ``locality`` was given up by its caller before any answer came:
+        no longer in progress, and counted neither successful nor in error (Envoy's load
+        report for a downstream reset; gRPC counts a cancelled call in error, through
+        `call_finished`)."""
+        counts = self._counts(locality)
+        if counts.in_progress > 0:
+            counts.in_progress -= 1
+
     def call_dropped(self, category: str | None = None) -> None:
         """A call was dropped: by a ``drop_overloads`` category, or by the circuit breaker
         (None: counted in the total only)."""

@@ -156,13 +156,18 @@ class HttpConnection:
 
     def _core(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
         extensions = request.extensions
-        timeouts = extensions.get("timeout") or _DEFAULT_TIMEOUTS
+        given = extensions.get("timeout")
+        timeouts = given or _DEFAULT_TIMEOUTS
         if timeout is not None:
-            timeouts = {
-                name: timeout if value is None else min(value, timeout)
-                for name, value in timeouts.items()
-            }
-        extensions = {**extensions, "timeout": timeouts}
+            for value in timeouts.values():
+                if value is None or value > timeout:  # capped: the request's own are longer
+                    timeouts = {
+                        name: timeout if value is None else min(value, timeout)
+                        for name, value in timeouts.items()
+                    }
+                    break
+        if timeouts is not given:  # the request's extensions stay the caller's own
+            extensions = {**extensions, "timeout": timeouts}
         method = request.method.encode("ascii")
         target = request.url.raw_path
         if "target" in extensions:  # the caller's own target: httpcore's checks and rules
@@ -200,8 +205,9 @@ def unchecked_request(
 class ResponseBody(httpx.AsyncByteStream):
     """A response's body: httpcore's errors as httpx's; closing it ends the request once and
     then tells ``on_close`` (when set: the exchange's attempt) whether the body was ``cut``
-    short (reading it failed or was cancelled). One wrapper for the connection and the
-    exchange: one layer per chunk."""
+    short by the upstream (reading it failed; not the caller's own timeout or cancellation,
+    which Envoy counts as no upstream failure once the headers came). One wrapper for the
+    connection and the exchange: one layer per chunk."""
 
     def __init__(self, stream: Any, request: httpx.Request, ended: Callable[[], None]) -> None:
         self._stream = stream
@@ -215,11 +221,8 @@ class ResponseBody(httpx.AsyncByteStream):
             async for chunk in self._stream:
                 yield chunk
         except _HTTPCORE_ERRORS as error:
-            self.cut = True  # a reset
+            self.cut = not isinstance(error, httpcore.TimeoutException)  # a reset
             raise _mapped(error, self._request) from error
-        except asyncio.CancelledError:
-            self.cut = True
-            raise
 
     async def aclose(self) -> None:
         try:

@@ -31,22 +31,20 @@ after a snapshot leaves that snapshot in use (the watch's ambient error changes 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
 import time
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 import httpx
 
-from .. import ClusterConfig, XdsClient, XdsConfig, XdsError
+from .. import Clock, ClusterConfig, XdsClient, XdsConfig, XdsError
 from .._call import (
-    HTTP_RULES,
     ActiveFaults,
     CallConfig,
-    CallRules,
     Code,
     HttpRules,
     LocalReply,
@@ -73,6 +71,10 @@ IDLE_TIMEOUT = 300.0
 MAX_AUTHORITIES = 1000
 
 
+#: the rules of an authority before its first configuration (no memo: nothing to keep)
+_UNMEMOIZED = HttpRules()
+
+
 class RouteWatch:
     """One authority's configuration: its config watch and the latest answer."""
 
@@ -93,7 +95,7 @@ class RouteWatch:
         #: what requests route by; None until the first snapshot and after an error
         self.config: CallConfig | None = None
         #: Envoy's HTTP rules with a route memo of ``config``'s own (made with it)
-        self.rules: CallRules = HTTP_RULES
+        self.rules = _UNMEMOIZED
         self.snapshot: XdsConfig | None = None
         #: the answer while there is no configuration (404, 503), None before the first update
         self.reply: LocalReply | None = None
@@ -115,7 +117,7 @@ class HttpCore(PlaneCore):
         *,
         owns_client: bool,
         rng: random.Random,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         http1: bool = True,
         http2: bool = False,
         limits: httpx.Limits = DEFAULT_LIMITS,
@@ -124,7 +126,11 @@ class HttpCore(PlaneCore):
     ) -> None:
         if max_authorities < 1:
             raise ValueError(f"max_authorities must be at least 1, not {max_authorities}")
-        super().__init__(client, owns_client=owns_client, rng=rng, clock=clock)
+        now = time.monotonic if clock is None else clock.time
+        super().__init__(client, owns_client=owns_client, rng=rng, clock=now)
+        #: a clock given to test with (`xdsclient.testing.FakeClock`): every time read and
+        #: every wait is on it; None: the monotonic clock and the loop's timers
+        self._sleeps = clock
         self.listener = listener
         self.idle_timeout = idle_timeout
         self.max_authorities = max_authorities
@@ -135,8 +141,9 @@ class HttpCore(PlaneCore):
             http1=http1,
             http2=http2,
             limits=limits,
-            tls=TlsContexts(self.security.store, clock=clock),
+            tls=TlsContexts(self.security.store, clock=now),
             rng=rng,
+            clock=clock,
         )
         self.faults = ACTIVE_FAULTS
         #: why no request can be routed at all (a bad listener name), None otherwise
@@ -144,6 +151,25 @@ class HttpCore(PlaneCore):
         self._routes: dict[str, RouteWatch] = {}
         #: when idle watches were last looked for (None: before the first request)
         self._swept: float | None = None
+
+    async def wait_change(self, event: asyncio.Event, until: float | None) -> None:
+        """`PlaneCore.wait_change`, sleeping on the clock given to test with when there is
+        one (its waits end only as the test moves it past ``until``, never on real time)."""
+        sleeps = self._sleeps
+        if sleeps is None or until is None:
+            await super().wait_change(event, until)
+            return
+        if until <= self.clock():
+            return
+        waits = (
+            asyncio.ensure_future(event.wait()),
+            asyncio.ensure_future(sleeps.sleep_until(until)),
+        )
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     # --- the plane's hooks ---
 
@@ -213,6 +239,14 @@ class HttpCore(PlaneCore):
         return self.connections.connect(key, self.security.policy_of_cluster(cluster))
 
     # --- configurations per authority ---
+
+    def config_now(self, authority: str) -> RouteWatch | None:
+        """The config watch of ``authority`` when its configuration is there now (the usual
+        request: no wait, no coroutine), else None (`call_config` waits or answers)."""
+        if self.error is not None or self.closed or not self.started():
+            return None
+        route = self.route(authority)
+        return route if route.config is not None else None
 
     async def call_config(
         self, authority: str, deadline: float | None

@@ -8,6 +8,14 @@ sends the attempt on that endpoint's connection with the attempt's path, authori
 changes, classifies how it ended (a status, a reset, a connect failure, the per-try timeout),
 and answers with the last attempt's response or the plan's local reply.
 
+Why a direct path: most requests go where their route alone says, with nothing to retry,
+fault, hash or change (`DirectRoute`, which the route's rules keep once a first request to the
+authority and path found it so). Such a request draws its request hash as the plan would, picks,
+and awaits its connection's pool from `Exchange.run` itself; its response is the answer. Only
+when that attempt does not simply answer (no pick now, a connect failure, a reset, a timeout)
+is the plan made, the one `CallPlan.begin` would have made from the same draws, and driven
+from that attempt on. So the usual request costs a pick and a send, not a plan.
+
 The response body is streamed, never buffered: the attempt's response is handed to the caller
 as it came, and the request counts as ended for the picker (outlier detection, least request,
 circuit breaking), the cluster's load report and the connection when the caller closes the
@@ -16,19 +24,27 @@ cannot be read again (a stream not yet read) is sent once: its attempt is commit
 
 What counts as a failure for outlier detection and load reports is what Envoy counts: a 5xx
 response (502, 503 and 504 are its gateway failures), a reset, a connect failure, a timeout.
+A request its caller gives up on (its task cancelled, httpx's own timeout passing before the
+route's) is Envoy's downstream reset, no upstream failure: an attempt still waiting for its
+response is handed back to the picker with no outcome and counted in the load report as
+neither a success nor an error; a body the caller stops reading ends its attempt by the status
+that came.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
+import httpcore
 import httpx
 
 from .. import Available, Missing, XdsError
 from .._call import (
     Attempt,
     AttemptOutcome,
-    CallConfig,
     CallPlan,
     CallRequest,
     CallState,
@@ -40,10 +56,12 @@ from .._call import (
     Status,
     apply_header_changes,
 )
+from .._call._http_route import CONSUMED_HEADERS, DirectRoute
+from .._call._plan import Step
 from .._plane import DEADLINE, PickWait
 from .._plane._tls_policy import TlsError
 from ..lb import LocalFailure, PickOutcome, PickResult
-from ._connections import ResponseBody
+from ._connections import HttpConnection, ResponseBody
 from ._core import HttpCore, RouteWatch
 
 __all__ = ["Exchange", "local_response"]
@@ -58,6 +76,35 @@ _RETRIABLE_HEADERS = "x-envoy-retriable-header-names"
 #: how early a timeout may fire and still be the attempt's deadline (timers are not exact)
 _EARLY = 0.05
 _RESETS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
+_COMPLETE = PickOutcome.COMPLETE
+_NO_NAMES: Mapping[str, str] = MappingProxyType({})
+
+
+def _header_view(
+    raw: list[tuple[bytes, bytes]], authority: str, method: str, path: str, scheme: str
+) -> dict[str, str]:
+    """The request's headers as the call path reads them (`CallRequest.headers` of the call
+    `Exchange` makes: the pseudo-headers, then every header but Host by lower-case name, a
+    repeated one's values joined with ``,``), made directly."""
+    view = {":authority": authority, ":method": method, ":path": path, ":scheme": scheme}
+    for name, value in raw:
+        key = name.lower()
+        if key == b"host":
+            continue
+        text, joined = key.decode("latin-1"), value.decode("latin-1")
+        before = view.get(text)
+        view[text] = joined if before is None else f"{before},{joined}"
+    return view
+
+
+class _Sending(NamedTuple):
+    """The attempt in flight: its connection, ending, endpoint, request and deadline."""
+
+    conn: HttpConnection
+    ending: _Ending
+    key: tuple[str, int]
+    request: httpx.Request
+    deadline: float | None
 
 
 def local_response(reply: LocalReply) -> httpx.Response:
@@ -100,9 +147,22 @@ class _Ending:
         if self._load is not None and picked.locality is not None:
             self._load.call_finished(picked.locality, ok)
 
+    def cancelled(self) -> None:
+        """The caller gave up before the response came (Envoy's downstream reset): the pick
+        is handed back with no outcome (circuit breaking and least request count it out;
+        outlier detection counts nothing) and the load report counts it neither a success
+        nor an error."""
+        if self.done:
+            return
+        self.done = True
+        picked = self._picked
+        self._core.picker.call_abandoned(picked)
+        if self._load is not None and picked.locality is not None:
+            self._load.call_cancelled(picked.locality)
+
     def closed(self, cut: bool) -> None:
-        """The response's body was closed: whole (a success below 500), or ``cut`` short (a
-        reset)."""
+        """The response's body was closed: read whole or not by the caller's choice (counted
+        by its status: a success below 500), or ``cut`` short by a failed read (a reset)."""
         if cut:
             self.end(False, LocalFailure.RESET)
         else:
@@ -122,24 +182,61 @@ class Exchange:
         self._body: bytes | None = None
         #: the configuration of the request's authority
         self._route: RouteWatch | None = None
-        #: the request's Host header and path, as sent (an attempt that changes neither, nor
-        #: any header, sends the request itself)
+        #: the request's Host header, authority and path, as sent (an attempt that changes
+        #: neither, nor any header, sends the request itself)
         self._host: str | None = None
+        self._authority = ""
         self._path = ""
         #: the request's headers by lower-case name (the call's view)
-        self._names: Mapping[str, str] | None = None
+        self._names: Mapping[str, str] = _NO_NAMES
+        #: the attempt in flight: its connection, ending, endpoint, request, deadline
+        self._attempt: _Sending | None = None
 
     async def run(self) -> httpx.Response:
         """Drive the request to its response (few coroutines deep: each is entered again at
-        every resume)."""
+        every resume). The usual request (its authority's configuration there, its route's
+        plan fixed: `DirectRoute`) awaits only its connection's pool; a plan takes over when
+        its attempt does not simply answer."""
         try:
-            configured = await self._configured()
-            if isinstance(configured, httpx.Response):
-                return configured
-            call, config, route = configured
+            route = self._ready()
+            if route is None:
+                configured = await self._configured()
+                if isinstance(configured, httpx.Response):
+                    return configured
+                route = configured
             route.in_flight += 1
             try:
-                return await self._routed(call, config, route)
+                direct = self._direct(route)
+                if direct is None:
+                    return await self._drive(self._planned(route))
+                core = self._core
+                now = core.clock()
+                deadline = None if direct.timeout is None else now + direct.timeout
+                request_hash = core.rng.getrandbits(64)
+                picked = core.pick_now(direct.cluster, self._names, request_hash, deadline)
+                first: PickResult | Status | PickWait | None = picked
+                outcome: AttemptOutcome | None = None
+                if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
+                    first = None
+                    started = self._begin(picked, self._request, deadline)
+                    if isinstance(started, AttemptOutcome):
+                        outcome = started
+                    else:
+                        try:
+                            answer = await started[0].pool.handle_async_request(started[1])
+                        except BaseException as error:
+                            outcome = self._failed(error)
+                        else:
+                            if self._received(answer) is None:
+                                return self._hand_over()  # the usual request's end
+                plan, step = route.rules.direct_plan(
+                    direct, self._names, now=now, deadline=deadline,
+                    request_hash=request_hash, rng=core.rng, faults=core.faults,
+                )  # fmt: skip
+                self._plan = plan
+                if outcome is not None:
+                    return await self._drive(await self._after(outcome), first)
+                return await self._drive(step, first)
             finally:
                 route.in_flight -= 1
         except BaseException:
@@ -148,12 +245,18 @@ class Exchange:
             await self._drop(ok=False)
             raise
 
-    async def _configured(self) -> httpx.Response | tuple[CallRequest, CallConfig, RouteWatch]:
-        """The request as a call, its authority's configuration and config watch (waited for
-        at its first request), or the local answer there is instead."""
-        core, request = self._core, self._request
+    def _ready(self) -> RouteWatch | None:
+        """The request's authority; its config watch when the configuration is there now."""
+        request = self._request
         self._host = request.headers.get("host")
-        authority = self._host or request.url.netloc.decode("ascii")
+        self._authority = self._host or request.url.netloc.decode("ascii")
+        route = self._route = self._core.config_now(self._authority)
+        return route
+
+    async def _configured(self) -> httpx.Response | RouteWatch:
+        """The config watch of the request's authority, its configuration waited for at its
+        first request, or the local answer there is instead."""
+        core, request, authority = self._core, self._request, self._authority
         wait = _timeout(request, "pool")
         deadline = None if wait is None else core.clock() + wait
         route, config = await core.call_config(authority, deadline)
@@ -168,15 +271,44 @@ class Exchange:
                 )
             return local_response(_status_reply(config))
         self._route = route
-        call = self._call(authority)
-        self._names = call.headers
-        return call, config, route
+        return route
 
-    def _call(self, authority: str) -> CallRequest:
+    def _direct(self, route: RouteWatch) -> DirectRoute | None:
+        """The request's fixed plan (`DirectRoute`) when it has one and can be sent as it is,
+        with the request's header view made (`_names`); None: plan it."""
+        request = self._request
+        url = request.url
+        path = self._path = url.raw_path.decode("ascii")
+        config = route.config
+        snapshot = route.snapshot
+        if config is None or snapshot is None or self._host is None:
+            return None
+        direct = route.rules.direct(config, self._authority, path)
+        if direct is None or direct.cluster not in snapshot.clusters:
+            return None
+        names = self._names = _header_view(
+            request.headers.raw, self._authority, request.method, path, url.scheme
+        )
+        retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
+        if (
+            retry_on in names
+            or max_retries in names
+            or header_names in names
+            or status_codes in names
+        ):
+            return None  # the router reads and removes them: plan it
+        try:
+            self._body = request.content
+        except httpx.RequestNotRead:
+            return direct  # a stream: sent once, as it is
+        return direct if isinstance(request.stream, httpx.ByteStream) else None
+
+    def _call(self) -> CallRequest:
         request = self._request
         url = request.url
         path = self._path = url.raw_path.decode("ascii")
         scheme = url.scheme
+        authority = self._authority
         metadata = [
             (":authority", authority),
             (":method", request.method),
@@ -197,29 +329,38 @@ class Exchange:
             grpc_rules=False,
         )
 
-    async def _routed(
-        self, call: CallRequest, config: CallConfig, route: RouteWatch
-    ) -> httpx.Response:
+    def _planned(self, route: RouteWatch) -> Step:
+        """The request's plan, decided by the route's rules: its first step."""
         core = self._core
+        call = self._call()
+        self._names = call.headers
         now = core.clock()
+        assert route.config is not None
         plan = self._plan = CallPlan.begin(
-            call, config, now=now, rng=core.rng, faults=core.faults, rules=route.rules
+            call, route.config, now=now, rng=core.rng, faults=core.faults, rules=route.rules
         )
         try:
             self._body = self._request.content
         except httpx.RequestNotRead:
             self._body = None  # a stream: sent once
-        step = plan.start(now)
+        return plan.start(now)
+
+    async def _drive(
+        self, step: Step, first: PickResult | Status | PickWait | None = None
+    ) -> httpx.Response:
+        """Follow the plan from ``step`` to the answer (``first``: the first attempt's pick,
+        made already)."""
+        core, plan = self._core, self._plan
+        assert plan is not None
         while True:
             if isinstance(step, Attempt):
-                picked = await self._picked(step, call)
+                picked = await self._picked(step, first)
+                first = None
                 if isinstance(picked, AttemptOutcome):
                     outcome = picked
                 else:
-                    outcome = await self._send(step, picked)
-                step = plan.attempt_done(outcome, core.clock())
-                if not isinstance(step, Finish) or step.reply is not None:
-                    await self._drop(ok=outcome.http_status is not None)
+                    outcome = await self._send(picked, self._outgoing(step), step.deadline)
+                step = await self._after(outcome)
             elif isinstance(step, Delay):
                 await self._sleep_until(step.until)
                 step = plan.delay_elapsed(core.clock())
@@ -234,6 +375,16 @@ class Exchange:
                     return local_response(step.reply or _status_reply(step.status))
                 return self._hand_over()
 
+    async def _after(self, outcome: AttemptOutcome) -> Step:
+        """The plan's next step after an attempt ended with ``outcome`` (its response
+        dropped unless it is the answer)."""
+        plan = self._plan
+        assert plan is not None
+        step = plan.attempt_done(outcome, self._core.clock())
+        if not isinstance(step, Finish) or step.reply is not None:
+            await self._drop(ok=outcome.http_status is not None)
+        return step
+
     async def _sleep_until(self, until: float) -> None:
         core = self._core
         while core.clock() < until:
@@ -241,16 +392,18 @@ class Exchange:
                 raise httpx.TransportError("the XdsTransport is closed")
             await core.wait_change(core.changed(), until)
 
-    async def _picked(self, step: Attempt, call: CallRequest) -> PickResult | AttemptOutcome:
+    async def _picked(
+        self, step: Attempt, first: PickResult | Status | PickWait | None = None
+    ) -> PickResult | AttemptOutcome:
         """The attempt's pick (its cluster resolved first when the route names it at request
-        time), or how the attempt ends without one."""
+        time), or how the attempt ends without one (``first``: the pick made already)."""
         route = self._route
         snapshot = route.snapshot if route is not None else None
-        if snapshot is not None and step.cluster not in snapshot.clusters:
+        if first is None and snapshot is not None and step.cluster not in snapshot.clusters:
             missing = await self._request_time_cluster(step.cluster)
             if missing is not None:
                 return missing
-        return await self._pick(step, call)
+        return await self._pick(step, first)
 
     async def _request_time_cluster(self, cluster: str) -> AttemptOutcome | None:
         """Have ``cluster`` in the picker when the route resolves it at request time (a
@@ -286,12 +439,17 @@ class Exchange:
         policy = choice.action.retry_policy or choice.virtual_host.retry_policy
         return 1 + (policy.host_selection_retry_max_attempts if policy is not None else 1)
 
-    async def _pick(self, step: Attempt, call: CallRequest) -> PickResult | AttemptOutcome:
+    async def _pick(
+        self, step: Attempt, first: PickResult | Status | PickWait | None
+    ) -> PickResult | AttemptOutcome:
         core = self._core
         picks = self._picks(step)
         request_hash = step.request_hash
         for tries in range(picks):
-            picked = core.pick_now(step.cluster, call.headers, request_hash, step.deadline)
+            if first is not None:
+                picked, first = first, None
+            else:
+                picked = core.pick_now(step.cluster, self._names, request_hash, step.deadline)
             if isinstance(picked, PickWait):
                 picked = await core.wait_pick(picked)
             if isinstance(picked, Status):
@@ -313,7 +471,24 @@ class Exchange:
             request_hash = (request_hash + _REHASH) & _MASK  # ring hash: elsewhere on the ring
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(self, step: Attempt, picked: PickResult) -> AttemptOutcome:
+    async def _send(
+        self, picked: PickResult, outgoing: httpx.Request, deadline: float | None
+    ) -> AttemptOutcome:
+        """Send an attempt on ``picked``'s connection: how it ended."""
+        started = self._begin(picked, outgoing, deadline)
+        if isinstance(started, AttemptOutcome):
+            return started
+        try:
+            answer = await started[0].pool.handle_async_request(started[1])
+        except BaseException as error:
+            return self._failed(error)
+        return self._received(answer) or self._answered()
+
+    def _begin(
+        self, picked: PickResult, outgoing: httpx.Request, deadline: float | None
+    ) -> tuple[HttpConnection, httpcore.Request] | AttemptOutcome:
+        """An attempt starts on ``picked``'s connection: the connection and what to give its
+        pool, or how the attempt ended at once (a connect failure)."""
         core = self._core
         endpoint = picked.endpoint
         assert endpoint is not None
@@ -325,45 +500,72 @@ class Exchange:
                 picked, False, core.clock(), local_failure=LocalFailure.CONNECT
             )
             return AttemptOutcome(connect_failure=True, endpoint=key, details=str(error))
-        ending = _Ending(core, picked)
-        outgoing = self._outgoing(step)
-        timeout = None if step.deadline is None else max(0.0, step.deadline - core.clock())
-        committed = self._body is None
+        self._attempt = _Sending(conn, _Ending(core, picked), key, outgoing, deadline)
+        timeout = None if deadline is None else max(0.0, deadline - core.clock())
         try:
-            core_request = conn.begin(outgoing, timeout)
-            try:
-                answer = await conn.pool.handle_async_request(core_request)
-            except BaseException as error:
-                raise conn.failed(error, outgoing)  # noqa: B904 - failed() gives its cause
-            response = conn.response(answer, outgoing)
-        except httpx.TimeoutException as error:
-            connecting = isinstance(error, httpx.ConnectTimeout)
-            ending.end(False, LocalFailure.CONNECT if connecting else LocalFailure.TIMEOUT)
-            if connecting:
+            return conn, conn.begin(outgoing, timeout)
+        except BaseException as error:
+            return self._failed(error, mapped=True)  # begin raises httpx's errors
+
+    def _failed(self, error: BaseException, *, mapped: bool = False) -> AttemptOutcome:
+        """The attempt in flight raised ``error`` (httpcore's, unless ``mapped``): how it
+        ended, or (re-raised) the caller's own error."""
+        sending = self._attempt
+        assert sending is not None
+        core, ending, key = self._core, sending.ending, sending.key
+        committed = self._body is None
+        if not mapped:
+            error = sending.conn.failed(error, sending.request)
+        if isinstance(error, httpx.TimeoutException):
+            if isinstance(error, httpx.ConnectTimeout):
+                ending.end(False, LocalFailure.CONNECT)
                 return AttemptOutcome(
                     connect_failure=True, endpoint=key, details=str(error), committed=committed
                 )
-            if step.deadline is None or core.clock() < step.deadline - _EARLY:
-                raise  # the caller's own (httpx) timeout, not the route's: httpx raises it
+            deadline = sending.deadline
+            if deadline is None or core.clock() < deadline - _EARLY:
+                ending.cancelled()  # the caller's own (httpx) timeout: it gave up
+                raise error  # as httpx raises it
+            ending.end(False, LocalFailure.TIMEOUT)
             return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
-        except _CONNECT_FAILURES as error:
+        if isinstance(error, _CONNECT_FAILURES):
             ending.end(False, LocalFailure.CONNECT)
             return AttemptOutcome(
                 connect_failure=True, endpoint=key, details=str(error), committed=committed
             )
-        except _RESETS as error:
+        if isinstance(error, _RESETS):
             ending.end(False, LocalFailure.RESET)
             return AttemptOutcome(reset=True, endpoint=key, details=str(error), committed=committed)
-        except BaseException:
+        if isinstance(error, asyncio.CancelledError):
+            ending.cancelled()
+        else:
             ending.end(False)
-            raise
-        self._response, self._ending = response, ending
-        status = ending.status = response.status_code
+        raise error
+
+    def _received(self, answer: httpcore.Response) -> AttemptOutcome | None:
+        """The pool answered the attempt in flight: its response is the attempt's (None), or
+        how the attempt ended when wrapping it failed."""
+        sending = self._attempt
+        assert sending is not None
+        try:
+            response = sending.conn.response(answer, sending.request)
+        except BaseException as error:
+            return self._failed(error, mapped=True)
+        self._response, self._ending = response, sending.ending
+        sending.ending.status = response.status_code
+        return None
+
+    def _answered(self) -> AttemptOutcome:
+        """How the attempt that got its response ended, for the plan."""
+        sending, response = self._attempt, self._response
+        assert sending is not None
+        assert response is not None
+        status = response.status_code
         return AttemptOutcome(
             http_status=status,
             headers=self._response_headers(response),
-            endpoint=key,
-            committed=committed,
+            endpoint=sending.key,
+            committed=self._body is None,
             code=Code.OK if status < 500 else Code.UNAVAILABLE,
         )
 
@@ -376,7 +578,7 @@ class Exchange:
         if choice is not None:
             policy = choice.action.retry_policy or choice.virtual_host.retry_policy
         wanted = (policy is not None and policy.retriable_headers) or (
-            self._names is not None and _RETRIABLE_HEADERS in self._names
+            _RETRIABLE_HEADERS in self._names
         )
         if not wanted:
             return ()

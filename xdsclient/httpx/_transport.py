@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from .. import XdsClient
+from .. import Clock, XdsClient
 from ._connections import DEFAULT_LIMITS
 from ._core import IDLE_TIMEOUT, MAX_AUTHORITIES, HttpCore
 from ._exchange import Exchange
@@ -68,13 +68,18 @@ class XdsTransport(httpx.AsyncBaseTransport):
         rng: random.Random | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
         max_authorities: int = MAX_AUTHORITIES,
+        _clock: Clock | None = None,
     ) -> None:
+        # _clock: for tests (`xdsclient.testing.FakeClock`), as ``XdsClient(clock=...)``: the
+        # transport reads time and waits on it alone (outlier detection, retries' back-off,
+        # idle authorities, connection back-off, certificate refresh)
         owns = client is None
         self._core = HttpCore(
             listener,
             client if client is not None else XdsClient(),
             owns_client=owns,
             rng=rng if rng is not None else random.Random(),
+            clock=_clock,
             http1=http1,
             http2=http2,
             limits=limits,

@@ -470,9 +470,11 @@ class ComposedPicker:
             )
 
     def call_abandoned(self, result: PickResult) -> None:
-        """A pick the caller did not use (it picked again, say to avoid a host): handed
-        back to circuit breaking and least request, and counted by neither outlier
-        detection nor anything reading outcomes."""
+        """A pick whose call has no outcome: the caller did not use it (it picked again, say
+        to avoid a host), or gave the call up before any answer came (Envoy's downstream
+        reset, which it counts as no upstream failure): handed back to circuit breaking and
+        least request, and counted by neither outlier detection nor anything reading
+        outcomes."""
         leaf = self._leaves.get(result.cluster)
         if leaf is not None and result.endpoint is not None:
             leaf.counter.call_finished()

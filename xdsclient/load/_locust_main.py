@@ -320,8 +320,8 @@ class _Worker:
 
     async def _run_at(self, assignment: dict[str, Any]) -> RunResult:
         scenario = Scenario.from_dict(assignment["scenario"])
-        await asyncio.sleep(max(0.0, float(assignment["start_at"]) - time.time()))
-        return await run(scenario, on_progress=self._on_snapshot)
+        start_at = float(assignment["start_at"])
+        return await run(scenario, on_progress=self._on_snapshot, start_at=start_at)
 
     def _on_snapshot(self, progress: Progress) -> None:
         # On the run's loop: the histograms are read here, never from another thread.

@@ -101,9 +101,14 @@ async def _reach(target: str, timeout: float) -> None:
 
 class _Run:
     def __init__(
-        self, scenario: Scenario, on_progress: ProgressHook | None, push: PushHook | None
+        self,
+        scenario: Scenario,
+        on_progress: ProgressHook | None,
+        push: PushHook | None,
+        start_at: float | None = None,
     ) -> None:
         self.scenario = scenario
+        self.start_at = start_at
         self.on_progress = on_progress
         self.push = push
         self.result = RunResult(scenario=scenario.to_dict())
@@ -125,10 +130,15 @@ class _Run:
         if scenario.validate and scenario.bootstrap is not None:  # check as its clients would
             providers = load_bootstrap(scenario.bootstrap).certificate_providers
             self.fleet.decoder = SharedDecoder(validate=True, certificate_providers=providers)
+        if self.start_at is not None:
+            await asyncio.sleep(max(0.0, self.start_at - time.time()))
         await _reach(self.target, scenario.connect_timeout)
         cpu0, wall0 = time.process_time(), time.time()
-        self.result.started = wall0
-        self.start = Fleet.now()
+        # A run told to start at a time it has passed (a busy worker of a distributed run)
+        # still counts its schedule from that time, as the other workers do.
+        late = 0.0 if self.start_at is None else max(0.0, wall0 - self.start_at)
+        self.result.started = wall0 - late
+        self.start = Fleet.now() - late
         self.stop_at = self.start + scenario.duration
         helpers = [asyncio.create_task(coro) for coro in self._helpers()]
         try:
@@ -279,8 +289,13 @@ async def run(
     *,
     on_progress: ProgressHook | None = None,
     push: PushHook | None = None,
+    start_at: float | None = None,
 ) -> RunResult:
     """Run ``scenario`` to its end and return what it measured.
+
+    ``start_at`` (a `time.time` value) is when the run's schedule (ramp, pushes, storms, its
+    end) counts from: the run waits for it, and a run that begins after it (a busy worker of
+    a distributed run) keeps the schedule of the others; now by default.
 
     ``on_progress`` is called with a `Progress` snapshot every `PROGRESS_INTERVAL` seconds
     and once at the end (``done``). ``push`` is the scenario's push action when it has no
@@ -290,4 +305,4 @@ async def run(
     serve the scenario's xDS method, `ScenarioError` for a bootstrap the load tester cannot
     use.
     """
-    return await _Run(scenario, on_progress, push).main()
+    return await _Run(scenario, on_progress, push, start_at).main()

@@ -83,6 +83,25 @@ class HeaderMatchKind(enum.Enum):
     CONTAINS = "contains"
 
 
+def _string_matches(
+    kind: HeaderMatchKind, value: str, pattern: str, ignore_case: bool, regex: Regex | None
+) -> bool:
+    """Envoy's ``StringMatcher`` on one value: exact, prefix, suffix, contains (each optionally
+    ignoring case) or a full RE2 match; the header and query parameter matchers share it."""
+    if kind is HeaderMatchKind.SAFE_REGEX:
+        assert regex is not None
+        return regex.fullmatch(value) is not None
+    if ignore_case:
+        value, pattern = value.lower(), pattern.lower()
+    if kind is HeaderMatchKind.EXACT:
+        return value == pattern
+    if kind is HeaderMatchKind.PREFIX:
+        return value.startswith(pattern)
+    if kind is HeaderMatchKind.SUFFIX:
+        return value.endswith(pattern)
+    return pattern in value  # CONTAINS
+
+
 @attrs.frozen(kw_only=True)
 class HeaderMatcher:
     """One header condition of the given ``kind``; ``invert`` flips the result."""
@@ -116,19 +135,7 @@ class HeaderMatcher:
             except ValueError:
                 return False
             return self.range[0] <= number < self.range[1]
-        if self.kind is HeaderMatchKind.SAFE_REGEX:
-            assert self.regex is not None
-            return self.regex.fullmatch(value) is not None
-        subject, pattern = (
-            (value.lower(), self.value.lower()) if self.ignore_case else (value, self.value)
-        )
-        if self.kind is HeaderMatchKind.EXACT:
-            return subject == pattern
-        if self.kind is HeaderMatchKind.PREFIX:
-            return subject.startswith(pattern)
-        if self.kind is HeaderMatchKind.SUFFIX:
-            return subject.endswith(pattern)
-        return pattern in subject  # CONTAINS
+        return _string_matches(self.kind, value, self.value, self.ignore_case, self.regex)
 
 
 @attrs.frozen(kw_only=True)
@@ -151,19 +158,7 @@ class QueryParameterMatcher:
             return False
         if self.kind is HeaderMatchKind.PRESENT:
             return True
-        if self.kind is HeaderMatchKind.SAFE_REGEX:
-            assert self.regex is not None
-            return self.regex.fullmatch(value) is not None
-        subject, pattern = (
-            (value.lower(), self.value.lower()) if self.ignore_case else (value, self.value)
-        )
-        if self.kind is HeaderMatchKind.EXACT:
-            return subject == pattern
-        if self.kind is HeaderMatchKind.PREFIX:
-            return subject.startswith(pattern)
-        if self.kind is HeaderMatchKind.SUFFIX:
-            return subject.endswith(pattern)
-        return pattern in subject  # CONTAINS
+        return _string_matches(self.kind, value, self.value, self.ignore_case, self.regex)
 
 
 @attrs.frozen(kw_only=True)
