@@ -45,7 +45,16 @@ from ._watch._resolve import Outcome
 from ._watch._resolver import Resolver
 from ._watch._wait import wait_for, wait_for_config
 from ._watch._watchers import ResourceWatcher, Watch, WatchHandle, check_watcher
-from .resources import BUILTIN_TYPES, CLUSTER, VIRTUAL_HOST, ClusterView, ResourceType, cluster_type
+from .resources import (
+    BUILTIN_TYPES,
+    CLUSTER,
+    LISTENER,
+    VIRTUAL_HOST,
+    ClusterView,
+    ResourceType,
+    cluster_type,
+    listener_type,
+)
 from .resources._virtual_host import vhds_name
 
 __all__ = ["XdsClient"]
@@ -535,15 +544,18 @@ def _flag(name: str, value: object, default: bool) -> bool:
 def _resource_types(
     extra: Iterable[ResourceType[Any]], *, ads: bool, providers: Iterable[str]
 ) -> dict[str, ResourceType[Any]]:
-    """The built-in types, clusters decoded against the bootstrap's certificate provider
-    instances (gRPC's decode context), then ``extra``: a type of the user's own replaces the
-    built-in one of its URL as it is (passing `CLUSTER` itself keeps the bootstrap's check)."""
+    """The built-in types, clusters and listeners decoded against the bootstrap's certificate
+    provider instances (gRPC's decode context), then ``extra``: a type of the user's own
+    replaces the built-in one of its URL as it is (passing `CLUSTER` or `LISTENER` itself keeps
+    the bootstrap's check)."""
+    providers = frozenset(providers)
     types: dict[str, ResourceType[Any]] = {t.type_url: t for t in BUILTIN_TYPES}
     types[CLUSTER.type_url] = cluster_type(providers)
+    types[LISTENER.type_url] = listener_type(providers)
     for rtype in extra:
         if not isinstance(rtype, ResourceType):
             raise TypeError(f"resource_types must hold ResourceType values, not {rtype!r}")
-        if rtype is not CLUSTER:
+        if rtype is not CLUSTER and rtype is not LISTENER:
             types[rtype.type_url] = rtype
     if not ads:
         missing = [t for t in types if t not in PER_TYPE_SERVICES]

@@ -6,33 +6,19 @@ the new authority is answered 503 naming the cap."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from tests.helpers import eventually
-from xdsclient import ClientOptions, XdsClient
+from xdsclient import XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.resources import CLUSTER
-from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend, http_backends
+from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend
 
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    options = ClientOptions(does_not_exist_timeout=1.0)
-    async with XdsClient(cp.address, node_id="authority-cap", options=options) as xds_client:
-        yield xds_client
-
-
-@pytest.fixture
-async def three() -> AsyncIterator[list[HttpBackend]]:
-    async with http_backends(names=("a", "b", "c")) as started:
-        yield started
 
 
 def _subscribed(cp: ControlPlane) -> set[str]:

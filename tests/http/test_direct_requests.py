@@ -7,34 +7,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
-from xdsclient import ClientOptions, XdsClient
+from xdsclient import XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
-from xdsclient.testing import Behaviour, ControlPlane, HttpBackend, http_backends
+from xdsclient.testing import Behaviour, ControlPlane, HttpBackend
 
+from .conftest import http_of
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 from .test_connections import free_port
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    options = ClientOptions(does_not_exist_timeout=1.0)
-    async with XdsClient(cp.address, node_id="direct", options=options) as xds_client:
-        yield xds_client
-
-
-@pytest.fixture
-async def two() -> AsyncIterator[list[HttpBackend]]:
-    async with http_backends(names=("a", "b")) as started:
-        yield started
-
-
-def http_of(transport: XdsTransport) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=transport, timeout=10)
 
 
 async def test_each_repeated_request_past_the_routes_timeout_answers_504(

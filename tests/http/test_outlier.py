@@ -5,8 +5,6 @@ and it comes back at the first sweep once ``base_ejection_time`` has passed, not
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 
@@ -14,24 +12,11 @@ from tests.sync.conftest import Plane, plane  # noqa: F401  # the control plane 
 from xdsclient import ClientOptions, XdsClient
 from xdsclient.httpx import XdsSyncTransport, XdsTransport
 from xdsclient.sync import SyncXdsClient
-from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend, http_backends
+from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend
 
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    options = ClientOptions(does_not_exist_timeout=1.0)
-    async with XdsClient(cp.address, node_id="xds-outlier", options=options) as xds_client:
-        yield xds_client
-
-
-@pytest.fixture
-async def three() -> AsyncIterator[list[HttpBackend]]:
-    async with http_backends(names=("a", "b", "c")) as started:
-        yield started
 
 
 async def get(http: httpx.AsyncClient, count: int) -> list[int]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.helpers import eventually
-from xdsclient import ClientOptions, XdsClient
+from xdsclient import XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import (
@@ -22,25 +21,11 @@ from xdsclient.testing import (
     HttpBackend,
     bootstrap,
     builders,
-    http_backends,
 )
 
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    options = ClientOptions(does_not_exist_timeout=1.0)  # a missing cluster is known quickly
-    async with XdsClient(cp.address, node_id="xds-transport", options=options) as xds_client:
-        yield xds_client
-
-
-@pytest.fixture
-async def two() -> AsyncIterator[list[HttpBackend]]:
-    async with http_backends(names=("a", "b")) as started:
-        yield started
 
 
 def answer(response: httpx.Response) -> str:

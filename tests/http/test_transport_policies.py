@@ -19,28 +19,16 @@ from envoy.extensions.retry.host.previous_hosts.v3 import previous_hosts_pb2
 
 from tests.call.builders import fault
 from tests.helpers import eventually
-from xdsclient import ClientOptions, XdsClient
+from xdsclient import XdsClient
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
-from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend, http_backends
+from xdsclient.testing import Behaviour, ControlPlane, FakeClock, HttpBackend
 
 from ..lrs.test_end_to_end import _totals
 from .backends import streaming_backend
+from .conftest import http_of
 from .resources import LISTENER, cluster_of, resources, route_config, to, vhost
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def client(cp: ControlPlane) -> AsyncIterator[XdsClient]:
-    options = ClientOptions(does_not_exist_timeout=1.0)
-    async with XdsClient(cp.address, node_id="xds-transport", options=options) as xds_client:
-        yield xds_client
-
-
-@pytest.fixture
-async def three() -> AsyncIterator[list[HttpBackend]]:
-    async with http_backends(names=("a", "b", "c")) as started:
-        yield started
 
 
 def answering(backend: HttpBackend, status: int, path: str = "*") -> None:
@@ -51,10 +39,6 @@ def answering(backend: HttpBackend, status: int, path: str = "*") -> None:
 def holding(backend: HttpBackend, path: str = "/hold") -> None:
     """``backend`` answers requests to ``path`` only after 5 s."""
     backend.script(path, then=Behaviour(delay=5))
-
-
-def http_of(transport: XdsTransport) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=transport, timeout=10)
 
 
 async def answers(

@@ -15,7 +15,7 @@ from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 from tests.load.conftest import config
 from xdsclient import ResourceDecodeError
 from xdsclient.load import Scenario, run
-from xdsclient.load._lean import SharedDecoder
+from xdsclient.load._lean import LISTENER, SharedDecoder
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 from xdsclient.testing.builders import cluster
@@ -44,6 +44,17 @@ def test_the_shared_decoder_checks_clusters_against_the_bootstraps_instances() -
     checked = SharedDecoder(validate=True, certificate_providers={"roots"})
     assert checked.decoder(CLUSTER.type_url)(known)[0] == "c0"
     assert SharedDecoder().decoder(CLUSTER.type_url)(data)[0] == "c0"
+
+
+def test_the_shared_decoder_checks_server_listeners_against_the_bootstraps_instances() -> None:
+    """Under ``validate``, a server Listener whose chain's TLS names an unknown instance is
+    rejected as a client of that bootstrap rejects it; a known one passes."""
+    from tests.resources.test_listener_providers import _tls_server
+
+    decoder = SharedDecoder(validate=True, certificate_providers={"identity"}).decoder(LISTENER)
+    with pytest.raises(ResourceDecodeError, match="unrecognized certificate provider instance"):
+        decoder(_tls_server("nope").SerializeToString())
+    assert decoder(_tls_server("identity").SerializeToString())[0] == "l"
 
 
 @pytest.fixture

@@ -141,9 +141,15 @@ class SharedDecoder:
         self, *, validate: bool = False, certificate_providers: Iterable[str] = ()
     ) -> None:
         """``certificate_providers``: the instance names of the clients' bootstrap, which
-        ``validate`` checks clusters against (gRFC A29, as `XdsClient` does)."""
+        ``validate`` checks clusters and server listeners against (gRFC A29, as `XdsClient`
+        does)."""
         self._validate = validate
-        self._checks = {**_BUILTIN, CLUSTER: resources.cluster_type(certificate_providers)}
+        names = frozenset(certificate_providers)
+        self._checks = {
+            **_BUILTIN,
+            CLUSTER: resources.cluster_type(names),
+            LISTENER: resources.listener_type(names),
+        }
         self._kept: dict[bytes, tuple[str, Lean] | ResourceDecodeError] = {}
         self._serial = 0
         #: bodies decoded (the rest were shared)

@@ -61,6 +61,7 @@ from ._listener import (
     HttpConnectionManager,
     HttpFilter,
     ListenerView,
+    listener_type,
 )
 from ._locality import Locality
 from ._route import RouteConfigurationView
@@ -150,6 +151,7 @@ __all__ = [
     "WrrLocality",
     "cluster_type",
     "http_route_matches",
+    "listener_type",
     "match_http_route",
     "match_route",
     "redirect_location",

@@ -45,7 +45,7 @@ from xds.type.v3 import typed_struct_pb2
 
 from ._lb_registry import lb_policy_type_registered
 from ._type import ResourceType
-from ._view import View, invalid, metadata_dict, parse, unpack
+from ._view import View, check_instance, invalid, metadata_dict, parse, unpack
 
 __all__ = [
     "ClusterType",
@@ -632,9 +632,9 @@ def _upstream_tls(name: str, socket: Any, providers: Set[str] | None) -> Upstrea
         identity_field = "tls_certificate_certificate_provider_instance"
     if providers is not None:
         if provider.instance_name:  # else the system roots
-            _check_instance(name, f"{where}.{ca_field}", provider.instance_name, providers)
+            check_instance(name, f"{where}.{ca_field}", provider.instance_name, providers)
         if common.HasField(identity_field):  # set: C-core looks it up, even an empty name
-            _check_instance(name, f"{where}.{identity_field}", identity.instance_name, providers)
+            check_instance(name, f"{where}.{identity_field}", identity.instance_name, providers)
     return UpstreamTls(
         sni=context.sni,
         ca_provider_instance=provider.instance_name,
@@ -643,16 +643,6 @@ def _upstream_tls(name: str, socket: Any, providers: Set[str] | None) -> Upstrea
         identity_provider_instance=identity.instance_name,
         identity_certificate_name=identity.certificate_name,
     )
-
-
-def _check_instance(name: str, path: str, instance: str, providers: Set[str]) -> None:
-    """C-core's check of an instance a TLS context names against the bootstrap's."""
-    if instance not in providers:
-        raise invalid(
-            name,
-            f"{path}.instance_name",
-            f"unrecognized certificate provider instance name: {instance}",
-        )
 
 
 def decode_cluster(

@@ -15,13 +15,13 @@ a ``DownstreamTlsContext`` naming an identity certificate provider instance (C-c
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Any
 
 import attrs
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
-from ._view import invalid, unpack
+from ._view import check_instance, invalid, unpack
 
 __all__ = ["DownstreamTls", "check_clashes", "cidr", "downstream_tls"]
 
@@ -85,8 +85,11 @@ def _prefixes(name: str, path: str, ranges: Any) -> list[str]:
     return [cidr(name, f"{path}[{k}]", r) for k, r in enumerate(ranges)] or [""]
 
 
-def downstream_tls(name: str, path: str, socket: Any) -> DownstreamTls:
-    """A filter chain's ``transport_socket`` (``path``), as C-core reads a server's TLS."""
+def downstream_tls(
+    name: str, path: str, socket: Any, providers: Set[str] | None = None
+) -> DownstreamTls:
+    """A filter chain's ``transport_socket`` (``path``), as C-core reads a server's TLS; with
+    ``providers`` (the bootstrap's instance names) each instance it names must be one of them."""
     where = f"{path}.typed_config"
     context = unpack(name, where, socket.typed_config, tls_pb2.DownstreamTlsContext)
     common = context.common_tls_context
@@ -103,6 +106,18 @@ def downstream_tls(name: str, path: str, socket: Any) -> DownstreamTls:
     if not identity.instance_name:
         raise invalid(name, where, "needs a tls_certificate_provider_instance")
     ca = validation.ca_certificate_provider_instance
+    if providers is not None:
+        common_path = f"{where}.common_tls_context"
+        identity_path = f"{common_path}.tls_certificate_provider_instance"
+        check_instance(name, identity_path, identity.instance_name, providers)
+        if validation.HasField("ca_certificate_provider_instance"):
+            where_ca = (
+                "combined_validation_context.default_validation_context"
+                if common.HasField("combined_validation_context")
+                else "validation_context"
+            )
+            ca_path = f"{common_path}.{where_ca}.ca_certificate_provider_instance"
+            check_instance(name, ca_path, ca.instance_name, providers)
     require = context.require_client_certificate.value
     if require and not ca.instance_name:
         raise invalid(

@@ -16,7 +16,7 @@ never selects (server names, application protocols, a transport protocol other t
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Set
 from typing import Any, ClassVar
 
 import attrs
@@ -36,6 +36,7 @@ from ._filters import (
     validate_filter_config,
 )
 from ._route import RouteConfigurationView, route_fields
+from ._type import ResourceType
 from ._view import View, invalid, parse, unpack
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "HttpFilter",
     "ListenerView",
     "decode_listener",
+    "listener_type",
 ]
 
 _ROUTER = router_pb2.Router.DESCRIPTOR.full_name
@@ -124,8 +126,13 @@ class ListenerView(View):
         raw: bytes | None = None,
         *,
         known_filters: Collection[str] = KNOWN_HTTP_FILTERS,
+        certificate_providers: Set[str] | None = None,
     ) -> ListenerView:
-        """Validate ``message``; raises `ResourceDecodeError` naming the field at fault."""
+        """Validate ``message``; raises `ResourceDecodeError` naming the field at fault.
+
+        ``certificate_providers``: the instance names of the bootstrap's
+        ``certificate_providers``; a server chain's TLS naming another instance is rejected,
+        as gRPC does (None: names are not checked)."""
         name = message.name
         fields: dict[str, Any] = {}
         if message.HasField("api_listener"):
@@ -133,7 +140,7 @@ class ListenerView(View):
             client_filters = [f for f in known_filters if f not in SERVER_ONLY_HTTP_FILTERS]
             fields["api_listener"] = _hcm(name, "api_listener.api_listener", packed, client_filters)
         elif message.HasField("address"):
-            fields.update(_server_fields(name, message, known_filters))
+            fields.update(_server_fields(name, message, known_filters, certificate_providers))
         else:
             raise invalid(name, "", "neither an api_listener nor an address")
         return cls(name=name, raw=message.SerializeToString() if raw is None else raw, **fields)
@@ -212,7 +219,9 @@ def _http_filters(
     return tuple(result)
 
 
-def _server_fields(name: str, message: Any, known_filters: Collection[str]) -> dict[str, Any]:
+def _server_fields(
+    name: str, message: Any, known_filters: Collection[str], providers: Set[str] | None
+) -> dict[str, Any]:
     """A socket Listener's fields, by gRPC's server rules (gRFC A36, `_filter_chains`)."""
     if not message.address.HasField("socket_address"):
         raise invalid(name, "address.socket_address", "required")
@@ -225,14 +234,14 @@ def _server_fields(name: str, message: Any, known_filters: Collection[str]) -> d
         raise invalid(name, "use_original_dst", "not supported")
     server_filters = [f for f in known_filters if f not in CLIENT_ONLY_HTTP_FILTERS]
     chains = [
-        _filter_chain(name, f"filter_chains[{i}]", chain, server_filters)
+        _filter_chain(name, f"filter_chains[{i}]", chain, server_filters, providers)
         for i, chain in enumerate(message.filter_chains)
     ]
     check_clashes(name, message.filter_chains)
     default = None
     if message.HasField("default_filter_chain"):
         default = _filter_chain(
-            name, "default_filter_chain", message.default_filter_chain, server_filters
+            name, "default_filter_chain", message.default_filter_chain, server_filters, providers
         )
     elif not chains:
         raise invalid(name, "default_filter_chain", "required when there are no filter_chains")
@@ -252,7 +261,13 @@ def _selectable(match: FilterChainMatch) -> bool:
     )
 
 
-def _filter_chain(name: str, path: str, chain: Any, known_filters: Collection[str]) -> FilterChain:
+def _filter_chain(
+    name: str,
+    path: str,
+    chain: Any,
+    known_filters: Collection[str],
+    providers: Set[str] | None = None,
+) -> FilterChain:
     match = chain.filter_chain_match
     where = f"{path}.filter_chain_match"
     for k, prefix in enumerate(match.prefix_ranges):
@@ -267,7 +282,7 @@ def _filter_chain(name: str, path: str, chain: Any, known_filters: Collection[st
     manager = _hcm(name, f"{path}.filters[0].typed_config", packed, known_filters)
     tls = None
     if chain.HasField("transport_socket"):
-        tls = downstream_tls(name, f"{path}.transport_socket", chain.transport_socket)
+        tls = downstream_tls(name, f"{path}.transport_socket", chain.transport_socket, providers)
     return FilterChain(
         name=chain.name,
         match=FilterChainMatch(
@@ -295,3 +310,20 @@ def decode_listener(data: bytes) -> tuple[str, ListenerView]:
     """The LISTENER type's decoder: bytes -> (name, view)."""
     message = parse(listener_pb2.Listener, data)
     return message.name, ListenerView.from_proto(message, data)
+
+
+_LISTENER_URL = "type.googleapis.com/" + listener_pb2.Listener.DESCRIPTOR.full_name
+
+
+def listener_type(certificate_providers: Iterable[str]) -> ResourceType[ListenerView]:
+    """The LISTENER type as a client whose bootstrap defines ``certificate_providers`` (their
+    instance names) decodes it: a server Listener whose chain's TLS names another instance is
+    NACKed (gRFC A29, as gRPC does), naming the field and the instance. `XdsClient` decodes
+    listeners with the type of its own bootstrap; it equals `LISTENER`."""
+    names = frozenset(certificate_providers)
+
+    def decode(data: bytes) -> tuple[str, ListenerView]:
+        message = parse(listener_pb2.Listener, data)
+        return message.name, ListenerView.from_proto(message, data, certificate_providers=names)
+
+    return ResourceType(type_url=_LISTENER_URL, decode=decode, all_resources_required_in_sotw=True)

@@ -7,6 +7,7 @@ cache never holds two copies; two views are equal exactly when their resources a
 
 from __future__ import annotations
 
+from collections.abc import Set
 from socket import AF_INET as _AF_INET
 from socket import AF_INET6 as _AF_INET6
 from socket import inet_pton as _inet_pton
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 
 from .._errors import ResourceDecodeError
 
-__all__ = ["View", "invalid", "metadata_dict", "parse", "unpack"]
+__all__ = ["View", "check_instance", "invalid", "metadata_dict", "parse", "unpack"]
 
 
 class View:
@@ -101,6 +102,18 @@ def _value(value: Any) -> Any:
 def invalid(name: str, path: str, reason: str) -> ResourceDecodeError:
     """The error for field ``path`` of resource ``name``: ``"path: reason"``."""
     return ResourceDecodeError(f"{path}: {reason}" if path else reason, name=name)
+
+
+def check_instance(name: str, path: str, instance: str, providers: Set[str]) -> None:
+    """C-core's check of a certificate provider instance a TLS context (upstream or
+    downstream) names, against the instance names of the bootstrap's ``certificate_providers``:
+    an unknown one is invalid at ``path.instance_name``."""
+    if instance not in providers:
+        raise invalid(
+            name,
+            f"{path}.instance_name",
+            f"unrecognized certificate provider instance name: {instance}",
+        )
 
 
 def is_ip_address(host: str) -> bool:
