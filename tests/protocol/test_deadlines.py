@@ -3,6 +3,8 @@ tombstones."""
 
 from __future__ import annotations
 
+import sys
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -90,3 +92,14 @@ def test_expire_matches_a_plain_dict_model(ops: list[tuple[int, float, int]], no
     assert [d.when(k) for k in sorted(model) if model[k] > now] == [
         model[k] for k in sorted(model) if model[k] > now
     ]
+
+
+def test_cancelling_the_last_of_many_keys_lets_go_of_their_table() -> None:
+    """Once 10,000 armed keys are all cancelled, what is left is the size of an empty table."""
+    d: Deadlines[int] = Deadlines()
+    d.arm_all(range(10_000), 15.0)
+    for key in range(10_000):
+        assert d.cancel(key)
+    assert not d.cancel(0)
+    assert sys.getsizeof(d._live) == sys.getsizeof({})
+    assert d.next_deadline() is None

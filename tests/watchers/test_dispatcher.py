@@ -4,7 +4,10 @@ break (raising, hanging, running slow). Real events, a fake clock, no waiting.""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import tracemalloc
+import weakref
 
 import pytest
 
@@ -392,3 +395,41 @@ async def test_a_batch_waits_for_its_ack_within_the_bound_and_is_dropped_if_clos
         await idle()
         assert not task.done()  # the serializer went on past the batch close() dropped
     assert seen == [changed("a", "1")]
+
+
+async def test_a_delivered_batch_is_let_go_before_the_next_one_comes() -> None:
+    """Once its events are delivered, the dispatcher keeps no reference to them."""
+    dispatcher = Dispatcher(clock=FakeClock())
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "a", watcher, ())
+    event = changed("a", "1")
+    gone = weakref.ref(event)
+    done = dispatcher.publish([event])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+        await idle()
+        seen.clear()
+        del event
+        gc.collect()
+        assert gone() is None
+
+
+def test_registering_a_walks_names_costs_at_most_its_budget_per_name() -> None:
+    """A name with one watcher holds its handle alone (no tuple): `add_all` of 2,000 names
+    allocates at most 140 bytes each (130 in CPython 3.11: a handle and its dict slot; 178 with
+    a 1-tuple each)."""
+    dispatcher = Dispatcher(clock=FakeClock())
+    _, watcher = _recorder()
+    names = [f"cluster-{i}" for i in range(2_000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        handles = dispatcher.add_all(EDS, names, watcher, lambda type_url, name: [])
+        used = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert used / len(names) <= 140, used / len(names)
+    handles[0].cancel()
+    dispatcher.add(EDS, names[1], watcher, ())
+    assert len(handles) == len(names)

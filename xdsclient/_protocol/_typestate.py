@@ -216,9 +216,10 @@ class TypeState:
     def connectivity_error(self, error: XdsError, now: float, events: list[Event]) -> None:
         """The stream failed before any response: record it on every entry and tell everyone
         who is waiting (gRFC A57). Statuses stay: a cached value is still usable."""
+        stamp: Any = now  # one float object for every entry (see `apply_valid`)
         for name, entry in self.entries.items():
             entry.error = error
-            entry.error_at = now
+            entry.error_at = stamp
             kind = AmbientError if entry.status.holds_value else DataError
             events.append(kind(type_url=self.type_url, name=name, error=error))
         if self.wildcard:
@@ -272,6 +273,9 @@ class TypeState:
         unsent = self._unsent
         append = events.append
         set_type_url, set_name, set_value, set_version = CHANGED_SETTERS
+        # Boxed once: compiled, ``now`` is a C double, and storing it would make a float
+        # object per entry (28 bytes for each resource of the response, kept in the cache).
+        stamp: Any = now
         for name, raw, value, version, ttl in items:
             entry = entries.get(name)
             if entry is None:
@@ -288,7 +292,7 @@ class TypeState:
             if entry.raw != raw or not old.holds_value:
                 entry.raw = raw
                 entry.value = value
-                entry.updated_at = now
+                entry.updated_at = stamp
                 event = _new(ResourceChanged)
                 set_type_url(event, type_url)
                 set_name(event, name)

@@ -4,11 +4,14 @@ Why here: everything grpc-specific the client needs sits in this one module, so 
 client deals in `TransportError` and protobuf messages only. Credentials are read from files
 here and never appear in logs or errors. A stream is established when gRPC has sent its headers
 on a ready connection (``wait_for_connection``): through a proxy that holds the connection, that
-is when the proxy lets it through, not when the call object was made.
+is when the proxy lets it through, not when the call object was made. A stream measures the
+messages it decodes, and around a large one (before its decode, and before the next read) hands
+glibc's freed memory back to the system (`.._runtime._malloc`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +19,7 @@ import grpc
 
 from .._call_status import CallStatuses
 from .._errors import TransportError
+from .._runtime._malloc import MemoryRelease
 from .._settings._config import BootstrapError, ChannelCredentials, ServerConfig
 from ._base import StreamSpec
 
@@ -28,10 +32,18 @@ __all__ = ["GrpcStream", "GrpcTransport", "map_rpc_error"]
 class GrpcTransport:
     """One grpc.aio channel to one management server."""
 
-    def __init__(self, server: ServerConfig, options: ClientOptions) -> None:
+    def __init__(
+        self,
+        server: ServerConfig,
+        options: ClientOptions,
+        *,
+        memory: MemoryRelease | None = None,
+    ) -> None:
         self._server = server
         self._options = options
         self._channel = make_channel(server, options)
+        #: trims the heaps after a large message of any of its streams
+        self._memory = MemoryRelease.for_platform() if memory is None else memory
 
     @classmethod
     def for_server(cls, server: ServerConfig, options: ClientOptions) -> GrpcTransport:
@@ -45,9 +57,9 @@ class GrpcTransport:
         call = self._channel.stream_stream(
             spec.method,
             request_serializer=spec.request_serializer,
-            response_deserializer=spec.response_deserializer,
+            response_deserializer=_measured(spec.response_deserializer, self._memory),
         )()
-        stream = GrpcStream(call, self._server.uri, self._options)
+        stream = GrpcStream(call, self._server.uri, self._options, self._memory)
         try:
             await call.wait_for_connection()
         except grpc.aio.AioRpcError as exc:
@@ -65,11 +77,14 @@ class GrpcTransport:
 class GrpcStream:
     """One established grpc.aio stream call."""
 
-    def __init__(self, call: Any, server: str, options: ClientOptions) -> None:
+    def __init__(
+        self, call: Any, server: str, options: ClientOptions, memory: MemoryRelease | None = None
+    ) -> None:
         self._call = call
         self._server = server
         self._options = options
         self._statuses = CallStatuses(call)
+        self._memory = MemoryRelease(None) if memory is None else memory
 
     async def write(self, request: Any) -> None:
         try:
@@ -91,6 +106,9 @@ class GrpcStream:
             ) from exc
 
     async def read(self) -> Any:
+        # The last response is applied, ACKed and let go by now (the driver reads the next
+        # one only then): trim what a large one left in glibc's heaps.
+        self._memory.settle()
         try:
             response = await self._call.read()
         except grpc.aio.AioRpcError as exc:
@@ -104,6 +122,17 @@ class GrpcStream:
 
     def close(self) -> None:
         self._call.cancel()
+
+
+def _measured(decode: Callable[[bytes], Any], memory: MemoryRelease) -> Callable[[bytes], Any]:
+    """``decode``, telling ``memory`` of each message's size first (gRPC calls it on our loop,
+    once gRPC has copied the message out of its own buffers)."""
+
+    def deserialize(data: bytes) -> Any:
+        memory.received(len(data))
+        return decode(data)
+
+    return deserialize
 
 
 def make_channel(server: ServerConfig, options: ClientOptions) -> grpc.aio.Channel:

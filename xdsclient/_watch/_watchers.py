@@ -244,6 +244,22 @@ class _Batch:
     after: asyncio.Future[None] | None = None  # deliver once done (the ACK written)
 
 
+#: A name's registrations in the `Dispatcher`: its one handle, or a tuple of two or more.
+_Registered = WatchHandle | tuple[WatchHandle, ...]
+
+
+def _handles(found: _Registered | None) -> tuple[WatchHandle, ...]:
+    """A name's registrations as a tuple (empty for None)."""
+    if found is None:
+        return ()
+    return found if isinstance(found, tuple) else (found,)
+
+
+def _joined(found: _Registered | None, handle: WatchHandle) -> _Registered:
+    """A name's registrations with ``handle`` added last."""
+    return handle if found is None else (*_handles(found), handle)
+
+
 class Dispatcher:
     """Owns the watchers and the serializer that calls them."""
 
@@ -258,8 +274,9 @@ class Dispatcher:
         self._slow = slow_threshold
         #: told (type URL, name) when the last watcher of a name leaves, to drop the interest
         self._on_last_watcher = on_last_watcher
-        #: type URL -> name -> registrations (tuples: most names have one watcher)
-        self._watchers: dict[str, dict[str, tuple[WatchHandle, ...]]] = {}
+        #: type URL -> name -> registrations: the handle alone (most names have one watcher,
+        #: and a 1-tuple each is 1.3 MiB for a walk's 20,000), or a tuple of two or more
+        self._watchers: dict[str, dict[str, _Registered]] = {}
         self._queue: collections.deque[_Batch] = collections.deque()
         self._queued = asyncio.Event()
         self._seq = itertools.count(1)
@@ -285,7 +302,7 @@ class Dispatcher:
         names = self._watchers.get(type_url)
         if names is None:
             names = self._watchers[type_url] = {}
-        names[name] = (*names.get(name, ()), handle)
+        names[name] = _joined(names.get(name), handle)
         events = list(replay)
         if events:
             self._put(_Batch(handle._since, events, None, only=handle))
@@ -312,7 +329,7 @@ class Dispatcher:
             handle = WatchHandle(self, type_url, name, watcher, since, None)
             handles.append(handle)
             others = registered.get(name)
-            registered[name] = (handle,) if others is None else (*others, handle)
+            registered[name] = handle if others is None else _joined(others, handle)
             events = replay(type_url, name)
             if events:
                 self._put(_Batch(since, events, None, only=handle))
@@ -322,12 +339,12 @@ class Dispatcher:
         names = self._watchers.get(handle._type_url)
         if names is None:  # closed
             return
-        registered = names.get(handle._name, ())
+        registered = _handles(names.get(handle._name))
         if handle not in registered:
             return
         rest = tuple(other for other in registered if other is not handle)
         if rest:
-            names[handle._name] = rest
+            names[handle._name] = rest[0] if len(rest) == 1 else rest
             return
         del names[handle._name]
         if self._on_last_watcher is not None and not self._closed:
@@ -359,7 +376,9 @@ class Dispatcher:
     def close(self) -> None:
         """Deliver nothing more; every `Watch` iteration ends. Idempotent."""
         self._closed = True
-        handles = [h for names in self._watchers.values() for hs in names.values() for h in hs]
+        handles = [
+            h for names in self._watchers.values() for hs in names.values() for h in _handles(hs)
+        ]
         self._watchers.clear()
         for handle in handles:
             handle._done = True
@@ -390,6 +409,9 @@ class Dispatcher:
             finally:
                 if batch.done is not None and not batch.done.done():
                     batch.done.set_result(None)
+            # Not held while waiting for the next one: a response's events (and the views they
+            # carry) would live on until the next response, beside its own.
+            del batch
 
     async def _deliver_each(self, handle: WatchHandle, events: list[Event]) -> None:
         """A replay: its events to the one new watcher, in order."""
@@ -408,11 +430,17 @@ class Dispatcher:
             names = watchers.get(event.type_url)
             if names is None:
                 continue
-            handles = names.get(event.name, ())
+            registered = names.get(event.name)
+            if registered is None:
+                handles: tuple[WatchHandle, ...] = ()
+            elif isinstance(registered, tuple):
+                handles = registered
+            else:
+                handles = (registered,)  # one watcher: the handle alone (see `_watchers`)
             if event.name != WILDCARD:
                 wildcard = names.get(WILDCARD)
-                if wildcard:
-                    handles = (*handles, *wildcard)
+                if wildcard is not None:
+                    handles = (*handles, *_handles(wildcard))
             for handle in handles:
                 if handle._since >= seq or handle._done:
                     continue
