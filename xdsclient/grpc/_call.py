@@ -121,6 +121,9 @@ class XdsCall(
     #: whether a response (headers with metadata, or a message) reached the call, or retries
     #: are off on the channel: no retry
     _committed = False
+    #: whether generated code registered the method (``_registered_method``): its attempts
+    #: are registered calls on the endpoints' channels
+    _registered = False
     #: the call as the plan sees it (made with the plan)
     _call_request: CallRequest
 
@@ -140,6 +143,7 @@ class XdsCall(
         registry: set[XdsCall] | None = None,
         multicallables: dict[Any, Any] | None = None,
         starter: Starter | None = None,
+        registered: bool = False,
     ) -> None:
         """A call of ``kind`` (request streaming, response streaming) to ``method``, with
         grpc.aio's arguments. (Its makers pass every argument by position: a class called
@@ -161,6 +165,8 @@ class XdsCall(
         #: endpoint channel -> grpc.aio's multi-callable for this call's method (kept by the
         #: channel's multi-callable, shared by its calls)
         self._multicallables = multicallables if multicallables is not None else {}
+        if registered:
+            self._registered = True
         if kind == _UNARY:
             self._kick = True
             (starter if starter is not None else Starter()).add(self)
@@ -385,6 +391,8 @@ class XdsCall(
 
     async def _run(self) -> Any:
         try:
+            if self._core.closed:
+                raise grpc.aio.UsageError("Channel is closed.")
             config: CallConfig | Status | None = self._core.config
             if config is None:  # the usual call has its configuration at once
                 config = await self._configured()
@@ -425,16 +433,12 @@ class XdsCall(
     async def _configured(self) -> CallConfig | Status:
         """The channel's call configuration, waited for (its first calls)."""
         core = self._core
-        if core.closed:
-            raise grpc.aio.UsageError("Channel is closed.")
         await core.start()
         return await core.call_config(self._deadline, self._wait_for_ready)
 
     def _begin(self, config: CallConfig | Status) -> tuple[CallPlan, Step]:
         """The call's plan made under ``config``, and its first step."""
         core = self._core
-        if core.closed:
-            raise grpc.aio.UsageError("Channel is closed.")
         if isinstance(config, Status):
             raise self._failed(config)
         request = self._call_request = CallRequest(
@@ -568,7 +572,7 @@ class XdsCall(
                 cache.clear()  # the channels of closed connections are not held for long
             multicallable = cache[key] = self._core.multicallable(
                 channel,
-                (self._method, self._request_streaming, self._response_streaming),
+                (self._method, *self._kind, self._registered),
                 self._serializer if requests is None else None,  # a stream sends bytes
                 self._deserializer,
             )
