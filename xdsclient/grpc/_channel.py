@@ -333,7 +333,11 @@ class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: 
         )  # fmt: skip
 
 
-class _StreamUnary(_MultiCallable, grpc.aio.StreamUnaryMultiCallable):  # type: ignore[type-arg]
+class _StreamRequests(_MultiCallable):
+    """A client-streaming or bidirectional multi-callable (its `_kind` says which)."""
+
+    _kind: tuple[bool, bool]
+
     def __call__(
         self,
         request_iterator: RequestIterator | None = None,
@@ -344,24 +348,15 @@ class _StreamUnary(_MultiCallable, grpc.aio.StreamUnaryMultiCallable):  # type: 
         compression: grpc.Compression | None = None,
     ) -> Any:
         return self._channel._call(
-            (True, False), self._method, request_iterator, self._serializer,
-            self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
+            self._kind, self._method, request_iterator, self._serializer, self._deserializer,
+            timeout, metadata, credentials, wait_for_ready, compression,
             self._multicallables, self._registered,
         )  # fmt: skip
 
 
-class _StreamStream(_MultiCallable, grpc.aio.StreamStreamMultiCallable):  # type: ignore[type-arg]
-    def __call__(
-        self,
-        request_iterator: RequestIterator | None = None,
-        timeout: float | None = None,
-        metadata: MetadataType | None = None,
-        credentials: grpc.CallCredentials | None = None,
-        wait_for_ready: bool | None = None,
-        compression: grpc.Compression | None = None,
-    ) -> Any:
-        return self._channel._call(
-            (True, True), self._method, request_iterator, self._serializer,
-            self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
-            self._multicallables, self._registered,
-        )  # fmt: skip
+class _StreamUnary(_StreamRequests, grpc.aio.StreamUnaryMultiCallable):  # type: ignore[type-arg]
+    _kind = (True, False)
+
+
+class _StreamStream(_StreamRequests, grpc.aio.StreamStreamMultiCallable):  # type: ignore[type-arg]
+    _kind = (True, True)
