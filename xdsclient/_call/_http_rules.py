@@ -36,7 +36,7 @@ from ._plan import Attempt, CallPlan
 from ._reply import LocalReply, code_of_http
 from ._request import CallRequest
 from ._retry import Finish
-from ._rules import CallRules, decide_faults
+from ._rules import CallRules, Decisions, decide_faults
 from ._status import Code, Status
 
 __all__ = ["FAULT_ABORT_BODY", "HTTP_RULES", "DirectRoute", "HttpRules", "route_timeout"]
@@ -107,7 +107,7 @@ class HttpRules(CallRules):
 
     def decide(
         self,
-        plan: CallPlan,
+        plan: Decisions,
         call: CallRequest,
         config: CallConfig,
         *,
@@ -135,7 +135,7 @@ class HttpRules(CallRules):
 
     def _forward(
         self,
-        plan: CallPlan,
+        plan: Decisions,
         routed: HttpRoute,
         call: CallRequest,
         config: CallConfig,

@@ -11,21 +11,19 @@ C-core's (`_route`, `_deadline`, `_retry`, `_hash`); Envoy's HTTP router's are
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ._config import CallConfig
 from ._deadline import capped_deadline, max_stream_duration
 from ._fault import FaultDecision, decide_fault, fault_policies
 from ._hash import call_hash
+from ._reply import LocalReply
 from ._request import CallRequest
 from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetryState
 from ._route import RouteChoice
 from ._status import Status
 
-if TYPE_CHECKING:  # the plan imports the rules
-    from ._plan import CallPlan
-
-__all__ = ["GRPC_RULES", "CallRules", "GrpcRules", "Retries", "decide_faults"]
+__all__ = ["GRPC_RULES", "CallRules", "Decisions", "GrpcRules", "Retries", "decide_faults"]
 
 
 class Retries(Protocol):
@@ -48,6 +46,29 @@ class Retries(Protocol):
         """The decision after an attempt ended with ``outcome`` at ``now``."""
 
 
+class Decisions(Protocol):
+    """What the rules write their decisions to: the call's plan (`CallPlan.decided`)."""
+
+    def decided(
+        self,
+        *,
+        choice: RouteChoice | None,
+        retry: Retries,
+        failure: Status | None = None,
+        reply: LocalReply | None = None,
+        deadline: float | None = None,
+        faults: tuple[FaultDecision, ...] = (),
+        request_hash: int = 0,
+        path: str = "",
+        authority: str = "",
+        headers_to_add: tuple[tuple[str, str], ...] = (),
+        headers_to_remove: tuple[str, ...] = (),
+        per_try_timeout: float | None = None,
+        avoid_previous: bool = False,
+    ) -> None:
+        """Record a call's decisions (see `CallPlan.decided`)."""
+
+
 class CallRules:
     """How one front end's calls are decided (see the module's docstring)."""
 
@@ -61,7 +82,7 @@ class CallRules:
 
     def decide(
         self,
-        plan: CallPlan,
+        plan: Decisions,
         call: CallRequest,
         config: CallConfig,
         *,
@@ -69,7 +90,7 @@ class CallRules:
         rng: random.Random,
     ) -> None:
         """Route ``call`` and decide its deadline, faults, hash and retries at ``now``, into
-        ``plan`` (one `CallPlan.decided` call)."""
+        ``plan`` (one `Decisions.decided` call)."""
         raise NotImplementedError
 
     def deadline_finish(self, at: float) -> Finish:
@@ -102,7 +123,7 @@ class GrpcRules(CallRules):
 
     def decide(
         self,
-        plan: CallPlan,
+        plan: Decisions,
         call: CallRequest,
         config: CallConfig,
         *,
