@@ -390,32 +390,38 @@ class XdsCall(
     # --- the driver ---
 
     async def _run(self) -> Any:
+        """Make the call's plan and follow it to the call's end (the plan is made here, not
+        in a function of its own: the usual call's driver costs no more calls than this)."""
+        core = self._core
         try:
-            if self._core.closed:
+            if core.closed:
                 raise grpc.aio.UsageError("Channel is closed.")
-            config: CallConfig | Status | None = self._core.config
+            config: CallConfig | Status | None = core.config
             if config is None:  # the usual call has its configuration at once
                 config = await self._configured()
-            plan, step = self._begin(config)
-            sleep_until, clock = self._sleep_until, self._core.clock
-            finish = await follow_plan(plan, step, self._attempt, sleep_until, clock)
+            if isinstance(config, Status):
+                raise self._failed(config)
+            request = self._call_request = CallRequest(
+                authority=core.authority, path=self._method, metadata=self._metadata,
+                deadline=self._deadline, channel_id=core.channel_id,
+            )  # fmt: skip
+            now = core.clock()
+            plan = self._plan = CallPlan.begin(
+                request, config, now=now, rng=core.rng, faults=core.faults
+            )
+            if not core.retries_enabled:
+                self._committed = True  # C-core without its retry filter: every attempt is final
+            elif self._request_streaming and plan.max_attempts > 1:
+                self._keep_requests()
+            step = plan.start(now)
+            finish = await follow_plan(plan, step, self._attempt, self._sleep_until, core.clock)
             if finish.status.code is not Code.OK:
                 raise self._failed(finish.status)
             result = self._response
-        except asyncio.CancelledError:
-            self._cancel_plan()
-            if self._cancelled_owner and self._owner is not None:
-                self._cancelled_owner = False
-                self._owner.uncancel()  # it was the call's cancellation, not the task's
-            if self._closed_by_channel:
-                error = self._failed(CLOSED)
-                self._end(None, error, False)
-                raise error from None
-            self._end(None, None, True)
-            raise
         except BaseException as error:
-            self._cancel_plan()
-            self._end(None, error, False)
+            instead = self._interrupted(error)
+            if instead is not None:
+                raise instead from None
             raise
         finally:
             self._owner = None
@@ -426,37 +432,28 @@ class XdsCall(
         self._end(result, None, False)
         return result
 
-    def _cancel_plan(self) -> None:
+    def _interrupted(self, error: BaseException) -> BaseException | None:
+        """End the call that ``error`` interrupted: what to raise instead (None: ``error``)."""
         if self._plan is not None and self._plan.state is not CallState.DONE:
             self._plan.cancel()
+        if not isinstance(error, asyncio.CancelledError):
+            self._end(None, error, False)
+            return None
+        if self._cancelled_owner and self._owner is not None:
+            self._cancelled_owner = False
+            self._owner.uncancel()  # it was the call's cancellation, not the task's
+        if self._closed_by_channel:
+            closed = self._failed(CLOSED)
+            self._end(None, closed, False)
+            return closed
+        self._end(None, None, True)
+        return None
 
     async def _configured(self) -> CallConfig | Status:
         """The channel's call configuration, waited for (its first calls)."""
         core = self._core
         await core.start()
         return await core.call_config(self._deadline, self._wait_for_ready)
-
-    def _begin(self, config: CallConfig | Status) -> tuple[CallPlan, Step]:
-        """The call's plan made under ``config``, and its first step."""
-        core = self._core
-        if isinstance(config, Status):
-            raise self._failed(config)
-        request = self._call_request = CallRequest(
-            authority=core.authority,
-            path=self._method,
-            metadata=self._metadata,
-            deadline=self._deadline,
-            channel_id=core.channel_id,
-        )
-        now = core.clock()
-        plan = self._plan = CallPlan.begin(
-            request, config, now=now, rng=core.rng, faults=core.faults
-        )
-        if not core.retries_enabled:
-            self._committed = True  # C-core without its retry filter: every attempt is final
-        elif self._request_streaming and plan.max_attempts > 1:
-            self._keep_requests()
-        return plan, plan.start(now)
 
     def _keep_requests(self) -> None:
         """The call may be retried: read its messages into a `RequestStream` for replay."""
