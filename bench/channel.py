@@ -56,10 +56,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+from child_server import served
 from counting import callgrind_instructions, python_calls, window
 from google.protobuf import wrappers_pb2
 from timing import (
@@ -114,24 +115,9 @@ asyncio.run(main())
 """
 
 
-@contextlib.asynccontextmanager
-async def backend() -> AsyncIterator[int]:
+def backend() -> contextlib.AbstractAsyncContextManager[int]:
     """The backend's port, served by a child process until the context ends."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _SERVER, SERVICE,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdin is not None
-    assert process.stdout is not None
-    try:
-        yield int(await asyncio.wait_for(process.stdout.readline(), 30))
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), 5)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
+    return served(_SERVER, SERVICE)
 
 
 class Stub:

@@ -60,7 +60,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
@@ -68,6 +68,7 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the standard library
 
 import httpx
+from child_server import served
 from counting import callgrind_instructions, python_calls, window
 from timing import CONCURRENCY, Sample, cells, measured, paired_cpu, quartiles, throughput
 
@@ -90,24 +91,9 @@ asyncio.run(main())
 """
 
 
-@contextlib.asynccontextmanager
-async def backend() -> AsyncIterator[int]:
+def backend() -> contextlib.AbstractAsyncContextManager[int]:
     """The backend's port, served by a child process until the context ends."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _SERVER,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdin is not None
-    assert process.stdout is not None
-    try:
-        yield int(await asyncio.wait_for(process.stdout.readline(), 30))
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), 5)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
+    return served(_SERVER)
 
 
 def resources(port: int) -> list[Any]:
