@@ -170,6 +170,10 @@ class _Ending:
 class Exchange:
     """One request's drive (see the module's docstring)."""
 
+    #: the next attempt's pick, made already (the direct path's, handed to the plan); a class
+    #: default, set per request only when a plan takes over
+    _first: PickResult | Status | PickWait | None = None
+
     def __init__(self, core: HttpCore, request: httpx.Request) -> None:
         self._core = core
         self._request = request
@@ -189,8 +193,6 @@ class Exchange:
         self._names: Mapping[str, str] = _NO_NAMES
         #: the attempt in flight: its connection, ending, endpoint, request, deadline
         self._sending: _Sending | None = None
-        #: the next attempt's pick, made already (the direct path's, handed to the plan)
-        self._first: PickResult | Status | PickWait | None = None
 
     async def run(self) -> httpx.Response:
         """Drive the request to its response (few coroutines deep: each is entered again at
