@@ -51,7 +51,9 @@ import cProfile
 import json
 import os
 import pstats
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,10 +62,13 @@ from typing import Any
 
 import attrs
 import grpc
+from counting import callgrind_instructions, python_calls, window
 from google.protobuf import wrappers_pb2
 
 from xdsclient import XdsClient
+from xdsclient._call import Attempt, AttemptOutcome, CallPlan, CallRequest, Code, grpc_header_view
 from xdsclient.grpc import XdsChannel
+from xdsclient.lb import PickResult
 from xdsclient.testing import ControlPlane, bootstrap, builders
 
 SERVICE = "bench.Echo"
@@ -188,6 +193,11 @@ def resources(port: int, listener: str = LISTENER, endpoints: int = 1) -> list[A
 
 async def run(args: argparse.Namespace) -> None:
     async with backend() as port, ControlPlane() as plane:
+        if args.instructions_only:
+            plane.set_all(resources(port))
+            with tempfile.TemporaryDirectory() as directory:
+                await counted(port, _bootstrap_file(plane, directory), args)
+            return
         plane.set_all(
             [
                 *resources(port),
@@ -195,9 +205,7 @@ async def run(args: argparse.Namespace) -> None:
             ]
         )
         with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "bootstrap.json")
-            with open(path, "w") as file:
-                json.dump(bootstrap([plane], node_id="bench", server_features=["xds_v3"]), file)
+            path = _bootstrap_file(plane, directory)
             os.environ["GRPC_XDS_BOOTSTRAP"] = path
             async with XdsClient(bootstrap=path) as client:
                 channels: dict[str, Any] = {
@@ -212,6 +220,15 @@ async def run(args: argparse.Namespace) -> None:
                         await channel.close()
                 if not args.profile_only:
                     await first_calls(client, args.endpoints)
+            if args.instructions and not args.profile_only:
+                await counted(port, path, args)
+
+
+def _bootstrap_file(plane: ControlPlane, directory: str) -> str:
+    path = os.path.join(directory, "bootstrap.json")
+    with open(path, "w") as file:
+        json.dump(bootstrap([plane], node_id="bench", server_features=["xds_v3"]), file)
+    return path
 
 
 async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
@@ -374,6 +391,179 @@ async def _profiled(stub: Stub, calls: int) -> dict[tuple[str, int, str], tuple[
     return table
 
 
+# --- what XdsChannel adds, counted: each channel alone in a child process ---
+
+
+async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> None:
+    """The counted table (see the module's docstring). The children run while this process's
+    loop serves their control plane."""
+    runs: list[tuple[str, str | None]] = [("plain", None), ("XdsChannel", None)]
+    if args.before:
+        runs.append(("XdsChannel (before)", args.before))
+    rows: dict[str, dict[str, float]] = {}
+    for client, path in runs:
+        argv = [
+            sys.executable, os.path.abspath(__file__), "--child", client, "--port", str(port),
+            "--bootstrap", bootstrap_path, "--counted-calls", str(args.counted_calls),
+            "--blocks", str(args.blocks),
+        ]  # fmt: skip
+        env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+        native = await asyncio.to_thread(
+            subprocess.run, argv, env=env, capture_output=True, text=True, check=False
+        )
+        if native.returncode != 0:
+            raise RuntimeError(f"{client}: {native.stderr.strip().splitlines()[-1:]}")
+        instructions = await asyncio.to_thread(
+            callgrind_instructions, [*argv, "--instruction-window"], env
+        )
+        rows[client] = {**json.loads(native.stdout), "instructions": instructions}
+        if client != "plain":  # the rate of our own code: its decisions, the loop's thread
+            rows[client]["decisions"] = await asyncio.to_thread(
+                callgrind_instructions, [*argv, "--decisions-window"], env, all_threads=False
+            )
+    _print_counted(rows, args)
+
+
+def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    calls = args.counted_calls
+    plain = rows["plain"]
+    plain_count = plain["instructions"] / calls
+    rate = plain["cpu"] / plain_count  # us per instruction: the process's CPU (kernel too)
+    print(
+        f"\nwhat XdsChannel adds per unary call, each channel alone in a process ({calls} "
+        "sequential calls after a warm-up; instructions: callgrind, every thread; Python "
+        f"calls: cProfile; CPU: native, the best of {args.blocks} blocks)\n"
+    )
+    print(
+        "| channel | instructions/call | added | added us at plain's rate "
+        "| added us at our code's rate | Python calls/call | added | in xdsclient "
+        "| CPU us/call |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for client, row in rows.items():
+        count = row["instructions"] / calls
+        added = micros = ours = added_calls = ""
+        if client != "plain":
+            extra = count - plain_count
+            own_rate = row["decisions_cpu"] / (row["decisions"] / calls)
+            added = f"{extra:,.0f}"
+            micros = f"{extra * rate:.1f}"
+            ours = f"{extra * own_rate:.1f}"
+            added_calls = f"{row['calls'] - plain['calls']:.0f}"
+        print(
+            f"| {client} | {count:,.0f} | {added} | {micros} | {ours} | {row['calls']:.0f} "
+            f"| {added_calls} | {row['ours']:.0f} | {row['cpu']:.1f} |"
+        )
+    print(
+        f"\n(plain's rate, this run: its CPU per call over its instructions per call, "
+        f"{plain['cpu']:.1f} us / {plain_count:,.0f} = {rate * 1e3:.3f} ns per instruction; "
+        f"user-space CPU only: {plain['user'] / plain_count * 1e3:.3f} ns)"
+    )
+    for client, row in rows.items():
+        if client != "plain":
+            decided = row["decisions"] / calls
+            print(
+                f"({client}: our code's rate, its decisions per call without I/O (plan, pick, "
+                f"pick's end) natively over their instructions on the loop's thread: "
+                f"{row['decisions_cpu']:.2f} us / {decided:,.0f} = "
+                f"{row['decisions_cpu'] / decided * 1e3:.3f} ns per instruction)"
+            )
+
+
+def child(args: argparse.Namespace) -> None:
+    """One channel's counts: with ``--instruction-window``, its calls inside the window
+    callgrind counts (``--decisions-window``: `_decisions` instead); else print {calls, ours,
+    cpu, user, and for XdsChannel decisions_cpu} per call as JSON."""
+    loop = asyncio.new_event_loop()
+    stack = contextlib.AsyncExitStack()
+    channel, call = loop.run_until_complete(_opened(stack, args))
+    loop.run_until_complete(_calls(call, 200))  # connect, warm up
+    if args.decisions_window:
+        window(_decisions, channel, args.counted_calls)
+    elif args.instruction_window:
+        window(loop.run_until_complete, _calls(call, args.counted_calls))
+    else:
+        result = loop.run_until_complete(_native(call, args))
+        if isinstance(channel, XdsChannel):
+            result["decisions_cpu"] = _decisions_cpu(channel, args)
+        print(json.dumps(result))
+    loop.run_until_complete(stack.aclose())
+    loop.close()
+
+
+async def _opened(
+    stack: contextlib.AsyncExitStack, args: argparse.Namespace
+) -> tuple[Any, Callable[[], Awaitable[None]]]:
+    channel: Any
+    if args.child == "plain":
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
+    else:
+        client = await stack.enter_async_context(XdsClient(bootstrap=args.bootstrap))
+        channel = XdsChannel(f"xds:///{LISTENER}", client=client)
+    stack.push_async_callback(channel.close)
+    return channel, Stub(channel, 1).unary
+
+
+def _decisions(channel: XdsChannel, count: int) -> None:
+    """``count`` times what an XdsChannel unary call decides without I/O, on the channel's own
+    configuration and picker: its plan from the request to the OK attempt's end, the pick and
+    the pick's end (private parts: the rate of our own code, for pricing our instructions)."""
+    core = channel._core
+    config = core.config
+    assert config is not None
+    headers = grpc_header_view(())
+    ok = AttemptOutcome(code=Code.OK)
+    for _ in range(count):
+        now = core.clock()
+        request = CallRequest(
+            authority=core.authority, path=SAY, deadline=now + 10, channel_id=core.channel_id
+        )
+        plan = CallPlan.begin(request, config, now=now, rng=core.rng, faults=core.faults)
+        step = plan.start(now)
+        assert isinstance(step, Attempt)
+        picked = core.pick_now(step.cluster, headers, step.request_hash, step.deadline)
+        assert isinstance(picked, PickResult)
+        core.picker.call_finished(picked, True, now)
+        plan.attempt_done(ok, now)
+
+
+def _decisions_cpu(channel: XdsChannel, args: argparse.Namespace) -> float:
+    """`_decisions`' CPU per call natively (us; the best of ``--blocks`` blocks)."""
+    count: int = args.counted_calls
+    best = float("inf")
+    for _ in range(args.blocks):
+        cpu = time.process_time()
+        _decisions(channel, count)
+        best = min(best, time.process_time() - cpu)
+    return best / count * 1e6
+
+
+async def _calls(call: Callable[[], Awaitable[None]], count: int) -> None:
+    for _ in range(count):
+        await call()
+
+
+async def _native(
+    call: Callable[[], Awaitable[None]], args: argparse.Namespace
+) -> dict[str, float]:
+    count = args.counted_calls
+    profiler = cProfile.Profile()
+    profiler.enable()
+    await _calls(call, count)
+    profiler.disable()
+    best = best_user = float("inf")
+    for _ in range(args.blocks):
+        cpu, user = time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
+        await _calls(call, count)
+        best = min(best, time.process_time() - cpu)
+        best_user = min(best_user, resource.getrusage(resource.RUSAGE_SELF).ru_utime - user)
+    return {
+        **python_calls([profiler], count),
+        "cpu": best / count * 1e6,
+        "user": best_user / count * 1e6,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
@@ -390,7 +580,23 @@ def main() -> None:
         action="store_true",
         help="only the counts under cProfile (no timing rounds, no first calls)",
     )
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument(
+        "--instructions", action="store_true", help="the counted table too (valgrind)"
+    )
+    parser.add_argument("--instructions-only", action="store_true", help="the counted table only")
+    parser.add_argument("--counted-calls", type=int, default=300)
+    parser.add_argument("--blocks", type=int, default=5, help="native CPU blocks per counted row")
+    parser.add_argument("--before", help="a checkout of xdsclient to count too (its root)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--instruction-window", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--decisions-window", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":

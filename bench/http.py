@@ -45,7 +45,8 @@ for the purpose with ``--only instructions``): the 20 us target read off one run
 and after in one run.
 
 (Run as a script, this file's folder comes first on ``sys.path``, where its own name would
-hide the standard library's ``http`` from httpx: it takes itself off before importing httpx.)
+hide the standard library's ``http`` from httpx: it moves itself to the end before importing
+httpx, where it still finds bench/counting.py, the counting it shares with bench/channel.py.)
 """
 
 from __future__ import annotations
@@ -56,21 +57,20 @@ import contextlib
 import cProfile
 import json
 import os
-import pstats
-import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the standard library
 
 import attrs
 import httpx
+from counting import callgrind_instructions, python_calls, window
 
 from xdsclient import XdsClient
 from xdsclient.httpx import XdsSyncTransport, XdsTransport
@@ -280,7 +280,6 @@ COUNTED = (
     ("sync", "bridge"),
     ("sync", "XdsSyncTransport"),
 )
-_OURS = os.sep + "xdsclient" + os.sep
 
 
 def counted(port: int, args: argparse.Namespace) -> dict[tuple[str, str], dict[str, float]]:
@@ -388,7 +387,7 @@ async def _counted_async(
         for _ in range(count):
             await request()
         best = min(best, time.process_time() - cpu)
-    return {**_calls([profiler], count), "cpu": best / count * 1e6}
+    return {**python_calls([profiler], count), "cpu": best / count * 1e6}
 
 
 def _child_sync(client: str, port: int, args: argparse.Namespace) -> dict[str, float]:
@@ -444,7 +443,7 @@ def _counted_sync(
         for _ in range(count):
             request()
         best = min(best, time.process_time() - cpu)
-    return {**_calls(profilers, count), "cpu": best / count * 1e6}
+    return {**python_calls(profilers, count), "cpu": best / count * 1e6}
 
 
 async def _enable(profiler: cProfile.Profile) -> None:
@@ -453,18 +452,6 @@ async def _enable(profiler: cProfile.Profile) -> None:
 
 async def _disable(profiler: cProfile.Profile) -> None:
     profiler.disable()
-
-
-def _calls(profilers: list[cProfile.Profile], count: int) -> dict[str, float]:
-    """Calls per request in all, and in xdsclient's own modules."""
-    total = ours = 0
-    for profiler in profilers:
-        stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-        for (filename, _, _), (_, calls, *_rest) in stats.items():
-            total += calls
-            if _OURS in filename:
-                ours += calls
-    return {"calls": total / count, "ours": ours / count}
 
 
 # --- instructions per request, with callgrind (async clients only) ---
@@ -483,19 +470,13 @@ def instructions(port: int, args: argparse.Namespace, plain_cpu: float) -> None:
         runs.append(("XdsTransport (before)", args.before))
     counts = {}
     for client, path in runs:
-        with tempfile.TemporaryDirectory() as folder:
-            command = [
-                "valgrind", "--tool=callgrind", "--collect-atstart=no",
-                "--toggle-collect=sys_call_tracing", f"--callgrind-out-file={folder}/out",
-                sys.executable, os.path.abspath(__file__), "--child", f"instructions:{client}",
-                "--port", str(port), "--counted-requests", str(args.instruction_requests),
-            ]  # fmt: skip
-            env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-        if done.returncode != 0 or found is None:
-            raise RuntimeError(f"callgrind {client}: {done.stderr.strip().splitlines()[-1:]}")
-        counts[client] = int(found.group(1).replace(",", "")) / args.instruction_requests
+        command = [
+            sys.executable, os.path.abspath(__file__), "--child", f"instructions:{client}",
+            "--port", str(port), "--counted-requests", str(args.instruction_requests),
+        ]  # fmt: skip
+        env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+        instructions = callgrind_instructions(command, env, all_threads=False)
+        counts[client] = instructions / args.instruction_requests
     plain = counts["plain"]
     print(f"\ninstructions per request, callgrind, {args.instruction_requests} async requests\n")
     print(
@@ -518,7 +499,7 @@ def _child_instructions(client: str, port: int, count: int) -> None:
     stack = contextlib.AsyncExitStack()
     request = loop.run_until_complete(_opened(stack, client, port))
     loop.run_until_complete(_requests(request, 50))
-    sys.call_tracing(loop.run_until_complete, (_requests(request, count),))
+    window(loop.run_until_complete, _requests(request, count))
     loop.run_until_complete(stack.aclose())
     loop.close()
 

@@ -25,6 +25,7 @@ from xds.type.v3 import typed_struct_pb2
 
 from xdsclient import XdsClient
 from xdsclient.grpc import CallEnd, XdsChannel, register_lb_policy
+from xdsclient.grpc._core import _quiet
 from xdsclient.lb import (
     ConnectivityState,
     EndpointKey,
@@ -588,3 +589,34 @@ async def test_an_orca_stream_the_backend_does_not_serve_is_not_retried_while_co
     finally:
         for backend in (a, b, c):
             await backend.stop()
+
+
+async def test_only_clusters_whose_orca_reports_nobody_reads_leave_the_trailers_unread(
+    plane: ControlPlane, client: XdsClient, made: list[ZonePolicy]
+) -> None:
+    """Round robin, ring hash and least request clusters are quiet (their unary calls' trailers
+    go unread); weighted round robin, a custom policy and any cluster with ``lrs_server``,
+    which read the ORCA report in them, are not."""
+    lrs = builders.cluster("lrs")
+    lrs.lrs_server.self.SetInParent()
+    clusters = [
+        builders.cluster("rr"),
+        builders.cluster("rh", lb_policy="ring_hash"),
+        builders.cluster("lr", lb_policy="least_request"),
+        lrs,
+        policy_cluster("wrr", wrr_pb2.ClientSideWeightedRoundRobin()),
+        policy_cluster("custom", typed_struct("test.ZonePolicy", zone="z-a")),
+    ]
+    served = []
+    for cluster in clusters:
+        served += [
+            builders.api_listener(cluster.name),
+            builders.route_configuration(f"{cluster.name}-routes", cluster.name),
+            cluster,
+            builders.cluster_load_assignment(cluster.name, [("127.0.0.1", 1)]),
+        ]
+    plane.set_all(served)
+    quiet: set[str] = set()
+    for cluster in clusters:
+        quiet |= _quiet(await client.wait_for_config(cluster.name, timeout=10))
+    assert quiet == {"rr", "rh", "lr"}

@@ -13,7 +13,13 @@ from xdsclient.lb import (
     WeightedTarget,
     child_policy_for,
 )
-from xdsclient.resources import LeastRequest, PickFirst, WeightedRoundRobin, WrrLocality
+from xdsclient.resources import (
+    LeastRequest,
+    PickFirst,
+    RoundRobin,
+    WeightedRoundRobin,
+    WrrLocality,
+)
 
 from .test_pickers import CONNECTING, FAILED, IDLE, READY, REQUEST, all_ready, ep, loc
 
@@ -153,6 +159,22 @@ def test_child_policy_for_every_endpoint_policy_is_a_weighted_target():
         assert got == {ep(1), ep(2)}
 
 
+def test_only_a_least_request_weighted_target_has_call_hooks():
+    """Of the endpoint policies only least request counts calls: the weighted target of any
+    other has no ``call_started`` or ``call_finished`` hook, so a priority makes no call per
+    pick for it."""
+    for policy, counts in (
+        (LeastRequest(choice_count=2), True),
+        (RoundRobin(), False),
+        (WeightedRoundRobin(), False),
+        (WrrLocality(child=PickFirst()), False),
+    ):
+        child = child_policy_for(policy, cluster="c", rand=random.Random(0))
+        assert isinstance(child, WeightedTarget)
+        assert (child.call_started is not None) is counts
+        assert (child.call_finished is not None) is counts
+
+
 def test_weighted_target_passes_call_hooks_to_its_least_request_pickers():
     """A weighted target of least request pickers hands each started and finished call to the
     picker of the endpoint's locality; unknown endpoints are ignored."""
@@ -164,6 +186,8 @@ def test_weighted_target_passes_call_hooks_to_its_least_request_pickers():
 
     target = WeightedTarget(factory)
     target.update([loc("a", 1, ep(1)), loc("b", 1, ep(2))], 0.0)
+    assert target.call_started is not None
+    assert target.call_finished is not None
     target.call_started(K1)
     target.call_started(K1)
     target.call_started(K2)

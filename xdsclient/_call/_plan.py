@@ -137,13 +137,13 @@ class CallPlan:
         "_headers_to_add",
         "_headers_to_remove",
         "_holding_fault",
+        "_outcomes",
         "_path",
         "_per_try_timeout",
         "_retry",
         "_rng",
         "_rules",
         "active_faults",
-        "attempts",
         "choice",
         "deadline",
         "failure",
@@ -166,8 +166,8 @@ class CallPlan:
         """A plan before its decisions: `begin` makes one and has ``rules`` decide it."""
         self.state = CallState.START
         self.active_faults = active_faults
-        #: every finished attempt, in order
-        self.attempts: list[AttemptRecord] = []
+        #: every finished attempt's outcome, in order (the records are built when asked for)
+        self._outcomes: list[AttemptOutcome] = []
         self._rules = rules
         self._fault_index = 0
         self._delay_started = False
@@ -229,6 +229,15 @@ class CallPlan:
         return plan
 
     @property
+    def attempts(self) -> list[AttemptRecord]:
+        """Every finished attempt, in order."""
+        cluster = self.choice.cluster if self.choice is not None else ""
+        return [
+            AttemptRecord(number=number, cluster=cluster, outcome=outcome)
+            for number, outcome in enumerate(self._outcomes, 1)
+        ]
+
+    @property
     def max_attempts(self) -> int:
         """The attempts the call may make in all (1: its route retries nothing)."""
         return self._retry.max_attempts
@@ -258,12 +267,9 @@ class CallPlan:
             self._allowed = _AFTER_ATTEMPT
         else:
             self._check("attempt_done")  # raises: only an attempt in flight ends
-        choice = self.choice
-        assert choice is not None
+        assert self.choice is not None
         retry = self._retry
-        self.attempts.append(
-            AttemptRecord(number=retry.attempts + 1, cluster=choice.cluster, outcome=outcome)
-        )
+        self._outcomes.append(outcome)  # `attempts` makes the records
         decision = retry.on_attempt_done(outcome, now, self._rng)
         if isinstance(decision, Finish):  # `_finish`, inline: the end of most calls
             if self._holding_fault:

@@ -61,6 +61,7 @@ _FAIL = PickOutcome.FAIL
 #: the new connections one pass of `PlaneCore._connect_wanted` opens in a turn of the loop
 OPENS_PER_TURN = 64
 A = TypeVar("A")
+_UNKNOWN = object()
 
 
 class PickWait:
@@ -112,7 +113,8 @@ class PlaneCore:
         self._owns_client = owns_client
         self._changed = asyncio.Event()
         self._start: asyncio.Task[None] | None = None
-        self._loads: dict[str, ClusterLoad] = {}
+        #: each leaf cluster's load reporter, None for one that reports no load (this snapshot's)
+        self._loads: dict[str, ClusterLoad | None] = {}
         self._node_id = client.config.node.id
         #: the pass of `_connect_wanted` due at the next turn of the loop
         self._connecting: asyncio.Handle | None = None
@@ -310,13 +312,16 @@ class PlaneCore:
     # --- load reporting ---
 
     def load_of(self, cluster: str) -> ClusterLoad | None:
-        """The load reporter of leaf ``cluster`` when it reports load (``lrs_server``)."""
-        load = self._loads.get(cluster)
-        if load is not None:
-            return load
+        """The load reporter of leaf ``cluster`` when it reports load (``lrs_server``); the
+        answer is kept until the next snapshot, a None too (the usual cluster reports none)."""
+        load = self._loads.get(cluster, _UNKNOWN)
+        if load is not _UNKNOWN:
+            return load  # type: ignore[return-value]
         snapshot = self.snapshot
         entry = snapshot.clusters.get(cluster) if snapshot is not None else None
         if entry is None or entry.cluster is None or not entry.cluster.lrs_server_self:
+            if snapshot is not None:
+                self._loads[cluster] = None
             return None
         try:
             load = self._loads[cluster] = self.client.load_reporter(entry.cluster)

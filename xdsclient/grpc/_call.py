@@ -129,7 +129,6 @@ class XdsCall(
         core: ChannelCore,
         method: str,
         request: Any,
-        *,
         kind: tuple[bool, bool],
         serializer: Callable[[Any], bytes] | None,
         deserializer: Callable[[bytes], Any] | None,
@@ -142,6 +141,9 @@ class XdsCall(
         multicallables: dict[Any, Any] | None = None,
         starter: Starter | None = None,
     ) -> None:
+        """A call of ``kind`` (request streaming, response streaming) to ``method``, with
+        grpc.aio's arguments. (Its makers pass every argument by position: a class called
+        with keywords builds a dict of them per call.)"""
         self._core = core
         self._method = method
         self._request = request
@@ -170,7 +172,7 @@ class XdsCall(
     # --- grpc.aio's call interface ---
 
     def __await__(self) -> Generator[Any, None, Any]:
-        if self._outcome is None and not self._running():
+        if self._outcome is None and self._task is None and self._owner is None:  # not running
             owner = asyncio.current_task()
             if owner is not None:  # the usual case: run on the awaiter's task
                 self._kick = False
@@ -401,7 +403,8 @@ class XdsCall(
             raise
         finally:
             self._owner = None
-            self._set_started()
+            if not self._started:
+                self._set_started()
             if self._responses is not None:
                 self._responses.put_nowait(_END)
         self._end(result, None, False)
@@ -442,16 +445,19 @@ class XdsCall(
                 outcome = await self._attempt(step, request)
                 if self._committed and not outcome.committed:
                     outcome = attrs.evolve(outcome, committed=True)
-                step = plan.attempt_done(outcome, core.clock())
+                now = core.clock()
+                step = plan.attempt_done(outcome, now)
             elif isinstance(step, Delay):
                 await self._sleep_until(step.until)
-                step = plan.delay_elapsed(core.clock())
+                now = core.clock()
+                step = plan.delay_elapsed(now)
             elif isinstance(step, RetryAt):
                 await self._sleep_until(step.at)
-                step = plan.backoff_elapsed(core.clock())
+                now = core.clock()
+                step = plan.backoff_elapsed(now)
             else:
                 assert isinstance(step, Finish)
-                if step.at > core.clock():
+                if step.at > now:  # `_sleep_until` reads the clock again
                     await self._sleep_until(step.at)
                 if step.status.code is Code.OK:
                     return self._response
@@ -497,7 +503,7 @@ class XdsCall(
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         connections = core.connections
-        connections.call_started(connection)
+        connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)
         locality = picked.locality
         if load is not None and locality is not None:
@@ -506,7 +512,22 @@ class XdsCall(
         self._load_report = None
         started = core.clock()
         try:
-            outcome = await self._exchange(connection.channel, step)
+            call = self._send(connection.channel, step, started)
+            if self._request_streaming or self._response_streaming:
+                outcome = await self._exchange_streams(call)
+            else:  # the usual call, awaited here: no coroutine of its own
+                try:
+                    self._response = await call
+                except grpc.aio.AioRpcError as error:
+                    outcome = self._unary_failed(error)
+                except asyncio.CancelledError:
+                    call.cancel()
+                    raise
+                else:
+                    self._error = None
+                    if picked.cluster not in core.quiet:  # someone reads its ORCA report
+                        self._load_report = load_report_of(await call.trailing_metadata())
+                    outcome = _OK
             ok = outcome.code is Code.OK
             return outcome
         finally:
@@ -527,11 +548,15 @@ class XdsCall(
             )
         return Status(code=Code.UNAVAILABLE, details="circuit breaker drop")
 
-    async def _exchange(self, channel: grpc.aio.Channel, step: Attempt) -> AttemptOutcome:
+    def _send(self, channel: grpc.aio.Channel, step: Attempt, now: float) -> Any:
+        """Send attempt ``step`` on the endpoint's ``channel`` at ``now``: its grpc.aio call
+        (a unary call's trailers are read only when the picker or the load reporter reads
+        their ORCA report, or when it failed: they come with its error)."""
         metadata = self._metadata
-        if step.previous_attempts:
-            metadata = (*metadata, (_PREVIOUS, str(step.previous_attempts)))
-        timeout = None if step.deadline is None else max(0.0, step.deadline - self._core.clock())
+        number = step.number
+        if number > 1:  # `Attempt.previous_attempts`, inline
+            metadata = (*metadata, (_PREVIOUS, str(number - 1)))
+        timeout = None if step.deadline is None else max(0.0, step.deadline - now)
         cache = self._multicallables
         requests = self._requests
         key = channel if requests is None else (channel, _BYTES)
@@ -554,22 +579,16 @@ class XdsCall(
             compression=self._compression,
         )
         self._current = call
-        self._set_started()
-        if self._kind != _UNARY:
-            return await self._exchange_streams(call)
-        try:
-            self._response = await call
-        except grpc.aio.AioRpcError as error:
-            self._error = error
-            self._load_report = load_report_of(error.trailing_metadata())
-            # the server's headers (with metadata) reached the call: it is committed
-            return outcome_of(error, committed=self._committed or bool(error.initial_metadata()))
-        except asyncio.CancelledError:
-            call.cancel()
-            raise
-        self._error = None
-        self._load_report = load_report_of(await call.trailing_metadata())
-        return _OK
+        if not self._started:
+            self._set_started()
+        return call
+
+    def _unary_failed(self, error: grpc.aio.AioRpcError) -> AttemptOutcome:
+        """A unary attempt ended with ``error``: its outcome, committed when the server's
+        headers (with metadata) reached the call."""
+        self._error = error
+        self._load_report = load_report_of(error.trailing_metadata())
+        return outcome_of(error, committed=self._committed or bool(error.initial_metadata()))
 
     async def _exchange_streams(self, call: Any) -> AttemptOutcome:
         """The attempt ``call`` of a streaming call: its requests sent by the call's

@@ -249,21 +249,9 @@ class XdsChannel(grpc.aio.Channel):
         multicallables: dict[Any, Any] | None = None,
     ) -> XdsCall:
         call = XdsCall(
-            self._core,
-            method,
-            request,
-            kind=kind,
-            serializer=serializer,
-            deserializer=deserializer,
-            timeout=timeout,
-            metadata=metadata,
-            credentials=credentials,
-            wait_for_ready=wait_for_ready,
-            compression=compression,
-            registry=self._calls,
-            multicallables=multicallables,
-            starter=self._starter,
-        )
+            self._core, method, request, kind, serializer, deserializer, timeout, metadata,
+            credentials, wait_for_ready, compression, self._calls, multicallables, self._starter,
+        )  # fmt: skip
         self._calls.add(call)
         return call
 
@@ -301,10 +289,13 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
                 _UNARY, self._method, request, self._serializer, self._deserializer,
                 timeout, metadata, credentials, wait_for_ready, compression,
             )  # fmt: skip
-        return channel._direct(
-            _UNARY, self._method, request, self._serializer, self._deserializer, timeout,
-            metadata, credentials, wait_for_ready, compression, self._multicallables,
+        call = XdsCall(  # `XdsChannel._direct`, inline: the usual call
+            channel._core, self._method, request, _UNARY, self._serializer,
+            self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
+            channel._calls, self._multicallables, channel._starter,
         )  # fmt: skip
+        channel._calls.add(call)
+        return call
 
 
 class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: ignore[type-arg]

@@ -36,7 +36,11 @@ from ..resources import (
     LISTENER,
     ROUTE_CONFIGURATION,
     CustomLbPolicy,
+    LeastRequest,
     ListenerView,
+    PickFirst,
+    RingHash,
+    RoundRobin,
     RouteConfigurationView,
     WeightedRoundRobin,
     WrrLocality,
@@ -62,6 +66,8 @@ _FACTORIES = {
     (True, True): "stream_stream",
 }
 _FAILING = ConnectivityState.TRANSIENT_FAILURE
+#: the policies that read no per-call load report
+_NO_REPORTS = (RoundRobin, RingHash, LeastRequest, PickFirst)
 
 
 #: calls inside an injected fault, in every channel of the process: A33's ``max_active_faults``
@@ -105,6 +111,9 @@ class ChannelCore(PlaneCore):
         self.oob = OobStreams(self._on_load_report)
         self.faults = ACTIVE_FAULTS
         self.config: CallConfig | None = None
+        #: the leaf clusters whose calls' trailers nobody reads: a policy without per-call ORCA
+        #: reports (round robin, ring hash, least request, pick first) and no load reporting
+        self.quiet: frozenset[str] = frozenset()
         #: why there is no configuration (UNAVAILABLE), None while none came yet
         self.error: Status | None = None
         self._watch: Any = None
@@ -257,6 +266,7 @@ class ChannelCore(PlaneCore):
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
+        self.quiet = _quiet(snapshot)
         self.error = None
         self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns
         for key in self.oob.want(_oob_wanted(snapshot)):
@@ -316,6 +326,23 @@ class ChannelCore(PlaneCore):
 
 def _channel_of(connection: Connection) -> grpc.aio.Channel:
     return connection.channel
+
+
+def _quiet(snapshot: XdsConfig) -> frozenset[str]:
+    """The clusters of ``snapshot`` whose calls' ORCA reports nobody reads (`ChannelCore.quiet`):
+    weighted round robin and custom policies read them, and load reporting their named
+    metrics."""
+    quiet = []
+    for name, entry in snapshot.clusters.items():
+        cluster = entry.cluster
+        if cluster is None or cluster.lrs_server_self:
+            continue
+        policy = cluster.lb_policy
+        if isinstance(policy, WrrLocality):
+            policy = policy.child
+        if isinstance(policy, _NO_REPORTS):
+            quiet.append(name)
+    return frozenset(quiet)
 
 
 def _oob_wanted(snapshot: XdsConfig) -> dict[EndpointKey, float]:

@@ -18,6 +18,7 @@ import enum
 import operator
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import attrs
@@ -89,8 +90,13 @@ def header_map(headers: Headers) -> Mapping[str, str]:
     them to match and hash), and binary headers (names ending in ``-bin``, or any value given
     as bytes) left out, as gRPC neither matches nor hashes them."""
     kind = type(headers)
-    # dict, tuple and list first: an ABC's isinstance costs several Python calls
-    if kind is dict or (kind is not tuple and kind is not list and isinstance(headers, Mapping)):
+    # dict, a read-only view of one, tuple and list first: an ABC's isinstance costs several
+    # Python calls
+    if (
+        kind is dict
+        or kind is MappingProxyType
+        or (kind is not tuple and kind is not list and isinstance(headers, Mapping))
+    ):
         return headers  # type: ignore[return-value]
     pairs: Sequence[tuple[str, str | bytes]] = headers  # type: ignore[assignment]
     joined: dict[str, str] = {}

@@ -68,6 +68,7 @@ def child_policy_for(
         endpoint_picker_factory(policy, rand=rand),
         cluster=cluster,
         reads_reports=isinstance(picking, WeightedRoundRobin),
+        counts_calls=isinstance(picking, LeastRequest),
     )
 
 

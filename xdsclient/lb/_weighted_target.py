@@ -96,6 +96,7 @@ class WeightedTarget:
         *,
         cluster: str = "",
         reads_reports: bool = True,
+        counts_calls: bool = True,
     ) -> None:
         self._factory = picker_factory
         self._cluster = cluster
@@ -108,8 +109,17 @@ class WeightedTarget:
         self._keys = 0
         #: (state, READY children, running sums of their weights); None after any change
         self._view: tuple[ConnectivityState, list[_Child], list[int]] | None = None
-        # ``reads_reports=False`` (pickers without the hooks, as `child_policy_for` knows)
-        # leaves these out, so a caller builds no `CallEnd` for it
+        # ``counts_calls=False`` and ``reads_reports=False`` (pickers without those hooks, as
+        # `child_policy_for` knows) leave these out: a caller makes no call, and builds no
+        # `CallEnd`, for them
+        #: ``call_started(key)``: to the locality's picker (None: its pickers count no calls)
+        self.call_started: Callable[[EndpointKey], None] | None = (
+            self._call_started if counts_calls else None
+        )
+        #: ``call_finished(key, ok)``: to the locality's picker (None: as ``call_started``)
+        self.call_finished: Callable[[EndpointKey, bool], None] | None = (
+            self._call_finished if counts_calls else None
+        )
         #: ``call_ended(key, end)``: to the locality's picker (None: its pickers lack it)
         self.call_ended: Callable[[EndpointKey, CallEnd], None] | None = (
             self._call_ended if reads_reports else None
@@ -201,14 +211,14 @@ class WeightedTarget:
             if picker.state() is not before:
                 self._view = None  # the READY choice changes only with a locality's state
 
-    def call_started(self, key: EndpointKey) -> None:
+    def _call_started(self, key: EndpointKey) -> None:
         """A call picked on ``key`` started: told to its locality's picker if that picker
         counts calls (least request's outstanding counts)."""
         child = self._by_endpoint.get(key)
         if child is not None and child.started is not None:
             child.started(key)
 
-    def call_finished(self, key: EndpointKey, ok: bool) -> None:
+    def _call_finished(self, key: EndpointKey, ok: bool) -> None:
         """A call on ``key`` ended: told to its locality's picker if that picker counts
         calls."""
         child = self._by_endpoint.get(key)
