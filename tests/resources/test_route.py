@@ -652,3 +652,116 @@ def test_the_decoders_builders_set_every_field_as_the_classes_init_does() -> Non
         assert built == cls(**fields)
         assert repr(built) == repr(cls(**fields))
         assert hash(built) == hash(cls(**fields))
+
+
+def common_route(prefix: str = "/svc/", cluster: str = "c", name: str = "") -> Any:
+    route = rc.Route(name=name)
+    route.match.prefix = prefix
+    route.route.cluster = cluster
+    return route
+
+
+def path_route() -> Any:
+    route = rc.Route()
+    route.match.path = "/svc/Method"
+    route.route.cluster = "c"
+    return route
+
+
+def with_unknown_field(route: Any) -> Any:
+    """``route`` with a field this protobuf does not know (number 999, a varint) after it."""
+    return rc.Route.FromString(route.SerializeToString() + b"\xb8\x3e\x01")
+
+
+def full_reading(route: Any) -> Route | None:
+    return _route._route("rc", "virtual_hosts[0]", 0, route, {})
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        common_route(),
+        common_route(name="named"),
+        path_route(),
+        common_route("/" + "p" * 124, "c" * 125, "n" * 127),  # lengths of one byte
+    ],
+)
+def test_a_common_route_takes_the_short_path_and_reads_as_in_full(route: Any) -> None:
+    """A route of the common shape is built by the short path, field for field as the full
+    reading and attrs' __init__ build it."""
+    fast = _route._common_route(route)
+    full = full_reading(route)
+    assert type(fast) is Route
+    assert full is not None
+    for field in attrs.fields(Route):
+        assert getattr(fast, field.name) == getattr(full, field.name), field.name
+    assert repr(fast) == repr(full)
+    assert fast == full
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda r: r.match.case_sensitive.SetInParent(),
+        lambda r: r.match.headers.add(name="h", present_match=True),
+        lambda r: r.match.runtime_fraction.default_value.SetInParent(),
+        lambda r: r.match.query_parameters.add(name="q", present_match=True),
+        lambda r: r.match.grpc.SetInParent(),
+        lambda r: r.route.max_stream_duration.SetInParent(),
+        lambda r: r.route.retry_policy.SetInParent(),
+        lambda r: setattr(r.route, "prefix_rewrite", "/x/"),
+        lambda r: r.route.timeout.SetInParent(),
+        lambda r: r.route.hash_policy.add().header.header_name.__len__(),
+        lambda r: r.typed_per_filter_config["f"].SetInParent(),
+        lambda r: r.request_headers_to_add.add().header.key.__len__(),
+        lambda r: r.request_headers_to_remove.append("x-gone"),
+        lambda r: r.decorator.SetInParent(),
+        lambda r: r.metadata.SetInParent(),
+    ],
+)
+def test_a_route_with_more_than_the_common_fields_is_read_in_full(
+    mutate: Callable[[Any], None],
+) -> None:
+    """Any field the short path does not read, even an empty one, sends the route through the
+    full reading."""
+    route = common_route()
+    mutate(route)
+    assert _route._common_route(route) is None
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        with_unknown_field(common_route()),
+        common_route(prefix=""),
+        common_route(cluster=""),
+        common_route(cluster="é"),
+        common_route(prefix="/é/"),
+        common_route(name="é"),
+        common_route(cluster="c" * 126),  # the RouteAction's length takes two bytes
+        common_route(prefix="/" + "p" * 125),  # the RouteMatch's
+        common_route(name="n" * 128),  # the name's
+        rc.Route(match=rc.RouteMatch(prefix="/"), redirect=rc.RedirectAction(host_redirect="h")),
+        rc.Route(
+            match=rc.RouteMatch(safe_regex={"regex": "/a.*"}), route=rc.RouteAction(cluster="c")
+        ),
+    ],
+)
+def test_a_route_the_short_path_cannot_size_is_read_in_full(route: Any) -> None:
+    """An unknown field, an empty value, a non-ASCII value, a length of two bytes, another
+    action or path matcher: the short path declines, and the full reading decides."""
+    assert _route._common_route(route) is None
+    config = route_pb2.RouteConfiguration(
+        name="rc", virtual_hosts=[rc.VirtualHost(domains=["*"], routes=[route])]
+    ).SerializeToString()
+    assert outcome(lambda: decode_route_configuration(config)[1].virtual_hosts[0].routes) == (
+        outcome(lambda: tuple(r for r in [full_reading(route)] if r is not None))
+    )
+
+
+def outcome(read: Callable[[], Any]) -> Any:
+    """What ``read`` returns, or the message of the `ResourceDecodeError` it raises."""
+    try:
+        return read()
+    except ResourceDecodeError as exc:
+        return exc.message

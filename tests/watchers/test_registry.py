@@ -142,6 +142,21 @@ async def test_a_name_of_an_unconfigured_authority_is_an_error_and_never_subscri
         assert [(type(e), e.name) for e in recorder.events] == [(DataError, unknown)] * 2
 
 
+async def test_an_xdstp_name_is_checked_after_its_types_old_style_names_passed() -> None:
+    """Once a walk's old-style names of a type passed their checks, a later walk's malformed
+    xdstp name of that type is still checked: its watcher's data error, never subscribed."""
+    bad = "xdstp://known/envoy.config.listener.v3.Listener/not-a-cluster"
+    recorder = Recorder()
+    async with parts() as p:
+        p.registry.add_watchers(CDS, ["good"], Recorder().watcher)
+        stream = await p.fake.stream()
+        assert await cds_names(stream) == ["good"]
+        p.registry.add_watchers(CDS, ["other", bad], recorder.watcher)
+        assert await cds_names(stream) == ["good", "other"]
+        await idle()
+        assert [(type(e), e.name) for e in recorder.events] == [(DataError, bad)]
+
+
 async def test_the_last_watcher_to_leave_unsubscribes() -> None:
     """A name stays subscribed while any watcher holds it; the last one leaving drops it."""
     async with parts() as p:
