@@ -52,18 +52,26 @@ import json
 import os
 import pstats
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
 import grpc
+from child_server import served
 from counting import callgrind_instructions, python_calls, window
 from google.protobuf import wrappers_pb2
+from timing import (
+    CONCURRENCY,
+    Sample,
+    cells,
+    latencies,
+    measured,
+    paired_cpu,
+    quartiles,
+)
 
 from xdsclient import XdsClient
 from xdsclient._call import Attempt, AttemptOutcome, CallPlan, CallRequest, Code, grpc_header_view
@@ -75,7 +83,6 @@ SERVICE = "bench.Echo"
 SAY = f"/{SERVICE}/Say"
 COUNT = f"/{SERVICE}/Count"
 LISTENER = "bench"
-CONCURRENCY = 64
 Text = wrappers_pb2.StringValue
 KINDS = ("unary", "stream")
 #: the first call's timeout at scale (seconds)
@@ -108,24 +115,9 @@ asyncio.run(main())
 """
 
 
-@contextlib.asynccontextmanager
-async def backend() -> AsyncIterator[int]:
+def backend() -> contextlib.AbstractAsyncContextManager[int]:
     """The backend's port, served by a child process until the context ends."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _SERVER, SERVICE,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdin is not None
-    assert process.stdout is not None
-    try:
-        yield int(await asyncio.wait_for(process.stdout.readline(), 30))
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), 5)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
+    return served(_SERVER, SERVICE)
 
 
 class Stub:
@@ -144,38 +136,6 @@ class Stub:
     async def stream(self) -> None:
         async for _ in self._count(self._n, timeout=10):
             pass
-
-
-async def latencies(call: Callable[[], Awaitable[None]], calls: int) -> list[float]:
-    """Seconds each of ``calls`` sequential calls took."""
-    out = []
-    clock = time.perf_counter
-    for _ in range(calls):
-        start = clock()
-        await call()
-        out.append(clock() - start)
-    return out
-
-
-async def throughput(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float, float]:
-    """(calls per second, CPU seconds per call) of ``calls`` calls by `CONCURRENCY` tasks."""
-    left = calls
-
-    async def worker() -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            await call()
-
-    cpu, wall = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return calls / wall, cpu / calls
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def resources(port: int, listener: str = LISTENER, endpoints: int = 1) -> list[Any]:
@@ -248,9 +208,9 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
         for kind in KINDS:
             for name in order:  # each round starts with the next channel
                 call = getattr(stubs[name], kind)
-                took = await latencies(call, args.latency_calls)
-                per_second, per_call = await throughput(call, args.throughput_calls)
-                samples[name, kind] = Sample(took, per_second, per_call)
+                samples[name, kind] = await measured(
+                    call, args.latency_calls, args.throughput_calls
+                )
         rounds.append(samples)
     report(names, rounds, args)
     print()
@@ -259,21 +219,10 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
         extra = await paired_cpu(plain, ours, args.pairs, args.throughput_calls // 3)
         print(
             f"our CPU per {kind} call (XdsChannel minus plain, median of {args.pairs} pairs): "
-            f"{statistics.median(extra) * 1e6:.1f} us "
-            f"(quartiles {percentile(extra, 0.25) * 1e6:.1f} "
-            f"to {percentile(extra, 0.75) * 1e6:.1f})"
+            f"{quartiles(extra)}"
         )
     if args.profile:
         await profile(stubs, args.throughput_calls)
-
-
-@attrs.frozen
-class Sample:
-    """One channel's measurements in one round."""
-
-    latencies: list[float]
-    per_second: float
-    cpu_per_call: float
 
 
 def report(
@@ -293,40 +242,9 @@ def report(
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for kind in KINDS:
+        base = [r["grpcio xds", kind] for r in rounds]
         for name in names:
-            took = [t for r in rounds for t in r[name, kind].latencies]
-            per_second = statistics.median(r[name, kind].per_second for r in rounds)
-            per_call = min(r[name, kind].cpu_per_call for r in rounds)
-            p50_ratio = statistics.median(
-                statistics.median(r[name, kind].latencies)
-                / statistics.median(r["grpcio xds", kind].latencies)
-                for r in rounds
-            )
-            rate_ratio = statistics.median(
-                r[name, kind].per_second / r["grpcio xds", kind].per_second for r in rounds
-            )
-            print(
-                f"| {kind} | {name} | {statistics.median(took) * 1e6:.0f} "
-                f"| {percentile(took, 0.99) * 1e6:.0f} | {per_second:.0f} | {per_call * 1e6:.1f} "
-                f"| {p50_ratio:.2f}x | {rate_ratio:.2f}x |"
-            )
-
-
-async def paired_cpu(
-    plain: Callable[[], Awaitable[None]],
-    ours: Callable[[], Awaitable[None]],
-    pairs: int,
-    calls: int,
-) -> list[float]:
-    """CPU seconds per call that ``ours`` takes beyond ``plain``: ``pairs`` times, ``calls``
-    calls of each back to back (which goes first alternates), the difference of the two."""
-    extra = []
-    for pair in range(pairs):
-        first, second = (plain, ours) if pair % 2 else (ours, plain)
-        a = (await throughput(first, calls))[1]
-        b = (await throughput(second, calls))[1]
-        extra.append(b - a if first is plain else a - b)
-    return extra
+            print(f"| {kind} | {name} {cells([r[name, kind] for r in rounds], base)}")
 
 
 async def first_calls(client: XdsClient, sizes: list[int]) -> None:

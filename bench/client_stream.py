@@ -22,9 +22,9 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
+
+from timing import latencies, throughput
 
 SERVICE = "bench.Echo"
 COLLECT = f"/{SERVICE}/Collect"
@@ -89,32 +89,10 @@ async def _measure(port: int, args: argparse.Namespace) -> dict[str, list[float]
                 await collect(iter(messages), timeout=10)
 
             await call()  # connected and configured
-            out[name] = [await _p50(call, args.calls), *await _throughput(call, args.calls)]
+            p50 = statistics.median(await latencies(call, args.calls))
+            out[name] = [p50, *await throughput(call, args.calls, CONCURRENCY)]
             await channel.close()
     return out
-
-
-async def _p50(call: Callable[[], Awaitable[None]], calls: int) -> float:
-    seconds = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        await call()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
-
-
-async def _throughput(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float, float]:
-    left = calls
-
-    async def worker() -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            await call()
-
-    cpu, wall = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return calls / (time.perf_counter() - wall), (time.process_time() - cpu) / calls
 
 
 def _child(tree: str, port: int, args: argparse.Namespace) -> dict[str, list[float]]:

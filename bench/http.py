@@ -57,20 +57,20 @@ import contextlib
 import cProfile
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the standard library
 
-import attrs
 import httpx
+from child_server import served
 from counting import callgrind_instructions, python_calls, window
+from timing import CONCURRENCY, Sample, cells, measured, paired_cpu, quartiles, throughput
 
 from xdsclient import XdsClient
 from xdsclient.httpx import XdsSyncTransport, XdsTransport
@@ -79,7 +79,6 @@ from xdsclient.sync import LoopThread, SyncXdsClient
 from xdsclient.testing import ControlPlane, builders
 
 LISTENER = "bench"
-CONCURRENCY = 64
 
 _SERVER = r"""
 import asyncio, sys
@@ -92,24 +91,9 @@ asyncio.run(main())
 """
 
 
-@contextlib.asynccontextmanager
-async def backend() -> AsyncIterator[int]:
+def backend() -> contextlib.AbstractAsyncContextManager[int]:
     """The backend's port, served by a child process until the context ends."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _SERVER,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdin is not None
-    assert process.stdout is not None
-    try:
-        yield int(await asyncio.wait_for(process.stdout.readline(), 30))
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), 5)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
+    return served(_SERVER)
 
 
 def resources(port: int) -> list[Any]:
@@ -128,48 +112,6 @@ def requester(http: httpx.AsyncClient, url: str) -> Callable[[], Awaitable[None]
             raise RuntimeError(f"{url}: {response.status_code} {response.text}")
 
     return request
-
-
-async def latencies(request: Callable[[], Awaitable[None]], count: int) -> list[float]:
-    """Seconds each of ``count`` sequential requests took."""
-    out = []
-    clock = time.perf_counter
-    for _ in range(count):
-        start = clock()
-        await request()
-        out.append(clock() - start)
-    return out
-
-
-async def throughput(request: Callable[[], Awaitable[None]], count: int) -> tuple[float, float]:
-    """(requests per second, CPU seconds per request) of ``count`` requests by `CONCURRENCY`
-    tasks."""
-    left = count
-
-    async def worker() -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            await request()
-
-    cpu, wall = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return count / wall, cpu / count
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-@attrs.frozen
-class Sample:
-    """One client's measurements in one round."""
-
-    latencies: list[float]
-    per_second: float
-    cpu_per_request: float
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -208,9 +150,9 @@ async def measure(requests: dict[str, Callable[[], Awaitable[None]]], args: Any)
     for number in range(args.rounds):
         samples = {}
         for name in names[number % 2 :] + names[: number % 2]:
-            took = await latencies(requests[name], args.latency_requests)
-            per_second, per_request = await throughput(requests[name], args.throughput_requests)
-            samples[name] = Sample(took, per_second, per_request)
+            samples[name] = await measured(
+                requests[name], args.latency_requests, args.throughput_requests
+            )
         rounds.append(samples)
     report(names, rounds, args)
     extra = await paired_cpu(
@@ -218,9 +160,7 @@ async def measure(requests: dict[str, Callable[[], Awaitable[None]]], args: Any)
     )
     print(
         f"\npaired CPU per request at concurrency {CONCURRENCY} (XdsTransport minus plain httpx, "
-        f"median of {args.pairs} pairs; moves with the machine's load): "
-        f"{statistics.median(extra) * 1e6:.1f} us "
-        f"(quartiles {percentile(extra, 0.25) * 1e6:.1f} to {percentile(extra, 0.75) * 1e6:.1f})"
+        f"median of {args.pairs} pairs; moves with the machine's load): {quartiles(extra)}"
     )
 
 
@@ -236,37 +176,9 @@ def report(names: list[str], rounds: list[dict[str, Sample]], args: Any) -> None
         "| p50 / plain | requests/s / plain |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
+    base = [r["plain"] for r in rounds]
     for name in names:
-        took = [t for r in rounds for t in r[name].latencies]
-        per_second = statistics.median(r[name].per_second for r in rounds)
-        per_request = min(r[name].cpu_per_request for r in rounds)
-        p50_ratio = statistics.median(
-            statistics.median(r[name].latencies) / statistics.median(r["plain"].latencies)
-            for r in rounds
-        )
-        rate_ratio = statistics.median(r[name].per_second / r["plain"].per_second for r in rounds)
-        print(
-            f"| {name} | {statistics.median(took) * 1e6:.0f} | {percentile(took, 0.99) * 1e6:.0f} "
-            f"| {per_second:.0f} | {per_request * 1e6:.1f} | {p50_ratio:.2f}x "
-            f"| {rate_ratio:.2f}x |"
-        )
-
-
-async def paired_cpu(
-    plain: Callable[[], Awaitable[None]],
-    ours: Callable[[], Awaitable[None]],
-    pairs: int,
-    count: int,
-) -> list[float]:
-    """CPU seconds per request that ``ours`` takes beyond ``plain``: ``pairs`` times, ``count``
-    requests of each back to back (which goes first alternates), the difference of the two."""
-    extra = []
-    for pair in range(pairs):
-        first, second = (plain, ours) if pair % 2 else (ours, plain)
-        a = (await throughput(first, count))[1]
-        b = (await throughput(second, count))[1]
-        extra.append(b - a if first is plain else a - b)
-    return extra
+        print(f"| {name} {cells([r[name] for r in rounds], base)}")
 
 
 # --- what we add, counted: each client alone in a child process ---

@@ -42,6 +42,35 @@ async def test_generated_stub_calls_of_every_kind_reach_the_backend(
             assert await chat.code() is grpc.StatusCode.OK
 
 
+async def test_a_registered_methods_calls_are_registered_calls_on_the_endpoints_channel(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """Calls of every kind from a stub built with ``_registered_method=True`` (as generated
+    code builds it) reach the backend as registered calls on the endpoint's grpc.aio channel
+    (C-core registers the method once), and a multi-callable built without it stays
+    unregistered, as grpc.aio's own channel does."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="hi"), timeout=5)).value == "a:hi"
+            assert [m.value async for m in stub.Count(Text(value="1"), timeout=5)] == ["a:0"]
+            assert (await stub.Collect(iter([Text(value="x")]), timeout=5)).value == "a:x"
+            assert [m.value async for m in stub.Chat(iter([Text(value="p")]), timeout=5)] == ["a:p"]
+            assert dict(a.calls) == {SAY: 1, COUNT: 1, COLLECT: 1, CHAT: 1}
+            made = channel._core._multicallables  # the endpoint channel's multi-callables
+            assert len(made) == 4
+            assert all(m._registered_call_handle != 0 for m in made.values())
+            made.clear()
+            plain = channel.unary_unary(
+                SAY,
+                request_serializer=Text.SerializeToString,
+                response_deserializer=Text.FromString,
+            )
+            assert (await plain(Text(value="plain"), timeout=5)).value == "a:plain"
+            assert [m._registered_call_handle for m in made.values()] == [0]
+
+
 async def test_the_channel_reports_ready_and_shutdown(
     plane: ControlPlane, client: XdsClient
 ) -> None:

@@ -50,14 +50,12 @@ from .._call import (
     CallRequest,
     CallState,
     Code,
-    Delay,
-    Finish,
-    RetryAt,
     Status,
     grpc_header_view,
 )
+from .._call._plan import Step
 from .._call_status import LOCAL_WRITE_FAILURE, CallStatuses
-from .._plane import PickWait
+from .._plane import PickWait, follow_plan
 from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
@@ -123,6 +121,11 @@ class XdsCall(
     #: whether a response (headers with metadata, or a message) reached the call, or retries
     #: are off on the channel: no retry
     _committed = False
+    #: whether generated code registered the method (``_registered_method``): its attempts
+    #: are registered calls on the endpoints' channels
+    _registered = False
+    #: the call as the plan sees it (made with the plan)
+    _call_request: CallRequest
 
     def __init__(
         self,
@@ -140,6 +143,7 @@ class XdsCall(
         registry: set[XdsCall] | None = None,
         multicallables: dict[Any, Any] | None = None,
         starter: Starter | None = None,
+        registered: bool = False,
     ) -> None:
         """A call of ``kind`` (request streaming, response streaming) to ``method``, with
         grpc.aio's arguments. (Its makers pass every argument by position: a class called
@@ -161,6 +165,8 @@ class XdsCall(
         #: endpoint channel -> grpc.aio's multi-callable for this call's method (kept by the
         #: channel's multi-callable, shared by its calls)
         self._multicallables = multicallables if multicallables is not None else {}
+        if registered:
+            self._registered = True
         if kind == _UNARY:
             self._kick = True
             (starter if starter is not None else Starter()).add(self)
@@ -384,22 +390,38 @@ class XdsCall(
     # --- the driver ---
 
     async def _run(self) -> Any:
+        """Make the call's plan and follow it to the call's end (the plan is made here, not
+        in a function of its own: the usual call's driver costs no more calls than this)."""
+        core = self._core
         try:
-            result = await self._drive()
-        except asyncio.CancelledError:
-            self._cancel_plan()
-            if self._cancelled_owner and self._owner is not None:
-                self._cancelled_owner = False
-                self._owner.uncancel()  # it was the call's cancellation, not the task's
-            if self._closed_by_channel:
-                error = self._failed(CLOSED)
-                self._end(None, error, False)
-                raise error from None
-            self._end(None, None, True)
-            raise
+            if core.closed:
+                raise grpc.aio.UsageError("Channel is closed.")
+            config: CallConfig | Status | None = core.config
+            if config is None:  # the usual call has its configuration at once
+                config = await self._configured()
+            if isinstance(config, Status):
+                raise self._failed(config)
+            request = self._call_request = CallRequest(
+                authority=core.authority, path=self._method, metadata=self._metadata,
+                deadline=self._deadline, channel_id=core.channel_id,
+            )  # fmt: skip
+            now = core.clock()
+            plan = self._plan = CallPlan.begin(
+                request, config, now=now, rng=core.rng, faults=core.faults
+            )
+            if not core.retries_enabled:
+                self._committed = True  # C-core without its retry filter: every attempt is final
+            elif self._request_streaming and plan.max_attempts > 1:
+                self._keep_requests()
+            step = plan.start(now)
+            finish = await follow_plan(plan, step, self._attempt, self._sleep_until, core.clock)
+            if finish.status.code is not Code.OK:
+                raise self._failed(finish.status)
+            result = self._response
         except BaseException as error:
-            self._cancel_plan()
-            self._end(None, error, False)
+            instead = self._interrupted(error)
+            if instead is not None:
+                raise instead from None
             raise
         finally:
             self._owner = None
@@ -410,58 +432,28 @@ class XdsCall(
         self._end(result, None, False)
         return result
 
-    def _cancel_plan(self) -> None:
+    def _interrupted(self, error: BaseException) -> BaseException | None:
+        """End the call that ``error`` interrupted: what to raise instead (None: ``error``)."""
         if self._plan is not None and self._plan.state is not CallState.DONE:
             self._plan.cancel()
+        if not isinstance(error, asyncio.CancelledError):
+            self._end(None, error, False)
+            return None
+        if self._cancelled_owner and self._owner is not None:
+            self._cancelled_owner = False
+            self._owner.uncancel()  # it was the call's cancellation, not the task's
+        if self._closed_by_channel:
+            closed = self._failed(CLOSED)
+            self._end(None, closed, False)
+            return closed
+        self._end(None, None, True)
+        return None
 
-    async def _drive(self) -> Any:
+    async def _configured(self) -> CallConfig | Status:
+        """The channel's call configuration, waited for (its first calls)."""
         core = self._core
-        if core.closed:
-            raise grpc.aio.UsageError("Channel is closed.")
-        config: CallConfig | Status | None = core.config
-        if config is None:  # the usual call has its configuration at once
-            await core.start()
-            config = await core.call_config(self._deadline, self._wait_for_ready)
-        if isinstance(config, Status):
-            raise self._failed(config)
-        request = CallRequest(
-            authority=core.authority,
-            path=self._method,
-            metadata=self._metadata,
-            deadline=self._deadline,
-            channel_id=core.channel_id,
-        )
-        now = core.clock()
-        plan = self._plan = CallPlan.begin(
-            request, config, now=now, rng=core.rng, faults=core.faults
-        )
-        if not core.retries_enabled:
-            self._committed = True  # C-core without its retry filter: every attempt is final
-        elif self._request_streaming and plan.max_attempts > 1:
-            self._keep_requests()
-        step = plan.start(now)
-        while True:
-            if isinstance(step, Attempt):
-                outcome = await self._attempt(step, request)
-                if self._committed and not outcome.committed:
-                    outcome = attrs.evolve(outcome, committed=True)
-                now = core.clock()
-                step = plan.attempt_done(outcome, now)
-            elif isinstance(step, Delay):
-                await self._sleep_until(step.until)
-                now = core.clock()
-                step = plan.delay_elapsed(now)
-            elif isinstance(step, RetryAt):
-                await self._sleep_until(step.at)
-                now = core.clock()
-                step = plan.backoff_elapsed(now)
-            else:
-                assert isinstance(step, Finish)
-                if step.at > now:  # `_sleep_until` reads the clock again
-                    await self._sleep_until(step.at)
-                if step.status.code is Code.OK:
-                    return self._response
-                raise self._failed(step.status)
+        await core.start()
+        return await core.call_config(self._deadline, self._wait_for_ready)
 
     def _keep_requests(self) -> None:
         """The call may be retried: read its messages into a `RequestStream` for replay."""
@@ -479,11 +471,21 @@ class XdsCall(
                 raise self._failed(CLOSED)
             await core.wait_change(core.changed(), until)
 
-    async def _attempt(self, step: Attempt, request: CallRequest) -> AttemptOutcome:
+    def _attempt_done(self, outcome: AttemptOutcome) -> Step:
+        """The plan's next step after an attempt ended with ``outcome`` (committed when the
+        call is)."""
+        if self._committed and not outcome.committed:
+            outcome = attrs.evolve(outcome, committed=True)
+        plan = self._plan
+        assert plan is not None
+        return plan.attempt_done(outcome, self._core.clock())
+
+    async def _attempt(self, step: Attempt) -> Step:
         """Pick (waiting while the pick queues), then send the attempt on the pick's
-        connection and tell the picker, the connections and the load reporter how it went."""
+        connection and tell the picker, the connections and the load reporter how it went;
+        the plan's next step."""
         core = self._core
-        headers = request.headers if self._metadata else _NO_METADATA_HEADERS
+        headers = self._call_request.headers if self._metadata else _NO_METADATA_HEADERS
         picked = core.pick_now(
             step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
         )
@@ -492,7 +494,7 @@ class XdsCall(
         if isinstance(picked, Status):
             if picked is CLOSED:
                 raise self._failed(CLOSED)
-            return AttemptOutcome(code=picked.code, details=picked.details)
+            return self._attempt_done(AttemptOutcome(code=picked.code, details=picked.details))
         if picked.outcome is PickOutcome.DROP:
             raise self._failed(self._dropped(picked))
         endpoint = picked.endpoint
@@ -501,7 +503,8 @@ class XdsCall(
             connection = core.connect((endpoint.address, endpoint.port), picked.cluster)
         except TlsError as error:  # the pick counted a call (circuit breaking): end it
             core.picker.call_finished(picked, False, core.clock())
-            return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
+            failed = AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
+            return self._attempt_done(failed)
         connections = core.connections
         connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)
@@ -529,7 +532,6 @@ class XdsCall(
                         self._load_report = load_report_of(await call.trailing_metadata())
                     outcome = _OK
             ok = outcome.code is Code.OK
-            return outcome
         finally:
             now = core.clock()
             report = self._load_report
@@ -537,6 +539,11 @@ class XdsCall(
             if load is not None and locality is not None:
                 load.call_finished(locality, ok, named_metrics(report))
             connections.call_ended(connection)
+        if self._committed and not outcome.committed:  # `_attempt_done`, inline
+            outcome = attrs.evolve(outcome, committed=True)
+        plan = self._plan
+        assert plan is not None
+        return plan.attempt_done(outcome, core.clock())
 
     def _dropped(self, picked: PickResult) -> Status:
         load = self._core.load_of(picked.cluster)
@@ -566,7 +573,7 @@ class XdsCall(
                 cache.clear()  # the channels of closed connections are not held for long
             multicallable = cache[key] = self._core.multicallable(
                 channel,
-                (self._method, self._request_streaming, self._response_streaming),
+                (self._method, *self._kind, self._registered),
                 self._serializer if requests is None else None,  # a stream sends bytes
                 self._deserializer,
             )

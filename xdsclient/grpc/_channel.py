@@ -164,7 +164,9 @@ class XdsChannel(grpc.aio.Channel):
         _registered_method: bool | None = False,
     ) -> _UnaryUnary:
         """A unary call's multi-callable (``await stub.Method(request, timeout=...)``)."""
-        return _UnaryUnary(self, method, request_serializer, response_deserializer)
+        return _UnaryUnary(
+            self, method, request_serializer, response_deserializer, bool(_registered_method)
+        )
 
     def unary_stream(
         self,
@@ -174,7 +176,9 @@ class XdsChannel(grpc.aio.Channel):
         _registered_method: bool | None = False,
     ) -> _UnaryStream:
         """A server-streaming multi-callable (``async for reply in stub.Method(request)``)."""
-        return _UnaryStream(self, method, request_serializer, response_deserializer)
+        return _UnaryStream(
+            self, method, request_serializer, response_deserializer, bool(_registered_method)
+        )
 
     def stream_unary(
         self,
@@ -184,7 +188,9 @@ class XdsChannel(grpc.aio.Channel):
         _registered_method: bool | None = False,
     ) -> _StreamUnary:
         """A client-streaming multi-callable (a request iterator, or ``write``)."""
-        return _StreamUnary(self, method, request_serializer, response_deserializer)
+        return _StreamUnary(
+            self, method, request_serializer, response_deserializer, bool(_registered_method)
+        )
 
     def stream_stream(
         self,
@@ -194,7 +200,9 @@ class XdsChannel(grpc.aio.Channel):
         _registered_method: bool | None = False,
     ) -> _StreamStream:
         """A bidirectional-streaming multi-callable."""
-        return _StreamStream(self, method, request_serializer, response_deserializer)
+        return _StreamStream(
+            self, method, request_serializer, response_deserializer, bool(_registered_method)
+        )
 
     def _call(
         self,
@@ -209,12 +217,14 @@ class XdsChannel(grpc.aio.Channel):
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
         multicallables: dict[Any, Any] | None = None,
+        registered: bool = False,
     ) -> grpc.aio.Call:
         interceptors = applicable(self._interceptors, kind) if self._interceptors else []
         if not interceptors:
             return self._direct(
                 kind, method, request, serializer, deserializer,
                 timeout, metadata, credentials, wait_for_ready, compression, multicallables,
+                registered,
             )  # fmt: skip
 
         def make(details: grpc.aio.ClientCallDetails, request: Any) -> XdsCall:
@@ -222,7 +232,7 @@ class XdsChannel(grpc.aio.Channel):
             return self._direct(
                 kind, name.decode() if isinstance(name, bytes) else name, request,
                 serializer, deserializer, details.timeout, details.metadata,
-                details.credentials, details.wait_for_ready, compression,
+                details.credentials, details.wait_for_ready, compression, None, registered,
             )  # fmt: skip
 
         details = grpc.aio.ClientCallDetails(
@@ -247,10 +257,12 @@ class XdsChannel(grpc.aio.Channel):
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
         multicallables: dict[Any, Any] | None = None,
+        registered: bool = False,
     ) -> XdsCall:
         call = XdsCall(
             self._core, method, request, kind, serializer, deserializer, timeout, metadata,
             credentials, wait_for_ready, compression, self._calls, multicallables, self._starter,
+            registered,
         )  # fmt: skip
         self._calls.add(call)
         return call
@@ -263,11 +275,15 @@ class _MultiCallable:
         method: str,
         serializer: Callable[[Any], bytes] | None,
         deserializer: Callable[[bytes], Any] | None,
+        registered: bool,
     ) -> None:
         self._channel = channel
         self._method = method
         self._serializer = serializer
         self._deserializer = deserializer
+        #: whether generated code registered the method (``_registered_method``): its calls
+        #: on each endpoint's channel are registered calls too
+        self._registered = registered
         #: grpc.aio's multi-callable of this method per endpoint channel, for the calls
         self._multicallables: dict[Any, Any] = {}
 
@@ -288,11 +304,12 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
             return channel._call(
                 _UNARY, self._method, request, self._serializer, self._deserializer,
                 timeout, metadata, credentials, wait_for_ready, compression,
+                self._multicallables, self._registered,
             )  # fmt: skip
         call = XdsCall(  # `XdsChannel._direct`, inline: the usual call
             channel._core, self._method, request, _UNARY, self._serializer,
             self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
-            channel._calls, self._multicallables, channel._starter,
+            channel._calls, self._multicallables, channel._starter, self._registered,
         )  # fmt: skip
         channel._calls.add(call)
         return call
@@ -312,10 +329,15 @@ class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: 
         return self._channel._call(
             (False, True), self._method, request, self._serializer, self._deserializer,
             timeout, metadata, credentials, wait_for_ready, compression,
+            self._multicallables, self._registered,
         )  # fmt: skip
 
 
-class _StreamUnary(_MultiCallable, grpc.aio.StreamUnaryMultiCallable):  # type: ignore[type-arg]
+class _StreamRequests(_MultiCallable):
+    """A client-streaming or bidirectional multi-callable (its `_kind` says which)."""
+
+    _kind: tuple[bool, bool]
+
     def __call__(
         self,
         request_iterator: RequestIterator | None = None,
@@ -326,22 +348,15 @@ class _StreamUnary(_MultiCallable, grpc.aio.StreamUnaryMultiCallable):  # type: 
         compression: grpc.Compression | None = None,
     ) -> Any:
         return self._channel._call(
-            (True, False), self._method, request_iterator, self._serializer,
-            self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
+            self._kind, self._method, request_iterator, self._serializer, self._deserializer,
+            timeout, metadata, credentials, wait_for_ready, compression,
+            self._multicallables, self._registered,
         )  # fmt: skip
 
 
-class _StreamStream(_MultiCallable, grpc.aio.StreamStreamMultiCallable):  # type: ignore[type-arg]
-    def __call__(
-        self,
-        request_iterator: RequestIterator | None = None,
-        timeout: float | None = None,
-        metadata: MetadataType | None = None,
-        credentials: grpc.CallCredentials | None = None,
-        wait_for_ready: bool | None = None,
-        compression: grpc.Compression | None = None,
-    ) -> Any:
-        return self._channel._call(
-            (True, True), self._method, request_iterator, self._serializer,
-            self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
-        )  # fmt: skip
+class _StreamUnary(_StreamRequests, grpc.aio.StreamUnaryMultiCallable):  # type: ignore[type-arg]
+    _kind = (True, False)
+
+
+class _StreamStream(_StreamRequests, grpc.aio.StreamStreamMultiCallable):  # type: ignore[type-arg]
+    _kind = (True, True)

@@ -173,23 +173,28 @@ class ChannelCore(PlaneCore):
     def multicallable(
         self,
         channel: Any,
-        key: tuple[str, bool, bool],
+        key: tuple[str, bool, bool, bool],
         serializer: Callable[[Any], bytes] | None,
         deserializer: Callable[[bytes], Any] | None,
     ) -> Any:
         """grpc.aio's multi-callable for ``key`` (method, request streaming, response
-        streaming) on an endpoint's ``channel``, made once (grpc.aio builds one per call
-        otherwise). Kept for at most `_MULTICALLABLES` keys, then started over, so the channels
-        of closed connections are not held for long."""
+        streaming, registered: a registered call, as generated code's ``_registered_method``
+        asks, which C-core registers once per channel instead of at every call) on an
+        endpoint's ``channel``, made once (grpc.aio builds one per call otherwise). Kept for
+        at most `_MULTICALLABLES` keys, then started over, so the channels of closed
+        connections are not held for long."""
         full = (channel, *key, serializer, deserializer)
         found = self._multicallables.get(full)
         if found is None:
             if len(self._multicallables) >= _MULTICALLABLES:
                 self._multicallables.clear()
-            method, request_streaming, response_streaming = key
+            method, request_streaming, response_streaming, registered = key
             factory = _FACTORIES[request_streaming, response_streaming]
             found = self._multicallables[full] = getattr(channel, factory)(
-                method, request_serializer=serializer, response_deserializer=deserializer
+                method,
+                request_serializer=serializer,
+                response_deserializer=deserializer,
+                _registered_method=registered,
             )
         return found
 

@@ -34,7 +34,7 @@ that came.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -49,16 +49,14 @@ from .._call import (
     CallRequest,
     CallState,
     Code,
-    Delay,
     Finish,
     LocalReply,
-    RetryAt,
     Status,
     apply_header_changes,
 )
 from .._call._http_route import CONSUMED_HEADERS, DirectRoute
 from .._call._plan import Step
-from .._plane import DEADLINE, PickWait
+from .._plane import DEADLINE, PickWait, follow_plan
 from .._plane._tls_policy import TlsError
 from ..lb import LocalFailure, PickOutcome, PickResult
 from ._connections import HttpConnection, ResponseBody
@@ -172,6 +170,10 @@ class _Ending:
 class Exchange:
     """One request's drive (see the module's docstring)."""
 
+    #: the next attempt's pick, made already (the direct path's, handed to the plan); a class
+    #: default, set per request only when a plan takes over
+    _first: PickResult | Status | PickWait | None = None
+
     def __init__(self, core: HttpCore, request: httpx.Request) -> None:
         self._core = core
         self._request = request
@@ -190,7 +192,7 @@ class Exchange:
         #: the request's headers by lower-case name (the call's view)
         self._names: Mapping[str, str] = _NO_NAMES
         #: the attempt in flight: its connection, ending, endpoint, request, deadline
-        self._attempt: _Sending | None = None
+        self._sending: _Sending | None = None
 
     async def run(self) -> httpx.Response:
         """Drive the request to its response (few coroutines deep: each is entered again at
@@ -208,7 +210,7 @@ class Exchange:
             try:
                 direct = self._direct(route)
                 if direct is None:
-                    return await self._drive(self._planned(route))
+                    return self._answer(await self._follow(self._planned(route)))
                 core = self._core
                 now = core.clock()
                 deadline = None if direct.timeout is None else now + direct.timeout
@@ -235,8 +237,8 @@ class Exchange:
                 )  # fmt: skip
                 self._plan = plan
                 if outcome is not None:
-                    return await self._drive(await self._after(outcome), first)
-                return await self._drive(step, first)
+                    return self._answer(await self._follow(await self._after(outcome), first))
+                return self._answer(await self._follow(step, first))
             finally:
                 route.in_flight -= 1
         except BaseException:
@@ -345,35 +347,32 @@ class Exchange:
             self._body = None  # a stream: sent once
         return plan.start(now)
 
-    async def _drive(
+    def _follow(
         self, step: Step, first: PickResult | Status | PickWait | None = None
-    ) -> httpx.Response:
-        """Follow the plan from ``step`` to the answer (``first``: the first attempt's pick,
-        made already)."""
-        core, plan = self._core, self._plan
+    ) -> Awaitable[Finish]:
+        """Follow the plan from ``step`` to its finish (``first``: the first attempt's pick,
+        made already), on the caller's coroutine."""
+        plan = self._plan
         assert plan is not None
-        while True:
-            if isinstance(step, Attempt):
-                picked = await self._picked(step, first)
-                first = None
-                if isinstance(picked, AttemptOutcome):
-                    outcome = picked
-                else:
-                    outcome = await self._send(picked, self._outgoing(step), step.deadline)
-                step = await self._after(outcome)
-            elif isinstance(step, Delay):
-                await self._sleep_until(step.until)
-                step = plan.delay_elapsed(core.clock())
-            elif isinstance(step, RetryAt):
-                await self._sleep_until(step.at)
-                step = plan.backoff_elapsed(core.clock())
-            else:
-                assert isinstance(step, Finish)
-                if step.at > core.clock():
-                    await self._sleep_until(step.at)
-                if step.reply is not None or self._response is None:
-                    return local_response(step.reply or _status_reply(step.status))
-                return self._hand_over()
+        self._first = first
+        return follow_plan(plan, step, self._attempt, self._sleep_until, self._core.clock)
+
+    def _answer(self, finish: Finish) -> httpx.Response:
+        """The request's answer at the plan's ``finish``: the last attempt's response, or a
+        local one."""
+        if finish.reply is not None or self._response is None:
+            return local_response(finish.reply or _status_reply(finish.status))
+        return self._hand_over()
+
+    async def _attempt(self, step: Attempt) -> Step:
+        """Pick (the pick made already first), send, and the plan's next step."""
+        first, self._first = self._first, None
+        picked = await self._picked(step, first)
+        if isinstance(picked, AttemptOutcome):
+            outcome = picked
+        else:
+            outcome = await self._send(picked, self._outgoing(step), step.deadline)
+        return await self._after(outcome)
 
     async def _after(self, outcome: AttemptOutcome) -> Step:
         """The plan's next step after an attempt ended with ``outcome`` (its response
@@ -500,7 +499,7 @@ class Exchange:
                 picked, False, core.clock(), local_failure=LocalFailure.CONNECT
             )
             return AttemptOutcome(connect_failure=True, endpoint=key, details=str(error))
-        self._attempt = _Sending(conn, _Ending(core, picked), key, outgoing, deadline)
+        self._sending = _Sending(conn, _Ending(core, picked), key, outgoing, deadline)
         timeout = None if deadline is None else max(0.0, deadline - core.clock())
         try:
             return conn, conn.begin(outgoing, timeout)
@@ -510,7 +509,7 @@ class Exchange:
     def _failed(self, error: BaseException, *, mapped: bool = False) -> AttemptOutcome:
         """The attempt in flight raised ``error`` (httpcore's, unless ``mapped``): how it
         ended, or (re-raised) the caller's own error."""
-        sending = self._attempt
+        sending = self._sending
         assert sending is not None
         core, ending, key = self._core, sending.ending, sending.key
         committed = self._body is None
@@ -545,7 +544,7 @@ class Exchange:
     def _received(self, answer: httpcore.Response) -> AttemptOutcome | None:
         """The pool answered the attempt in flight: its response is the attempt's (None), or
         how the attempt ended when wrapping it failed."""
-        sending = self._attempt
+        sending = self._sending
         assert sending is not None
         try:
             response = sending.conn.response(answer, sending.request)
@@ -557,7 +556,7 @@ class Exchange:
 
     def _answered(self) -> AttemptOutcome:
         """How the attempt that got its response ended, for the plan."""
-        sending, response = self._attempt, self._response
+        sending, response = self._sending, self._response
         assert sending is not None
         assert response is not None
         status = response.status_code
