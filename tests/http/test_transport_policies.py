@@ -41,6 +41,16 @@ def holding(backend: HttpBackend, path: str = "/hold") -> None:
     backend.script(path, then=Behaviour(delay=5))
 
 
+def retrying(retry_on: str) -> Any:
+    """A route to cluster ``c`` retrying twice on ``retry_on``, 1 ms apart."""
+    route = to("c")
+    policy = route.route.retry_policy
+    policy.retry_on = retry_on
+    policy.num_retries.value = 2
+    policy.retry_back_off.base_interval.FromMilliseconds(1)
+    return route
+
+
 async def answers(
     http: httpx.AsyncClient, count: int, url: str = "http://svc/", **kw: Any
 ) -> collections.Counter[str]:
@@ -80,10 +90,7 @@ async def test_retries_reach_the_backends_each_with_a_new_pick(
     is tried 3 times (counted at the backends) and answers the last 503; with one healthy
     backend beside a failing one every request ends 200, the retry picking anew."""
     a, b, _ = three
-    route = to("c")
-    route.route.retry_policy.retry_on = "5xx"
-    route.route.retry_policy.num_retries.value = 2
-    route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
+    route = retrying("5xx")
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a, b])))
     answering(a, 503)
     answering(b, 503)
@@ -291,10 +298,7 @@ async def test_a_request_body_is_sent_again_with_each_retry_unless_it_is_a_strea
     """A body given whole is sent with every attempt; a body given as a stream can be read
     only once, so its request is tried once, as Envoy does once its buffer is gone."""
     a, _, _ = three
-    route = to("c")
-    route.route.retry_policy.retry_on = "5xx"
-    route.route.retry_policy.num_retries.value = 2
-    route.route.retry_policy.retry_back_off.base_interval.FromMilliseconds(1)
+    route = retrying("5xx")
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
     answering(a, 503)
 
@@ -314,11 +318,8 @@ async def test_a_response_header_the_policy_names_is_retried(
     """``retriable-headers``: a 200 carrying ``x-retry`` is retried, and the answer without it
     is the response; the backend saw both attempts."""
     a, _, _ = three
-    route = to("c")
+    route = retrying("retriable-headers")
     policy = route.route.retry_policy
-    policy.retry_on = "retriable-headers"
-    policy.num_retries.value = 2
-    policy.retry_back_off.base_interval.FromMilliseconds(1)
     policy.retriable_headers.add(name="x-retry").present_match = True
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
     a.script("/again", Behaviour(headers=(("x-retry", "1"),)))
@@ -336,11 +337,7 @@ async def test_a_response_header_the_request_names_is_retried_and_the_names_not_
     request: a 200 carrying ``x-overloaded`` is retried (the backend saw two attempts), the
     answer is the one without it, and the backend never saw the request header."""
     a, _, _ = three
-    route = to("c")
-    policy = route.route.retry_policy
-    policy.retry_on = "retriable-headers"
-    policy.num_retries.value = 2
-    policy.retry_back_off.base_interval.FromMilliseconds(1)
+    route = retrying("retriable-headers")
     cp.set_all(resources(route_config(vhost("v", ["*"], route)), cluster_of("c", [a])))
     a.script("/busy", Behaviour(headers=(("x-overloaded", "1"),)))
     names = {"x-envoy-retriable-header-names": "x-other, X-Overloaded"}
