@@ -153,7 +153,7 @@ def test_a_sync_callers_own_timeout_counts_as_no_failure(
         transport = XdsSyncTransport(LISTENER, client=xds)
         with httpx.Client(transport=transport) as http:
             with pytest.raises(httpx.ReadTimeout):
-                http.get("http://svc/hold", timeout=0.3)
+                http.get("http://svc/hold", timeout=httpx.Timeout(10, read=0.3))
             assert xds.loop_thread.call(requests_on, transport._transport, a.port) == 0
             assert http.get("http://svc/after", timeout=10).status_code == 200
             until(lambda: _totals(plane.server.load_reports).get(LOAD) == [2, 1, 0], 8, what="LRS")
@@ -175,7 +175,7 @@ def test_a_sync_reader_giving_up_on_a_body_counts_by_its_status(
         transport = XdsSyncTransport(LISTENER, client=xds)
         with httpx.Client(transport=transport) as http:
             with pytest.raises(httpx.ReadTimeout):
-                http.get("http://svc/timeout", timeout=0.3)
+                http.get("http://svc/timeout", timeout=httpx.Timeout(10, read=0.3))
             with http.stream("GET", "http://svc/closed", timeout=10) as response:
                 assert next(response.iter_raw()) == b"first"
             assert xds.loop_thread.call(requests_on, transport._transport, a.port) == 0

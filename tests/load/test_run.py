@@ -84,6 +84,8 @@ async def test_a_run_told_to_start_in_the_past_keeps_that_schedule(cp):
     assert pushed[0] - begun < 1.0  # its time had passed: at once
     assert ended - begun < 4.0  # 2 s left of its 4 s (a run from now would take 4)
     assert result.duration >= 4.0
+    assert result.cpu_share > 0
+    assert result.cpu_seconds / result.cpu_share < 4.0  # a share of the time it ran, not 4 s
 
 
 async def test_progress_is_published_while_running_and_at_the_end(cp):

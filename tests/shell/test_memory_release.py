@@ -111,7 +111,7 @@ def _unknown_name(name: str) -> str:
     [
         (lambda name: "glibc 2.36", True),
         (lambda name: None, False),  # a libc that names no version (musl)
-        (_unknown_name, False),  # macOS, Windows: no such name
+        (_unknown_name, False),  # macOS: no such name
         (lambda name: "uClibc 1.0", False),
     ],
 )
@@ -120,8 +120,16 @@ def test_glibc_is_told_apart_by_its_version_string(confstr: Any, expected: bool)
     assert is_glibc(confstr) is expected
 
 
+def test_a_platform_without_confstr_is_not_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows has no ``os.confstr``: the transport still imports and never trims."""
+    monkeypatch.delattr("os.confstr", raising=False)
+    assert is_glibc() is False
+    assert MemoryRelease.for_platform()._trim is None
+
+
 @pytest.mark.skipif(not is_glibc(), reason="glibc only")
 def test_the_glibc_trim_calls_malloc_trim() -> None:
-    """On glibc the trim is ``malloc_trim(0)``, which answers 0 or 1."""
+    """On glibc the platform's release trims with ``malloc_trim(0)`` (a smoke test: it answers
+    0 or 1 whatever it released)."""
     assert glibc_trim() in (0, 1)
     assert MemoryRelease.for_platform()._trim is glibc_trim

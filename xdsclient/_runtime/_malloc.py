@@ -36,8 +36,13 @@ __all__ = ["LARGE_MESSAGE", "MemoryRelease", "glibc_trim", "is_glibc"]
 LARGE_MESSAGE = 1 << 20
 
 
-def is_glibc(confstr: Callable[[str], str | None] = os.confstr) -> bool:
-    """Whether this process runs on glibc (``confstr`` is `os.confstr`, given for the tests)."""
+def is_glibc(confstr: Callable[[str], str | None] | None = None) -> bool:
+    """Whether this process runs on glibc (``confstr`` is `os.confstr`, given for the tests;
+    a platform without it, Windows, is not glibc)."""
+    if confstr is None:
+        confstr = getattr(os, "confstr", None)
+        if confstr is None:
+            return False
     try:
         version = confstr("CS_GNU_LIBC_VERSION")
     except (ValueError, OSError):  # a name the platform does not know: not glibc

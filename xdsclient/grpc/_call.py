@@ -539,11 +539,7 @@ class XdsCall(
             if load is not None and locality is not None:
                 load.call_finished(locality, ok, named_metrics(report))
             connections.call_ended(connection)
-        if self._committed and not outcome.committed:  # `_attempt_done`, inline
-            outcome = attrs.evolve(outcome, committed=True)
-        plan = self._plan
-        assert plan is not None
-        return plan.attempt_done(outcome, core.clock())
+        return self._attempt_done(outcome)
 
     def _dropped(self, picked: PickResult) -> Status:
         load = self._core.load_of(picked.cluster)

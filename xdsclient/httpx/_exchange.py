@@ -54,6 +54,7 @@ from .._call import (
     Status,
     apply_header_changes,
 )
+from .._call._http_retry import RETRIABLE_HEADER_NAMES_HEADER
 from .._call._http_route import CONSUMED_HEADERS, DirectRoute
 from .._call._plan import Step
 from .._plane import DEADLINE, PickWait, follow_plan
@@ -70,7 +71,6 @@ _REHASH = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
 _CONNECT_FAILURES = (httpx.ConnectError,)
 #: the request header naming response headers a retry looks at (Envoy's)
-_RETRIABLE_HEADERS = "x-envoy-retriable-header-names"
 #: how early a timeout may fire and still be the attempt's deadline (timers are not exact)
 _EARLY = 0.05
 _RESETS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
@@ -577,7 +577,7 @@ class Exchange:
         if choice is not None:
             policy = choice.action.retry_policy or choice.virtual_host.retry_policy
         wanted = (policy is not None and policy.retriable_headers) or (
-            _RETRIABLE_HEADERS in self._names
+            RETRIABLE_HEADER_NAMES_HEADER in self._names
         )
         if not wanted:
             return ()

@@ -133,12 +133,13 @@ class _Run:
         if self.start_at is not None:
             await asyncio.sleep(max(0.0, self.start_at - time.time()))
         await _reach(self.target, scenario.connect_timeout)
-        cpu0, wall0 = time.process_time(), time.time()
-        # A run told to start at a time it has passed (a busy worker of a distributed run)
-        # still counts its schedule from that time, as the other workers do.
+        cpu0, wall0, began = time.process_time(), time.time(), Fleet.now()
+        # A run told to start at a time it has passed (its wait for the server, or a busy
+        # worker of a distributed run) counts its schedule from that time, as the other
+        # workers do; its CPU share is of the time it ran.
         late = 0.0 if self.start_at is None else max(0.0, wall0 - self.start_at)
         self.result.started = wall0 - late
-        self.start = Fleet.now() - late
+        self.start = began - late
         self.stop_at = self.start + scenario.duration
         helpers = [asyncio.create_task(coro) for coro in self._helpers()]
         try:
@@ -156,7 +157,8 @@ class _Run:
         result = self.result
         result.duration = Fleet.now() - self.start
         result.cpu_seconds = time.process_time() - cpu0
-        result.cpu_share = result.cpu_seconds / result.duration if result.duration else 0.0
+        ran = Fleet.now() - began
+        result.cpu_share = result.cpu_seconds / ran if ran else 0.0
         result.saturated = result.cpu_share >= _CPU_LIMIT or result.loop_lag_max >= _LAG_LIMIT
         result.per_client.sort(key=lambda client: client.index)
         return result

@@ -322,8 +322,7 @@ class ClusterView(View):
 # field's value) and built through its slots: attrs' __init__ of 15 fields costs more than
 # reading it, N times per CDS response (see `.._slots`; tests/resources/test_cluster.py holds
 # the builder to __init__ and the short path to the full one).
-_OTHER_PARTS = (
-    "cluster_type",
+_OTHER_PARTS = (  # (a cluster_type shares a oneof with type: not EDS, already declined)
     "load_balancing_policy",
     "circuit_breakers",
     "outlier_detection",

@@ -43,22 +43,11 @@ class Stored:
     log_name: str = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        data = self.packed.SerializeToString()
-        object.__setattr__(self, "framed", _RESOURCES_TAG + _varint(len(data)) + data)
+        # `DiscoveryResponse.resources` entry of a SotW response, encoded once: a response is
+        # its header and a join of these
+        framed = DiscoveryResponse(resources=[self.packed]).SerializeToString()
+        object.__setattr__(self, "framed", framed)
         object.__setattr__(self, "log_name", sotw_name(self.packed))
-
-
-#: ``DiscoveryResponse.resources`` (field 2, length-delimited)
-_RESOURCES_TAG = b"\x12"
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 class ResourceStore:
