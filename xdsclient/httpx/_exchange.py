@@ -57,8 +57,8 @@ from .._call import (
     Status,
     apply_header_changes,
 )
-from .._call._http_retry import RETRIABLE_HEADER_NAMES_HEADER
-from .._call._http_route import CONSUMED_HEADERS, DirectRoute
+from .._call._http_retry import RETRIABLE_HEADER_NAMES_HEADER, carries_retry_headers
+from .._call._http_route import DirectRoute
 from .._call._plan import Step
 from .._plane import DEADLINE, PickWait, follow_plan
 from .._plane._tls_policy import TlsError
@@ -284,13 +284,7 @@ class Exchange:
         names = self._names = _header_view(
             request.headers.raw, self._authority, request.method, path, url.scheme
         )
-        retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
-        if (
-            retry_on in names
-            or max_retries in names
-            or header_names in names
-            or status_codes in names
-        ):
+        if carries_retry_headers(names):
             return None  # the router reads and removes them: plan it
         try:
             self._body = request.content
