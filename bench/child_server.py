@@ -12,6 +12,8 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 
+from xdsclient.testing._children import stop_child
+
 __all__ = ["served"]
 
 
@@ -28,9 +30,4 @@ async def served(script: str, *args: str) -> AsyncIterator[int]:
     try:
         yield int(await asyncio.wait_for(process.stdout.readline(), 30))
     finally:
-        process.stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), 5)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
+        await stop_child(process)

@@ -36,6 +36,8 @@ from typing import Any
 
 import attrs
 
+from xdsclient.testing._children import stop_child_sync
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 import grpc
@@ -218,14 +220,7 @@ class _Server:
         return float(cpu), float(rss)
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_child_sync(self.process, grace=10)
 
 
 def _check(streams: list[_Stream]) -> None:

@@ -36,6 +36,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from xdsclient.testing._children import stop_child
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from xdsclient.load import Progress, Push, Scenario, run
@@ -126,13 +128,7 @@ class _Server:
         return await self._line()
 
     async def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            await asyncio.wait_for(self.process.wait(), 10)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
+        await stop_child(self.process, grace=10)
 
 
 # ---------------------------------------------------------------------------- one case

@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from xdsclient.testing._children import stop_child_sync
+
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
@@ -73,12 +75,7 @@ def backend() -> Iterator[int]:
     try:
         yield int(process.stdout.readline())
     finally:
-        process.stdin.close()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child_sync(process)
 
 
 async def _started(port: int) -> ControlPlane:

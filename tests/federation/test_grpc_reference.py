@@ -20,6 +20,7 @@ from tests.federation.test_spellings import SPELLINGS
 from xdsclient import XdsClient
 from xdsclient.resources import CLUSTER, LISTENER
 from xdsclient.testing import ControlPlane, bootstrap
+from xdsclient.testing._children import stop_child
 
 LDS_TYPE = "envoy.config.listener.v3.Listener"
 _ALL = "".join(chr(c) for c in range(0x20, 0x7F)) + "\u00e9"
@@ -90,8 +91,7 @@ async def _grpc_channels(
     try:
         yield
     finally:
-        child.kill()
-        await child.wait()
+        await stop_child(child, grace=0)
 
 
 async def test_listener_names_are_the_ones_grpc_c_core_requests(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from xdsclient import (
     XdsClient,
 )
 from xdsclient.resources import CLUSTER, ENDPOINT
+from xdsclient.testing._children import stop_child_sync
 
 STATE = {
     "clusters": [
@@ -152,12 +153,7 @@ def sovereign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sovereign]:
         _wait_healthy(f"http://127.0.0.1:{port}/healthcheck", process, log)
         yield Sovereign(f"http://127.0.0.1:{port}", log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child_sync(process, grace=10, terminate=True)
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -26,6 +26,7 @@ from xdsclient.load._locust_merge import (
     progress_to_dict,
     shares,
 )
+from xdsclient.testing._children import stop_child
 
 from .conftest import CLUSTERS, assignments
 
@@ -46,9 +47,7 @@ async def finish(process: asyncio.subprocess.Process, seconds: float = 120) -> t
     try:
         out, err = await asyncio.wait_for(process.communicate(), seconds)
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await stop_child(process, grace=0)
     assert process.returncode is not None
     assert "Traceback" not in err.decode(), err.decode()
     return process.returncode, out.decode(), err.decode()

@@ -17,6 +17,7 @@ from tests.cli.helpers import ENV, cli, one_error_line
 from tests.helpers import eventually
 from xdsclient.load import Scenario, run
 from xdsclient.load._prometheus import BOUNDS, MetricsError, MetricsServer
+from xdsclient.testing._children import stop_child
 
 
 def scrape(url: str) -> dict[str, Any]:
@@ -138,9 +139,7 @@ async def test_the_command_serves_metrics_while_it_runs(cp):
         assert samples["xdsclient_load_clients{state=target}"] == 6
         out, _ = await asyncio.wait_for(process.communicate(), 30)
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await stop_child(process, grace=0)
     assert process.returncode == 0
     assert "clients 6  connected 6  complete 6" in out.decode()
 
