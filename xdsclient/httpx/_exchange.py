@@ -11,7 +11,7 @@ and answers with the last attempt's response or the plan's local reply.
 Why a direct path: most requests go where their route alone says, with nothing to retry,
 fault, hash or change (`DirectRoute`, which the route's rules keep once a first request to the
 authority and path found it so). Such a request draws its request hash as the plan would, picks,
-and awaits its connection's pool from `Exchange.run` itself; its response is the answer. Only
+and sends its attempt as every attempt is sent (`Exchange._send`); its response is the answer. Only
 when that attempt does not simply answer (no pick now, a connect failure, a reset, a timeout)
 is the plan made, the one `CallPlan.begin` would have made from the same draws, and driven
 from that attempt on. So the usual request costs a pick and a send, not a plan.
@@ -200,8 +200,8 @@ class Exchange:
     async def run(self) -> httpx.Response:
         """Drive the request to its response (few coroutines deep: each is entered again at
         every resume). The usual request (its authority's configuration there, its route's
-        plan fixed: `DirectRoute`) awaits only its connection's pool; a plan takes over when
-        its attempt does not simply answer."""
+        plan fixed: `DirectRoute`) awaits only `_send`; a plan takes over when its attempt
+        does not simply answer."""
         try:
             route = self._ready()
             if route is None:
