@@ -36,12 +36,11 @@ from typing import Any
 
 import attrs
 
-from xdsclient.testing._children import stop_child_sync
-
 sys.path.insert(0, os.path.dirname(__file__))
 
 import grpc
 import xds_config as cfg
+from child_server import stop_child_sync
 from envoy.service.discovery.v3 import discovery_pb2
 
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"

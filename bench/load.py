@@ -36,9 +36,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from xdsclient.testing._children import stop_child
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from child_server import stop_child  # this folder: first on the path, as a script's
 
 from xdsclient.load import Progress, Push, Scenario, run
 from xdsclient.testing import ControlPlane

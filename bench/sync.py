@@ -21,7 +21,8 @@ request are the median of the rounds.
     python bench/sync.py [--reads 20000] [--requests 1000] [--rounds 3]
 
 (Run as a script, this file's folder comes first on ``sys.path``, where ``bench/http.py`` would
-hide the standard library's ``http`` from httpx: it takes the folder off before importing httpx.)
+hide the standard library's ``http`` from httpx: it moves the folder to the end before importing
+httpx, where it still finds bench/child_server.py.)
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from xdsclient.testing._children import stop_child_sync
-
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the standard library
 
 import httpx
+from child_server import stop_child_sync
 
 from xdsclient.httpx import XdsSyncTransport
 from xdsclient.httpx._sync import BridgedTransport

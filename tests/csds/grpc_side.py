@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 from envoy.service.status.v3 import csds_pb2, csds_pb2_grpc
 
-from xdsclient.testing._children import stop_child
+from tests.children import stop_child
 
 _CHILD = r"""
 import json, sys, grpc, grpc_csds

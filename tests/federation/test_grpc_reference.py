@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.builders import listener, routes
+from tests.children import stop_child
 from tests.federation.test_spellings import AUTHORITIES as SPELLING_AUTHORITIES
 from tests.federation.test_spellings import SPELLINGS
 from xdsclient import XdsClient
 from xdsclient.resources import CLUSTER, LISTENER
 from xdsclient.testing import ControlPlane, bootstrap
-from xdsclient.testing._children import stop_child
 
 LDS_TYPE = "envoy.config.listener.v3.Listener"
 _ALL = "".join(chr(c) for c in range(0x20, 0x7F)) + "\u00e9"

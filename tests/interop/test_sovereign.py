@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.children import stop_child_sync
 from tests.helpers import eventually
 from xdsclient import (
     AmbientError,
@@ -39,7 +40,6 @@ from xdsclient import (
     XdsClient,
 )
 from xdsclient.resources import CLUSTER, ENDPOINT
-from xdsclient.testing._children import stop_child_sync
 
 STATE = {
     "clusters": [

@@ -20,8 +20,8 @@ from typing import Any
 
 import grpc
 
+from tests.children import stop_child
 from xdsclient.testing import ControlPlane, bootstrap
-from xdsclient.testing._children import stop_child
 
 METHOD = "/lbtest.Who/Am"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.children import stop_child
 from tests.cli.helpers import ENV, cli, closed_port, one_error_line
 from tests.conformance import servers
 from tests.helpers import eventually
@@ -26,7 +27,6 @@ from xdsclient.load._locust_merge import (
     progress_to_dict,
     shares,
 )
-from xdsclient.testing._children import stop_child
 
 from .conftest import CLUSTERS, assignments
 

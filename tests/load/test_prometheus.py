@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.children import stop_child
 from tests.cli.helpers import ENV, cli, one_error_line
 from tests.helpers import eventually
 from xdsclient.load import Scenario, run
 from xdsclient.load._prometheus import BOUNDS, MetricsError, MetricsServer
-from xdsclient.testing._children import stop_child
 
 
 def scrape(url: str) -> dict[str, Any]:

@@ -1,12 +1,15 @@
-"""Stopping a child process that a test or a benchmark started: ask it to end, give it a grace
-period, kill it, reap it.
+"""Stopping a child process a test started: ask it to end, give it a grace period, kill it,
+reap it.
 
-Why one helper: every harness that starts a child (a backend, a grpcio client, a load worker)
+Why one helper: every test that starts a child (a backend, a grpcio client, a load worker)
 needs the same four steps at its end, in the same order, and each hand-written copy gets one
 corner wrong: a child that ignores its request outlives the run, a child already gone raises
 ProcessLookupError from the kill, or one never reaped leaves a zombie and a ResourceWarning.
 How a child is asked to end is its own protocol: closing its stdin (the children here serve
 until their stdin closes) or SIGTERM. Async for ``asyncio`` subprocesses, sync for ``Popen``.
+(The benchmarks keep the same two functions in bench/child_server.py: a benchmark's
+``--before`` run imports nothing newer than the checkout it measures, and bench/ imports
+nothing from tests/.)
 """
 
 from __future__ import annotations

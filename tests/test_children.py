@@ -1,4 +1,4 @@
-"""Stopping a child process (`xdsclient.testing._children`): a child that ends when asked is
+"""Stopping a child process (`tests.children`): a child that ends when asked is
 reaped with its own status, one that ignores the request is killed after the grace period, a
 child already gone is only reaped; async and sync alike, with real child processes."""
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from xdsclient.testing._children import stop_child, stop_child_sync
+from tests.children import stop_child, stop_child_sync
 
 pytestmark = pytest.mark.timeout(30)
 
