@@ -61,7 +61,7 @@ from typing import Any
 
 import grpc
 from child_server import served
-from counting import callgrind_instructions, python_calls, window
+from counting import callgrind_instructions, perf_counts, python_calls, syscall_counts, window
 from google.protobuf import wrappers_pb2
 from timing import (
     CONCURRENCY,
@@ -69,8 +69,8 @@ from timing import (
     cells,
     latencies,
     measured,
-    paired_cpu,
     quartiles,
+    throughput,
 )
 
 from xdsclient import XdsClient
@@ -216,13 +216,86 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
     print()
     for kind in KINDS:
         plain, ours = getattr(stubs["plain"], kind), getattr(stubs["XdsChannel"], kind)
-        extra = await paired_cpu(plain, ours, args.pairs, args.throughput_calls // 3)
+        extra, threads = await paired_threads(plain, ours, args.pairs, args.throughput_calls // 3)
         print(
             f"our CPU per {kind} call (XdsChannel minus plain, median of {args.pairs} pairs): "
             f"{quartiles(extra)}"
         )
+        if args.threads:
+            _print_threads(kind, threads, args.pairs * (args.throughput_calls // 3))
     if args.profile:
         await profile(stubs, args.throughput_calls)
+
+
+# --- where the paired CPU goes: each thread's user and system time ---
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_times() -> dict[str, tuple[int, int]]:
+    """This process's CPU so far by kind of thread: (user, system) clock ticks of the thread
+    running the event loop (``loop``), C-core's ``event_engine`` threads, and the others by
+    their name (/proc/self/task/*/stat; a thread that ended since is missing)."""
+    main = str(os.getpid())
+    times: dict[str, tuple[int, int]] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as file:
+                stat = file.read()
+            with open(f"/proc/self/task/{tid}/comm") as file:
+                name = "loop" if tid == main else file.read().strip()
+        except FileNotFoundError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # field 3 on: utime, stime at 14, 15
+        user, system = times.get(name, (0, 0))
+        times[name] = (user + int(fields[11]), system + int(fields[12]))
+    return times
+
+
+Threads = dict[tuple[str, str, str], float]
+"""(channel, thread kind, ``user`` or ``system``) -> CPU seconds over the paired runs."""
+
+
+async def paired_threads(
+    plain: Callable[[], Awaitable[None]],
+    ours: Callable[[], Awaitable[None]],
+    pairs: int,
+    count: int,
+) -> tuple[list[float], Threads]:
+    """`timing.paired_cpu`'s pairs (``count`` calls of each channel back to back at
+    concurrency 64, which goes first alternating; each pair's difference of CPU seconds per
+    call), and each thread kind's CPU summed over the pairs per channel."""
+    extra = []
+    threads: Threads = {}
+    for pair in range(pairs):
+        order = [("plain", plain), ("XdsChannel", ours)]
+        per_call = {}
+        for name, call in order if pair % 2 else order[::-1]:
+            before = thread_times()
+            per_call[name] = (await throughput(call, count))[1]
+            after = thread_times()
+            for kind, (user, system) in after.items():
+                user0, system0 = before.get(kind, (0, 0))
+                for part, ticks in (("user", user - user0), ("system", system - system0)):
+                    key = (name, kind, part)
+                    threads[key] = threads.get(key, 0.0) + ticks / _TICK
+        extra.append(per_call["XdsChannel"] - per_call["plain"])
+    return extra, threads
+
+
+def _print_threads(kind: str, threads: Threads, calls: int) -> None:
+    print(
+        f"\n{kind} calls: CPU us per call by thread over the pairs ({calls} calls of each "
+        "channel; clock ticks of /proc/self/task/*/stat)\n"
+    )
+    print("| thread | time | plain | XdsChannel | added |\n|---|---|---:|---:|---:|")
+    kinds = sorted({key[1] for key in threads}, key=lambda k: (k != "loop", k))
+    for thread in kinds:
+        for part in ("user", "system"):
+            a = threads.get(("plain", thread, part), 0.0) / calls * 1e6
+            b = threads.get(("XdsChannel", thread, part), 0.0) / calls * 1e6
+            if a or b:
+                print(f"| {thread} | {part} | {a:.1f} | {b:.1f} | {b - a:+.1f} |")
 
 
 def report(
@@ -319,6 +392,7 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
     if args.before:
         runs.append(("XdsChannel (before)", args.before))
     rows: dict[str, dict[str, float]] = {}
+    system: dict[str, dict[str, float]] = {}
     for client, path in runs:
         argv = [
             sys.executable, os.path.abspath(__file__), "--child", client, "--port", str(port),
@@ -339,7 +413,57 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
             rows[client]["decisions"] = await asyncio.to_thread(
                 callgrind_instructions, [*argv, "--decisions-window"], env, all_threads=False
             )
+        if args.syscalls:
+            system[client] = await asyncio.to_thread(_per_call_system, argv, env, args)
     _print_counted(rows, args)
+    if args.syscalls:
+        _print_system(system)
+
+
+_EVENTS = ("task-clock", "context-switches", "cpu-migrations")
+
+
+def _per_call_system(
+    argv: list[str], env: dict[str, str], args: argparse.Namespace
+) -> dict[str, float]:
+    """A child's system calls by name (strace) and `_EVENTS` (perf stat) per call: a run of
+    ``2 * --counted-calls`` calls minus a run of ``--counted-calls`` (start-up, warm-up and
+    close cancel), over ``--counted-calls``."""
+    calls = args.counted_calls
+    runs = []
+    for count in (calls, 2 * calls):
+        run = [*argv, "--calls-only"]
+        run[run.index("--counted-calls") + 1] = str(count)
+        runs.append({**syscall_counts(run, env), **perf_counts(run, _EVENTS, env)})
+    short, long = runs
+    return {name: (long[name] - short.get(name, 0)) / calls for name in long}
+
+
+def _print_system(system: dict[str, dict[str, float]]) -> None:
+    print(
+        "\nper unary call, each channel alone in a process (a run of twice the counted calls "
+        "minus a run of the counted calls: system calls of every thread under strace -f, and "
+        "perf stat's task-clock, context switches and CPU migrations without it)\n"
+    )
+    names = sorted(
+        {name for row in system.values() for name in row if name not in _EVENTS},
+        key=lambda name: -max(row.get(name, 0.0) for row in system.values()),
+    )
+    shown = [name for name in names if max(row.get(name, 0.0) for row in system.values()) >= 0.5]
+    print(
+        "| channel | task-clock us | context switches | migrations | system calls | "
+        + " | ".join(shown)
+        + " |"
+    )
+    print("|---" + "|---:" * (4 + len(shown)) + "|")
+    for client, row in system.items():
+        total = sum(value for name, value in row.items() if name not in _EVENTS)
+        cells = " | ".join(f"{row.get(name, 0.0):.1f}" for name in shown)
+        print(
+            f"| {client} | {row.get('task-clock', 0.0) * 1e3:.1f} "
+            f"| {row.get('context-switches', 0.0):.2f} | {row.get('cpu-migrations', 0.0):.2f} "
+            f"| {total:.1f} | {cells} |"
+        )
 
 
 def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
@@ -396,7 +520,9 @@ def child(args: argparse.Namespace) -> None:
     stack = contextlib.AsyncExitStack()
     channel, call = loop.run_until_complete(_opened(stack, args))
     loop.run_until_complete(_calls(call, 200))  # connect, warm up
-    if args.decisions_window:
+    if args.calls_only:
+        loop.run_until_complete(_calls(call, args.counted_calls))
+    elif args.decisions_window:
         window(_decisions, channel, args.counted_calls)
     elif args.instruction_window:
         window(loop.run_until_complete, _calls(call, args.counted_calls))
@@ -492,6 +618,9 @@ def main() -> None:
     parser.add_argument(
         "--endpoints", type=int, nargs="*", default=[1, 2000], help="first call at these sizes"
     )
+    parser.add_argument(
+        "--threads", action="store_true", help="the paired runs' CPU per call by thread too"
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
         "--profile-only",
@@ -510,6 +639,12 @@ def main() -> None:
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--instruction-window", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--decisions-window", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--syscalls",
+        action="store_true",
+        help="with the counted table: system calls, context switches per call (strace, perf)",
+    )
     args = parser.parse_args()
     if args.child:
         child(args)

@@ -28,7 +28,15 @@ from typing import Any
 import grpc
 
 from .. import XdsClient, XdsConfig, XdsError
-from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
+from .._call import (
+    ActiveFaults,
+    CallConfig,
+    CallRequest,
+    Code,
+    Status,
+    direct_cluster,
+    route_call,
+)
 from .._plane import PlaneCore, resource_details
 from .._settings._targets import listener_for
 from ..lb import ConnectivityState, EndpointKey, aggregate_state, key_of, orca_interval_of
@@ -66,6 +74,9 @@ _FACTORIES = {
     (True, True): "stream_stream",
 }
 _FAILING = ConnectivityState.TRANSIENT_FAILURE
+#: the methods whose direct cluster a configuration keeps (`ChannelCore.direct`), then starts
+#: over
+_DIRECT_KEPT = 256
 #: the policies that read no per-call load report
 _NO_REPORTS = (RoundRobin, RingHash, LeastRequest, PickFirst)
 
@@ -118,6 +129,8 @@ class ChannelCore(PlaneCore):
         self.error: Status | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
+        #: method -> `direct_cluster`'s answer by ``config`` (emptied when it changes)
+        self._direct: dict[str, str | None] = {}
 
     # --- the plane's hooks ---
 
@@ -169,6 +182,20 @@ class ChannelCore(PlaneCore):
             return None
 
         return await self.wait_for(answer, deadline)
+
+    def direct(self, config: CallConfig, method: str) -> str | None:
+        """The cluster a call to ``method`` without metadata goes to on one attempt that is
+        its whole plan, None when its plan decides more (`direct_cluster` on ``config``, the
+        current configuration, the answer kept while it lasts)."""
+        direct = self._direct
+        if method in direct:
+            return direct[method]
+        if len(direct) >= _DIRECT_KEPT:
+            direct.clear()
+        found = direct[method] = direct_cluster(
+            config, self.authority, method, self.retries_enabled
+        )
+        return found
 
     def multicallable(
         self,
@@ -225,6 +252,7 @@ class ChannelCore(PlaneCore):
         elif isinstance(update, XdsError):
             logger.warning("%s: no configuration: %s", self.target, update)
             self.config = None
+            self._direct = {}
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.drop_snapshot()
@@ -271,6 +299,7 @@ class ChannelCore(PlaneCore):
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
+        self._direct = {}
         self.quiet = _quiet(snapshot)
         self.error = None
         self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns
