@@ -156,7 +156,9 @@ async def run(args: argparse.Namespace) -> None:
         if args.instructions_only:
             plane.set_all(resources(port))
             with tempfile.TemporaryDirectory() as directory:
-                await counted(port, _bootstrap_file(plane, directory), args)
+                path = _bootstrap_file(plane, directory)
+                await paired_children(port, path, args)
+                await counted(port, path, args)
             return
         plane.set_all(
             [
@@ -232,28 +234,37 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def thread_times() -> dict[str, tuple[int, int]]:
-    """This process's CPU so far by kind of thread: (user, system) clock ticks of the thread
-    running the event loop (``loop``), C-core's ``event_engine`` threads, and the others by
-    their name (/proc/self/task/*/stat; a thread that ended since is missing)."""
+def thread_times() -> dict[str, tuple[float, float, float]]:
+    """This process's CPU seconds so far by kind of thread: (user, system, on CPU) of the
+    thread running the event loop (``loop``), C-core's ``event_engine`` threads, and the others
+    by their name. User and system time are /proc/self/task/*/stat's clock ticks (10 ms);
+    on CPU, schedstat's nanoseconds (both together, precisely). A thread that ended since is
+    missing."""
     main = str(os.getpid())
-    times: dict[str, tuple[int, int]] = {}
+    times: dict[str, tuple[float, float, float]] = {}
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/stat") as file:
                 stat = file.read()
+            with open(f"/proc/self/task/{tid}/schedstat") as file:
+                ran = int(file.read().split()[0]) / 1e9
             with open(f"/proc/self/task/{tid}/comm") as file:
                 name = "loop" if tid == main else file.read().strip()
         except FileNotFoundError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()  # field 3 on: utime, stime at 14, 15
-        user, system = times.get(name, (0, 0))
-        times[name] = (user + int(fields[11]), system + int(fields[12]))
+        user, system, on_cpu = times.get(name, (0.0, 0.0, 0.0))
+        times[name] = (
+            user + int(fields[11]) / _TICK,
+            system + int(fields[12]) / _TICK,
+            on_cpu + ran,
+        )
     return times
 
 
 Threads = dict[tuple[str, str, str], float]
-"""(channel, thread kind, ``user`` or ``system``) -> CPU seconds over the paired runs."""
+"""(channel, thread kind, `_PARTS` member) -> CPU seconds over the paired runs."""
+_PARTS = ("user", "system", "on CPU")
 
 
 async def paired_threads(
@@ -274,11 +285,11 @@ async def paired_threads(
             before = thread_times()
             per_call[name] = (await throughput(call, count))[1]
             after = thread_times()
-            for kind, (user, system) in after.items():
-                user0, system0 = before.get(kind, (0, 0))
-                for part, ticks in (("user", user - user0), ("system", system - system0)):
+            for kind, now in after.items():
+                then = before.get(kind, (0.0, 0.0, 0.0))
+                for part, end, start in zip(_PARTS, now, then, strict=True):
                     key = (name, kind, part)
-                    threads[key] = threads.get(key, 0.0) + ticks / _TICK
+                    threads[key] = threads.get(key, 0.0) + end - start
         extra.append(per_call["XdsChannel"] - per_call["plain"])
     return extra, threads
 
@@ -286,12 +297,12 @@ async def paired_threads(
 def _print_threads(kind: str, threads: Threads, calls: int) -> None:
     print(
         f"\n{kind} calls: CPU us per call by thread over the pairs ({calls} calls of each "
-        "channel; clock ticks of /proc/self/task/*/stat)\n"
+        "channel; user and system: clock ticks of /proc/self/task/*/stat; on CPU: schedstat)\n"
     )
     print("| thread | time | plain | XdsChannel | added |\n|---|---|---:|---:|---:|")
     kinds = sorted({key[1] for key in threads}, key=lambda k: (k != "loop", k))
     for thread in kinds:
-        for part in ("user", "system"):
+        for part in _PARTS:
             a = threads.get(("plain", thread, part), 0.0) / calls * 1e6
             b = threads.get(("XdsChannel", thread, part), 0.0) / calls * 1e6
             if a or b:
@@ -512,6 +523,70 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
             )
 
 
+def paired_child(args: argparse.Namespace) -> None:
+    """``--pairs`` paired runs of the plain channel and XdsChannel (`paired_threads`, unary
+    calls, ``--throughput-calls // 3`` calls a run) in this process, whose xdsclient is the one
+    on its path: print {extra: [seconds per call], threads: [[channel, thread, part, s]]}."""
+
+    async def run() -> dict[str, Any]:
+        async with XdsClient(bootstrap=args.bootstrap) as client:
+            plain = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
+            ours = XdsChannel(f"xds:///{LISTENER}", client=client)
+            try:
+                stubs = [Stub(plain, 1), Stub(ours, 1)]
+                for stub in stubs:
+                    await _calls(stub.unary, 200)  # connect, warm up
+                extra, threads = await paired_threads(
+                    stubs[0].unary, stubs[1].unary, args.pairs, args.throughput_calls // 3
+                )
+            finally:
+                await plain.close()
+                await ours.close()
+        return {"extra": extra, "threads": [[*key, value] for key, value in threads.items()]}
+
+    print(json.dumps(asyncio.run(run())))
+
+
+async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespace) -> None:
+    """The paired runs in child processes, this code's and ``--before``'s: alternately, two
+    children of each with half the pairs (the machine's load drifts over minutes), then the
+    median and quartiles of each code's pairs and its CPU by thread."""
+    versions: list[tuple[str, str | None]] = [("XdsChannel", None)]
+    if args.before:
+        versions.append(("XdsChannel (before)", args.before))
+    extra: dict[str, list[float]] = {name: [] for name, _ in versions}
+    threads: dict[str, Threads] = {name: {} for name, _ in versions}
+    half = max(1, args.pairs // 2)
+    for _ in range(2):
+        for name, path in versions:
+            argv = [
+                sys.executable, os.path.abspath(__file__), "--paired-child", "--port", str(port),
+                "--bootstrap", bootstrap_path, "--pairs", str(half),
+                "--throughput-calls", str(args.throughput_calls),
+            ]  # fmt: skip
+            env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+            done = await asyncio.to_thread(
+                subprocess.run, argv, env=env, capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"{name}: {done.stderr.strip().splitlines()[-1:]}")
+            result = json.loads(done.stdout)
+            extra[name] += result["extra"]
+            for channel, thread, part, value in result["threads"]:
+                key = (channel, thread, part)
+                threads[name][key] = threads[name].get(key, 0.0) + value
+    calls = 2 * half * (args.throughput_calls // 3)
+    print(
+        f"\npaired CPU per unary call in child processes (XdsChannel minus plain at "
+        f"concurrency {CONCURRENCY}, {2 * half} pairs of {args.throughput_calls // 3} calls "
+        f"per code, alternating; load average before: {os.getloadavg()[0]:.2f})\n"
+    )
+    for name, _ in versions:
+        print(f"{name}: {quartiles(extra[name])}")
+    for name, _ in versions:
+        _print_threads(f"unary ({name})", threads[name], calls)
+
+
 def child(args: argparse.Namespace) -> None:
     """One channel's counts: with ``--instruction-window``, its calls inside the window
     callgrind counts (``--decisions-window``: `_decisions` instead); else print {calls, ours,
@@ -640,12 +715,16 @@ def main() -> None:
     parser.add_argument("--instruction-window", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--decisions-window", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--syscalls",
         action="store_true",
         help="with the counted table: system calls, context switches per call (strace, perf)",
     )
     args = parser.parse_args()
+    if args.paired_child:
+        paired_child(args)
+        return
     if args.child:
         child(args)
         return

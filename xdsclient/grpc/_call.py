@@ -180,7 +180,7 @@ class XdsCall(
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self._outcome is None and self._task is None and self._owner is None:  # not running
-            owner = asyncio.current_task()
+            owner = asyncio.current_task(self._core.loop)  # the loop given: no getpid() call
             if owner is not None:  # the usual case: run on the awaiter's task
                 self._kick = False
                 self._owner = owner
@@ -709,7 +709,11 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 class Starter:
     """Starts on a task, at the loop's next turn, the unary calls made in this turn that nobody
-    awaited by then: one callback per turn for all of a channel's calls, not one per call."""
+    awaited by then: one callback per turn for all of a channel's calls, not one per call.
+
+    The loop is the channel's (`ChannelCore.loop`, that of its first call, as a grpc.aio
+    channel keeps the loop it was made on): asking asyncio for the running loop costs a
+    ``getpid()`` system call each time."""
 
     __slots__ = ("_calls", "_handle")
 
@@ -721,7 +725,11 @@ class Starter:
         """Start ``call`` at the next turn unless it runs or ended by then."""
         self._calls.append(call)
         if self._handle is None:
-            self._handle = asyncio.get_running_loop().call_soon(self._start)
+            core = call._core
+            loop = core.loop
+            if loop is None:
+                loop = core.loop = asyncio.get_running_loop()
+            self._handle = loop.call_soon(self._start)
 
     def _start(self) -> None:
         calls, self._calls, self._handle = self._calls, [], None

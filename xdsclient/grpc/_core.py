@@ -17,6 +17,7 @@ that snapshot in use (the watch says so with an ambient error, which changes not
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
@@ -127,6 +128,9 @@ class ChannelCore(PlaneCore):
         self.quiet: frozenset[str] = frozenset()
         #: why there is no configuration (UNAVAILABLE), None while none came yet
         self.error: Status | None = None
+        #: the loop the channel's calls run on: its first call's (None before it), kept as
+        #: grpc.aio's channels keep theirs (asyncio's running-loop lookup is a system call)
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
         #: method -> `direct_cluster`'s answer by ``config`` (emptied when it changes)
