@@ -38,8 +38,20 @@ cProfile and prints the functions of ``xdsclient`` by their own time (cProfile s
 code about twofold: use it for where, the subtraction for how much); ``--profile-only`` runs
 that alone (the counts do not depend on the machine's load, so a before/after takes seconds).
 
+Where the paired CPU goes: ``--threads`` splits the pairs' CPU by thread (the event loop's,
+C-core's ``event_engine`` threads, the others by name: user and system time from
+/proc/self/task/*/stat, on-CPU time from its schedstat). ``--instructions`` /
+``--instructions-only`` add the counted table (below, `counted`) and, before it, the paired
+runs again in child processes, this code's and ``--before``'s alternately, each with its
+thread table, so a before/after of the paired CPU comes from one run; ``--syscalls`` adds each
+channel's system calls per call by name (``strace -f -c``) and perf stat's task-clock, context
+switches and CPU migrations per call (a run of twice ``--system-calls`` calls minus a run of
+``--system-calls``: start-up and warm-up cancel).
+
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
                             [--stream 10] [--endpoints 1 2000] [--profile] [--profile-only]
+                            [--threads] [--instructions | --instructions-only] [--syscalls]
+                            [--before DIR]
 """
 
 from __future__ import annotations
@@ -438,9 +450,9 @@ def _per_call_system(
     argv: list[str], env: dict[str, str], args: argparse.Namespace
 ) -> dict[str, float]:
     """A child's system calls by name (strace) and `_EVENTS` (perf stat) per call: a run of
-    ``2 * --counted-calls`` calls minus a run of ``--counted-calls`` (start-up, warm-up and
-    close cancel), over ``--counted-calls``."""
-    calls = args.counted_calls
+    ``2 * --system-calls`` calls minus a run of ``--system-calls`` (start-up, warm-up and
+    close cancel), over ``--system-calls``."""
+    calls = args.system_calls
     runs = []
     for count in (calls, 2 * calls):
         run = [*argv, "--calls-only"]
@@ -452,8 +464,8 @@ def _per_call_system(
 
 def _print_system(system: dict[str, dict[str, float]]) -> None:
     print(
-        "\nper unary call, each channel alone in a process (a run of twice the counted calls "
-        "minus a run of the counted calls: system calls of every thread under strace -f, and "
+        "\nper unary call, each channel alone in a process (a run of twice --system-calls "
+        "calls minus a run of --system-calls: system calls of every thread under strace -f, and "
         "perf stat's task-clock, context switches and CPU migrations without it)\n"
     )
     names = sorted(
@@ -720,6 +732,9 @@ def main() -> None:
         "--syscalls",
         action="store_true",
         help="with the counted table: system calls, context switches per call (strace, perf)",
+    )
+    parser.add_argument(
+        "--system-calls", type=int, default=2000, help="calls of the shorter --syscalls run"
     )
     args = parser.parse_args()
     if args.paired_child:

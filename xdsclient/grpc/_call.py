@@ -179,15 +179,20 @@ class XdsCall(
     # --- grpc.aio's call interface ---
 
     def __await__(self) -> Generator[Any, None, Any]:
+        # Not a generator itself: the driver's own iterator is handed to the awaiter, so no
+        # frame of this method sits between the awaiter and the driver at every resume.
         if self._outcome is None and self._task is None and self._owner is None:  # not running
             owner = asyncio.current_task(self._core.loop)  # the loop given: no getpid() call
             if owner is not None:  # the usual case: run on the awaiter's task
                 self._kick = False
                 self._owner = owner
-                response = yield from self._run().__await__()
-                return response
+                return self._run().__await__()
             self._start_on_task()
-        yield from self._ended().__await__()
+        return self._awaited().__await__()
+
+    async def _awaited(self) -> Any:
+        """The call's response once it ended on a task of its own; raises its error."""
+        await self._ended()
         return self._result()
 
     def __aiter__(self) -> AsyncIterator[Any]:
