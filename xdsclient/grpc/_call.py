@@ -74,6 +74,7 @@ _ENDPOINTS_KEPT = 64
 _NO_METADATA_HEADERS = grpc_header_view(())
 _OK = AttemptOutcome(code=Code.OK)
 _END = object()
+_UNKNOWN: Any = object()
 #: the key of an endpoint's multi-callable sending bytes (a retried stream serializes itself)
 _BYTES = object()
 Metadata = tuple[tuple[str, str | bytes], ...]
@@ -411,7 +412,9 @@ class XdsCall(
                 raise self._failed(config)
             direct = None
             if self._kind == _UNARY and not self._metadata:
-                direct = core.direct(config, self._method)
+                direct = core.directs.get(self._method, _UNKNOWN)  # `ChannelCore.direct`'s memo
+                if direct is _UNKNOWN:
+                    direct = core.direct(config, self._method)
             if direct is not None:  # the usual call: its plan is its one attempt
                 deadline = self._deadline
                 request_hash = core.rng.getrandbits(64)  # the plan's draw
@@ -529,8 +532,9 @@ class XdsCall(
             raise self._failed(self._dropped(picked))
         endpoint = picked.endpoint
         assert endpoint is not None
-        try:
-            connection = core.connect((endpoint.address, endpoint.port), picked.cluster)
+        try:  # `ChannelCore.connect`, inline
+            policy = core.security.policy_of_cluster(picked.cluster)
+            connection = core.connections.connect((endpoint.address, endpoint.port), policy)
         except TlsError as error:  # the pick counted a call (circuit breaking): end it
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
@@ -567,7 +571,10 @@ class XdsCall(
             core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
             if load is not None and locality is not None:
                 load.call_finished(locality, ok, named_metrics(report))
-            connections.call_ended(connection)
+            if connection.held:  # `Connections.call_ended`, inline: a held one stays open
+                connection.calls -= 1
+            else:
+                connections.call_ended(connection)
         return outcome
 
     def _dropped(self, picked: PickResult) -> Status:
@@ -612,8 +619,10 @@ class XdsCall(
             compression=self._compression,
         )
         self._current = call
-        if not self._started:
-            self._set_started()
+        if not self._started:  # `_set_started`, inline
+            self._started = True
+            if self._started_event is not None:
+                self._started_event.set()
         return call
 
     def _unary_failed(self, error: grpc.aio.AioRpcError) -> AttemptOutcome:

@@ -133,8 +133,8 @@ class ChannelCore(PlaneCore):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
-        #: method -> `direct_cluster`'s answer by ``config`` (emptied when it changes)
-        self._direct: dict[str, str | None] = {}
+        #: method -> `direct`'s answer by ``config`` (emptied when it changes), read by calls
+        self.directs: dict[str, str | None] = {}
 
     # --- the plane's hooks ---
 
@@ -191,7 +191,7 @@ class ChannelCore(PlaneCore):
         """The cluster a call to ``method`` without metadata goes to on one attempt that is
         its whole plan, None when its plan decides more (`direct_cluster` on ``config``, the
         current configuration, the answer kept while it lasts)."""
-        direct = self._direct
+        direct = self.directs
         if method in direct:
             return direct[method]
         if len(direct) >= _DIRECT_KEPT:
@@ -256,7 +256,7 @@ class ChannelCore(PlaneCore):
         elif isinstance(update, XdsError):
             logger.warning("%s: no configuration: %s", self.target, update)
             self.config = None
-            self._direct = {}
+            self.directs = {}
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.drop_snapshot()
@@ -303,7 +303,7 @@ class ChannelCore(PlaneCore):
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
-        self._direct = {}
+        self.directs = {}
         self.quiet = _quiet(snapshot)
         self.error = None
         self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns
