@@ -43,9 +43,11 @@ C-core's ``event_engine`` threads, the others by name: user and system time from
 /proc/self/task/*/stat, on-CPU time from its schedstat). ``--instructions`` /
 ``--instructions-only`` add the counted table (below, `counted`) and, before it, the paired
 runs again in child processes, this code's and ``--before``'s alternately, each with its
-thread table, so a before/after of the paired CPU comes from one run; ``--syscalls`` adds each
-channel's system calls per call by name (``strace -f -c``) and perf stat's task-clock, context
-switches and CPU migrations per call (a run of twice ``--system-calls`` calls minus a run of
+thread table, so a before/after of the paired CPU comes from one run. The counted table also
+counts the instructions of the loop's thread alone (where all of XdsChannel's Python runs,
+without C-core's threads and their run-to-run swing). ``--syscalls`` adds each channel's
+system calls per call by name (``strace -f -c``) and perf stat's task-clock, context switches
+and CPU migrations per call (a run of twice ``--system-calls`` calls minus a run of
 ``--system-calls``: start-up and warm-up cancel).
 
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
@@ -431,7 +433,14 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
         instructions = await asyncio.to_thread(
             callgrind_instructions, [*argv, "--instruction-window"], env
         )
-        rows[client] = {**json.loads(native.stdout), "instructions": instructions}
+        loop_thread = await asyncio.to_thread(
+            callgrind_instructions, [*argv, "--instruction-window"], env, all_threads=False
+        )
+        rows[client] = {
+            **json.loads(native.stdout),
+            "instructions": instructions,
+            "loop": loop_thread,
+        }
         if client != "plain":  # the rate of our own code: its decisions, the loop's thread
             rows[client]["decisions"] = await asyncio.to_thread(
                 callgrind_instructions, [*argv, "--decisions-window"], env, all_threads=False
@@ -501,13 +510,13 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     )
     print(
         "| channel | instructions/call | added | added us at plain's rate "
-        "| added us at our code's rate | Python calls/call | added | in xdsclient "
-        "| CPU us/call |"
+        "| added us at our code's rate | loop thread's instructions/call | added "
+        "| Python calls/call | added | in xdsclient | CPU us/call |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for client, row in rows.items():
         count = row["instructions"] / calls
-        added = micros = ours = added_calls = ""
+        added = micros = ours = added_calls = added_loop = ""
         if client != "plain":
             extra = count - plain_count
             own_rate = row["decisions_cpu"] / (row["decisions"] / calls)
@@ -515,8 +524,10 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
             micros = f"{extra * rate:.1f}"
             ours = f"{extra * own_rate:.1f}"
             added_calls = f"{row['calls'] - plain['calls']:.0f}"
+            added_loop = f"{(row['loop'] - plain['loop']) / calls:,.0f}"
         print(
-            f"| {client} | {count:,.0f} | {added} | {micros} | {ours} | {row['calls']:.0f} "
+            f"| {client} | {count:,.0f} | {added} | {micros} | {ours} "
+            f"| {row['loop'] / calls:,.0f} | {added_loop} | {row['calls']:.0f} "
             f"| {added_calls} | {row['ours']:.0f} | {row['cpu']:.1f} |"
         )
     print(
