@@ -91,6 +91,8 @@ class ChannelCore(PlaneCore):
     """The shared state of one channel (see the module's docstring)."""
 
     closed_status = CLOSED
+    security: ClusterSecurity
+    connections: Connections
 
     def __init__(
         self,
@@ -149,18 +151,9 @@ class ChannelCore(PlaneCore):
         if self._watch is not None:
             self._watch.cancel()
 
-    def _hold(self, snapshot: XdsConfig | None) -> None:
-        if snapshot is None:
-            self.connections.hold_only(())
-        else:
-            self.connections.hold_only(self.security.update(snapshot.clusters))
-
     async def _close_connections(self) -> None:
         await self.oob.close()
-        await self.connections.close()
-
-    def _refused(self, cluster: str) -> str | None:
-        return self.security.invalid(cluster)
+        await super()._close_connections()
 
     # --- state and waiting ---
 
