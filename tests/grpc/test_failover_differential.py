@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import random
+import socket
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
+import pytest
 
 from tests.lb.differential_pickers import METHOD, Backend, grpc_session, settled
 from xdsclient import XdsClient
@@ -127,7 +131,7 @@ async def test_priority_failover_and_return_through_the_channel_match_grpc() -> 
                         assert collections.Counter(picks) == shares, (phase, ready, picks)
     finally:
         for backend in (a, b, c):
-            await backend.stop()
+            await backend.close()
 
 
 async def test_grpcio_settles_only_once_every_expected_backend_answers() -> None:
@@ -149,4 +153,25 @@ async def test_grpcio_settles_only_once_every_expected_backend_answers() -> None
         assert collections.Counter(picks) == {a.port: 20, b.port: 20}, picks
     finally:
         for backend in (a, b, c):
-            await backend.stop()
+            await backend.close()
+
+
+async def test_a_stopped_backend_keeps_its_port_until_it_starts_again() -> None:
+    """While a backend is stopped no other socket can bind its port and connecting to it is
+    refused; it starts again on that port and answers there."""
+    backend = Backend()
+    await backend.start()
+    try:
+        await backend.stop()
+        with socket.socket() as other, pytest.raises(OSError, match="in use") as taken:
+            other.bind(("127.0.0.1", backend.port))
+        assert taken.value.errno == errno.EADDRINUSE
+        with socket.socket() as client, pytest.raises(ConnectionRefusedError):
+            client.connect(("127.0.0.1", backend.port))
+        await backend.start()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{backend.port}") as channel:
+            call: Any = channel.unary_unary(METHOD)
+            reply = await call(b"", timeout=5)
+        assert int(reply) == backend.port
+    finally:
+        await backend.close()
