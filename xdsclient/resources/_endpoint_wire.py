@@ -26,7 +26,7 @@ fields (tests/resources/test_endpoint_wire.py holds it to that, interpreted and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._endpoint_records import (
     _HEALTH,
@@ -43,6 +43,9 @@ from ._endpoint_records import (
 )
 from ._locality import Locality
 from ._view import is_ip_address
+
+if TYPE_CHECKING:  # compiled, positions and bytes are native 64-bit integers; plain int as Python
+    from mypy_extensions import i64
 
 __all__ = ["COMPILED", "bind_view", "check", "decode", "read_fields"]
 
@@ -91,14 +94,15 @@ class _Unusual(Exception):
 # sub-message, which is what makes the compiled module fast.
 
 
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """(value, position after it)."""
-    result = 0
-    shift = 0
+def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
+    """(value, position after it); a value of 63 bits at most (a longer one is `_Unusual`: no
+    field this reader takes holds one, so upb decides)."""
+    result: i64 = 0
+    shift: i64 = 0
     while True:
-        if pos >= end or shift > 63:
+        if pos >= end or shift > 56:
             raise _Unusual
-        byte = data[pos]
+        byte: i64 = data[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
@@ -106,18 +110,19 @@ def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def _field(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
+def _field(data: bytes, pos: i64, end: i64) -> tuple[i64, i64, i64]:
     """The next field's (number, wire type, position of its value)."""
-    byte = data[pos]
+    byte: i64 = data[pos]
     if byte < 0x80:
         return byte >> 3, byte & 7, pos + 1
     key, pos = _varint(data, pos, end)
     return key >> 3, key & 7, pos
 
 
-def _span(data: bytes, pos: int, end: int) -> tuple[int, int]:
+def _span(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
     """A length-delimited value's (start, end)."""
-    byte = data[pos]
+    byte: i64 = data[pos]
+    size: i64
     if byte < 0x80:
         size = byte
         pos += 1
@@ -443,18 +448,18 @@ def _dotted_quad(data: bytes, pos: int, end: int) -> bool:
     return _ipv4(data, pos, end) >= 0
 
 
-def _ipv4(data: bytes, pos: int, end: int) -> int:
+def _ipv4(data: bytes, pos: i64, end: i64) -> i64:
     """The address of `_dotted_quad`'s plain IPv4 form as a 32-bit number, else -1. One number
     per plain host: two hosts in that form are the same string exactly when their numbers are
     equal."""
     if end - pos < 7 or end - pos > 15:
         return -1
-    address = 0
-    parts = 0
-    value = 0
-    digits = 0
+    address: i64 = 0
+    parts: i64 = 0
+    value: i64 = 0
+    digits: i64 = 0
     while pos < end:
-        c = data[pos]
+        c: i64 = data[pos]
         pos += 1
         if 48 <= c <= 57:
             if digits > 0 and value == 0:
@@ -580,9 +585,9 @@ def _check_locality(data: bytes, pos: int, end: int) -> None:
         _check_text(data, start, pos)
 
 
-def _check_text(data: bytes, start: int, stop: int) -> None:
+def _check_text(data: bytes, start: i64, stop: i64) -> None:
     """`_text`'s check; the string is made (and dropped) only when the bytes are not ASCII."""
-    pos = start
+    pos: i64 = start
     while pos < stop:
         if data[pos] >= 0x80:
             _text(data, start, stop)
