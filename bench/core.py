@@ -218,7 +218,8 @@ def eds_run(n: int, update: bytes, events: int, read: bool = False) -> Callable[
             (ack,) = s.requests_to_send(1.0)
         if read:
             for event in found:
-                assert isinstance(event, ResourceChanged) and event.value.priorities
+                assert isinstance(event, ResourceChanged)
+                assert event.value.priorities
         assert len(found) == events, len(found)
         assert not ack.HasField("error_detail")
 
