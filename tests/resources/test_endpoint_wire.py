@@ -46,6 +46,7 @@ def assert_agrees(data: bytes) -> None:
     assert _endpoint_wire.check(data) == (None if read is None else read[0])
     if read is not None:
         assert plain(read) == plain(upb_fields(data))
+        assert plain(_endpoint_wire.build(data)) == plain(read)  # reading what check took
 
 
 def _common(i: int) -> Any:

@@ -386,14 +386,14 @@ def _locality_text(locality: Locality) -> str:
     return "/".join((locality.region, locality.zone, locality.sub_zone))
 
 
-#: The wire reader's `read_fields` (bound by `_decoder`, which imports its module).
-_read_fields: Callable[[bytes], tuple[str, _LeanFields] | None]
+#: The wire reader's `build` (bound by `_decoder`, which imports its module).
+_build_fields: Callable[[bytes], tuple[str, _LeanFields] | None]
 
 
 def _build_priorities(raw: bytes) -> tuple[tuple[LocalityEndpoints, ...], ...]:
     """The localities of a view the compiled reader only checked, read from its bytes by the
     same reader (which takes what its check took); upb's reading should it ever not."""
-    read = _read_fields(raw)
+    read = _build_fields(raw)
     fields = _lean(parse(endpoint_pb2.ClusterLoadAssignment, raw)) if read is None else read[1]
     if fields is None:  # the check accepted what no reader takes: a bug, never a NACK now
         raise RuntimeError("an accepted ClusterLoadAssignment no longer reads")
@@ -415,8 +415,8 @@ def _decoder() -> Callable[[bytes], tuple[str, ClusterLoadAssignmentView]]:
     else upb: interpreted, the reader is slower than upb."""
     from . import _endpoint_wire  # it reads this module's records: imported once they exist
 
-    global _read_fields
-    _read_fields = _endpoint_wire.read_fields
+    global _build_fields
+    _build_fields = _endpoint_wire.build
     if not _endpoint_wire.COMPILED:
         return _decode_upb
     setters = slot_setters(ClusterLoadAssignmentView)

@@ -11,7 +11,8 @@ Check, ACK, then build: `decode`, the decoder of the compiled build, only checks
 localities (``priorities``) are read from its kept bytes (`read_fields`) when first needed. The
 session ACKs on the verdicts alone, and the watchers, which read the localities, run only once
 the ACK is written (`xdsclient._shell._driver`): the building, most of an update's cost, falls
-after the ACK. What `check` accepts, `read_fields` reads, so an ACKed view always builds. The
+after the ACK. What `check` accepts, `read_fields` reads, so an ACKed view always builds, and
+`build` reads it without checking again what `check` checked. The
 view's module lends its class and the upb decoder with `bind_view` (it imports this module, not
 the other way round).
 
@@ -47,7 +48,7 @@ from ._view import is_ip_address
 if TYPE_CHECKING:  # compiled, positions and bytes are native 64-bit integers; plain int as Python
     from mypy_extensions import i64
 
-__all__ = ["COMPILED", "bind_view", "check", "decode", "read_fields"]
+__all__ = ["COMPILED", "bind_view", "build", "check", "decode", "read_fields"]
 
 #: Whether this module runs compiled (mypyc), not from its source file.
 COMPILED: Final = not __file__.endswith(".py")
@@ -162,8 +163,19 @@ def _wrapped_uint32(data: bytes, pos: int, end: int) -> int:
 def read_fields(data: bytes) -> tuple[str, _LeanFields] | None:
     """The cluster name and the view's fields, or None: upb decides (valid or not)."""
     try:
-        return _assignment(data, len(data))
+        return _assignment(data, len(data), False)
     except (_Unusual, IndexError):  # IndexError: a field key cut off at the end
+        return None
+
+
+def build(data: bytes) -> tuple[str, _LeanFields] | None:
+    """`read_fields` of bytes `check` accepted, without checking again the rules it checked
+    (each address and locality once, hosts that are IP addresses): what a view `decode` only
+    checked reads when its localities are first needed. None only where `read_fields` gives
+    None (never, for bytes `check` accepted)."""
+    try:
+        return _assignment(data, len(data), True)
+    except (_Unusual, IndexError):
         return None
 
 
@@ -210,7 +222,8 @@ def check(data: bytes) -> str | None:
         return None
 
 
-def _assignment(data: bytes, end: int) -> tuple[str, _LeanFields] | None:
+def _assignment(data: bytes, end: int, checked: bool) -> tuple[str, _LeanFields] | None:
+    """The reading; ``checked``: `check` accepted the bytes (its rules are not checked again)."""
     name = ""
     named = False
     by_priority: dict[int, list[LocalityEndpoints]] = {}
@@ -226,7 +239,7 @@ def _assignment(data: bytes, end: int) -> tuple[str, _LeanFields] | None:
             name = _text(data, start, pos)
             named = True
         elif field == 2:
-            if not _group(data, start, pos, by_priority, seen_localities, seen):
+            if not _group(data, start, pos, by_priority, seen_localities, seen, checked):
                 return None
         else:
             raise _Unusual
@@ -245,6 +258,7 @@ def _group(
     by_priority: dict[int, list[LocalityEndpoints]],
     seen_localities: set[tuple[int, str, str, str]],
     seen: set[_Address],
+    checked: bool,
 ) -> bool:
     """One LocalityLbEndpoints; False where ``_lean`` gives up (the message is invalid)."""
     weight = -1  # absent
@@ -272,13 +286,14 @@ def _group(
     if where is None:
         return False
     priority = max(priority, 0)
-    key = (priority, where[0], where[1], where[2])
-    if key in seen_localities:
-        return False
-    seen_localities.add(key)
+    if not checked:
+        key = (priority, where[0], where[1], where[2])
+        if key in seen_localities:
+            return False
+        seen_localities.add(key)
     endpoints: list[Endpoint] = []
     for start, stop in lbs:
-        endpoint = _lb_endpoint(data, start, stop, seen)
+        endpoint = _lb_endpoint(data, start, stop, seen, checked)
         if endpoint is None:
             return False
         endpoints.append(endpoint)
@@ -313,7 +328,9 @@ def _locality_fields(data: bytes, pos: int, end: int) -> tuple[str, str, str]:
     return region, zone, sub_zone
 
 
-def _lb_endpoint(data: bytes, pos: int, end: int, seen: set[_Address]) -> Endpoint | None:
+def _lb_endpoint(
+    data: bytes, pos: int, end: int, seen: set[_Address], checked: bool
+) -> Endpoint | None:
     weight = -1
     health = -1
     span: tuple[int, int] | None = None
@@ -336,11 +353,17 @@ def _lb_endpoint(data: bytes, pos: int, end: int, seen: set[_Address]) -> Endpoi
     if weight == 0 or span is None:
         return None  # invalid: a zero weight, or no address
     weight = 1 if weight < 0 else weight
-    return _endpoint(data, span[0], span[1], seen, weight, max(health, 0))
+    return _endpoint(data, span[0], span[1], seen, weight, max(health, 0), checked)
 
 
 def _endpoint(
-    data: bytes, pos: int, end: int, seen: set[_Address], weight: int, health: int
+    data: bytes,
+    pos: int,
+    end: int,
+    seen: set[_Address],
+    weight: int,
+    health: int,
+    checked: bool,
 ) -> Endpoint | None:
     address: _Address | None = None
     addressed = False
@@ -353,32 +376,32 @@ def _endpoint(
             raise _Unusual
         start, pos = _span(data, pos, end)
         if field == 1 and not addressed:
-            address = _address(data, start, pos)
+            address = _address(data, start, pos, checked)
             addressed = True
         elif field == 3 and not named:
             hostname = _text(data, start, pos)
             named = True
         elif field == 4:
-            extras.append(_additional(data, start, pos))
+            extras.append(_additional(data, start, pos, checked))
         else:
             raise _Unusual
-    key = _check(address, seen)
+    key = address if checked else _check(address, seen)
     if key is None:
         return None
     additional: tuple[_Address, ...] = ()
     if extras:
         keys: list[_Address] = []
         for extra in extras:
-            checked = _check(extra, seen)
-            if checked is None:
+            kept = extra if checked else _check(extra, seen)
+            if kept is None:
                 return None
-            keys.append(checked)
+            keys.append(kept)
         additional = tuple(keys)
     status = _STATUSES.get(health, _UNKNOWN)
     return _new(_ENDPOINT, (key[0], key[1], additional, hostname, status, weight, _NO_METADATA_MAP))
 
 
-def _additional(data: bytes, pos: int, end: int) -> _Address | None:
+def _additional(data: bytes, pos: int, end: int, checked: bool) -> _Address | None:
     """An AdditionalAddress's socket address."""
     found: _Address | None = None
     addressed = False
@@ -387,12 +410,12 @@ def _additional(data: bytes, pos: int, end: int) -> _Address | None:
         if field != 1 or wire != 2 or addressed:
             raise _Unusual
         start, pos = _span(data, pos, end)
-        found = _address(data, start, pos)
+        found = _address(data, start, pos, checked)
         addressed = True
     return found
 
 
-def _address(data: bytes, pos: int, end: int) -> _Address | None:
+def _address(data: bytes, pos: int, end: int, checked: bool) -> _Address | None:
     """An Address's socket address as (host, port); None when it has none."""
     found: _Address | None = None
     while pos < end:
@@ -400,13 +423,13 @@ def _address(data: bytes, pos: int, end: int) -> _Address | None:
         if field != 1 or wire != 2 or found is not None:
             raise _Unusual  # pipe, internal address, or a socket address given twice
         start, pos = _span(data, pos, end)
-        found = _socket_address(data, start, pos)
+        found = _socket_address(data, start, pos, checked)
     return found
 
 
-def _socket_address(data: bytes, pos: int, end: int) -> _Address:
+def _socket_address(data: bytes, pos: int, end: int, checked: bool) -> _Address:
     """(host, port) of a SocketAddress whose host is an IP address (else `_Unusual`: upb
-    decides, as for every host ``_lean_address`` rejects)."""
+    decides, as for every host ``_lean_address`` rejects; ``checked``: `check` found it one)."""
     host = ""
     port = -1
     named = False
@@ -415,7 +438,7 @@ def _socket_address(data: bytes, pos: int, end: int) -> _Address:
         if field == 2 and wire == 2 and not named:
             start, pos = _span(data, pos, end)
             host = _text(data, start, pos)
-            if not (_dotted_quad(data, start, pos) or is_ip_address(host)):
+            if not (checked or _dotted_quad(data, start, pos) or is_ip_address(host)):
                 raise _Unusual
             named = True
         elif field == 3 and wire == 0 and port < 0:
