@@ -182,10 +182,13 @@ def floor_eds(wire: bytes) -> None:
     KEPT[:] = [from_string(packed.value) for packed in response.resources]
 
 
-def eds_run(n: int, update: bytes, events: int, read: bool = False) -> Callable[[], None]:
+def eds_run(
+    n: int, update: bytes, events: int, read: bool = False, loaded: bool = True
+) -> Callable[[], None]:
     """A closure that pushes ``update`` into a session holding N assignments (generation 0,
     loaded in the untimed setup), to its ACK; ``events``: the changes it must report.
-    ``read``: then read every new view's localities, as the watchers do after the ACK."""
+    ``read``: then read every new view's localities, as the watchers do after the ACK.
+    ``loaded=False``: the session holds none yet (the EDS step of a full load)."""
     names = [cfg.cluster_name(i) for i in range(n)]
     initial = eds_bytes(n, 0)
     state: dict[str, Session] = {}
@@ -202,12 +205,14 @@ def eds_run(n: int, update: bytes, events: int, read: bool = False) -> Callable[
             s.subscribe(ENDPOINT.type_url, name)
         s.connect(0.0)
         s.requests_to_send(0.0)
-        loaded = s.receive(discovery_pb2.DiscoveryResponse.FromString(initial), 0.5)
-        s.requests_to_send(0.5)
         state["s"] = s
+        if not loaded:
+            return
+        first = s.receive(discovery_pb2.DiscoveryResponse.FromString(initial), 0.5)
+        s.requests_to_send(0.5)
         # The client's last snapshot holds every view of the previous generation, read by its
         # watchers, until after the next ACK: so here, and freeing them is not timed.
-        held["views"] = [event.value for event in loaded if isinstance(event, ResourceChanged)]
+        held["views"] = [event.value for event in first if isinstance(event, ResourceChanged)]
         for view in held["views"]:
             assert view.priorities
 
@@ -286,11 +291,13 @@ def other_rows(sizes: list[int], repeat: int, env: dict[str, str]) -> dict[tuple
 
 
 #: The EDS cases by their short name: the update and the changes it must report.
-EDS_CASES: dict[str, Callable[[int], tuple[bytes, int, bool]]] = {
-    "all": lambda n: (eds_bytes(n, 1), n, False),
-    "all+read": lambda n: (eds_bytes(n, 1), n, True),
-    "one": lambda n: (eds_bytes(n, 1, changed=1), 1, False),
-    "none": lambda n: (eds_bytes(n, 0), 0, False),
+EDS_CASES: dict[str, Callable[[int], tuple[bytes, int, bool, bool]]] = {
+    "all": lambda n: (eds_bytes(n, 1), n, False, True),
+    "all+read": lambda n: (eds_bytes(n, 1), n, True, True),
+    "one": lambda n: (eds_bytes(n, 1, changed=1), 1, False, True),
+    "none": lambda n: (eds_bytes(n, 0), 0, False, True),
+    "load": lambda n: (eds_bytes(n, 0), n, False, False),
+    "load+read": lambda n: (eds_bytes(n, 0), n, True, False),
 }
 
 
@@ -338,7 +345,8 @@ def print_instructions(sizes: list[int], before: str | None) -> None:
             print(f"{n:>8}  {case:<12} {ours / 1000:>23.1f}k {then:>10}")
     print("callgrind: Session.receive of one SotW EDS response and its ACK, collector off;")
     print("all: every assignment changed; all+read: then every new view's localities read (what")
-    print("the watchers do after the ACK); one: one of N; none: all N unchanged.")
+    print("the watchers do after the ACK); one: one of N; none: all N unchanged; load: the")
+    print("first response of all N (a full load's EDS step), load+read: then every view read.")
 
 
 def main() -> None:
