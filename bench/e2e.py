@@ -31,7 +31,10 @@ of the full load, "update 1 of N" (14.5 s) that of "update all N". Every push is
 `ControlPlane.set_all`, which reaches either client as one EDS response of all N.
 
 Ours watches the complete configuration (`XdsClient.watch_config`), so each case also gives the
-time to the snapshot that holds the update. Updates run ``--rounds`` times; the best is shown.
+time to the snapshot that holds the update, with every assignment's localities read from it (the
+compiled build checks an update's assignments before the ACK and builds their localities on
+first read: that building is in the snapshot's time, not the ACK's). Updates run ``--rounds``
+times; the best is shown.
 
 The decode floor, printed beside them and as a ratio, is parsing one SotW response of N
 assignments and unpacking every ``Any`` with protobuf alone, in this process. grpcio's client
@@ -505,8 +508,9 @@ def main() -> None:
     print("(full load: the control plane's share is its time from each type's first request to")
     print("its response; the client's CPU time runs from its start to its first snapshot)")
     print("ACK: from the control plane's first endpoint response to the ACK covering the update;")
-    print("snapshot: to the complete configuration snapshot holding it (xdsclient; a resend of")
-    print("unchanged assignments publishes none); settled: until the client process is quiet")
+    print("snapshot: to the complete configuration snapshot holding it, every assignment's")
+    print("localities read (xdsclient; a resend of unchanged assignments publishes none);")
+    print("settled: until the client process is quiet")
     print("(coarse, within ~0.1 s: compare it only where it is long). Each case starts once")
     print("the previous one settled. Updates: best of --rounds.")
     for r in results:
