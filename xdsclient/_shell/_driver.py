@@ -32,12 +32,11 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
-from contextlib import nullcontext
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from .._errors import TransportError
 from .._runtime._clock import Clock
-from .._runtime._gc import gc_paused
+from .._runtime._gc import CollectorHold
 from .._settings._config import Backoff
 from .._transports import Stream, StreamSpec, Transport
 from ._stream_life import End, StreamLife
@@ -263,42 +262,48 @@ class StreamDriver(Generic[P]):
         protocol, listener = self._protocol, self._events
         read: asyncio.Future[Any] | None = None
         delivery: asyncio.Future[None] | None = None
+        held = CollectorHold()
         try:
             await self._flush(stream)
             while True:
                 if delivery is None and read is None:
+                    held.release()  # all it led to is written: collect while the server works
                     read = asyncio.ensure_future(stream.read())
                 waiting = delivery if delivery is not None else read
                 assert waiting is not None
-                await self._wait((waiting,), protocol.next_deadline())
+                await self._wait((waiting,), _earliest(protocol.next_deadline(), held.deadline))
                 now = self._clock.time()
+                held.release(now)  # watchers that take long do not keep the collector off
                 events = protocol.expire(now)
                 if delivery is not None and delivery.done():
                     delivery = None
                 response = None
                 if read is not None and read.done():
                     response, read = read.result(), None
-                # A response is applied with the collector paused until its ACK is written: the
-                # young collection over the objects it made (11 to 16 ms of CPU after an update
-                # of 10,000 assignments) runs after the ACK, with the watchers, not before it.
-                with gc_paused() if response is not None else nullcontext():
-                    if response is not None:
-                        self._life.received()
-                        listener.on_response(response, now)
-                        events.extend(protocol.receive(response, now))
-                        listener.on_applied(response, now)
-                    # The ACK goes out before the watchers run: they (and the walk after them)
-                    # may take long, and the server is waiting on the ACK.
-                    written = asyncio.get_running_loop().create_future()
-                    delivery = listener.publish(events, written) or delivery
-                    try:
-                        await self._flush(stream)
-                    finally:
-                        written.set_result(None)
+                if response is not None:
+                    # The collector is held from here until the stream waits for the next
+                    # response: the young collections over what this response made (11 to
+                    # 16 ms of CPU after an update of 10,000 assignments), and over what its
+                    # watchers' walk made, run after its ACK and after the requests they led
+                    # to, while the server answers them (`CollectorHold`).
+                    held.hold(now)
+                    self._life.received()
+                    listener.on_response(response, now)
+                    events.extend(protocol.receive(response, now))
+                    listener.on_applied(response, now)
+                # The ACK goes out before the watchers run: they (and the walk after them)
+                # may take long, and the server is waiting on the ACK.
+                written = asyncio.get_running_loop().create_future()
+                delivery = listener.publish(events, written) or delivery
+                try:
+                    await self._flush(stream)
+                finally:
+                    written.set_result(None)
                 # Let go of the response and its events before waiting on the watchers: an
                 # update's parsed message is freed before the walk builds the next snapshot.
                 del response, events
         finally:
+            held.release()
             if read is not None:
                 _discard(read)
 
