@@ -216,6 +216,9 @@ async def test_the_collector_stays_paused_until_the_ack_of_a_response_is_written
     await stream.request()
     assert collecting == [("", True), (nonce, False)]
     await idle()
+    assert not gc.isenabled()  # held on after the ACK (see the tests below)
+    clock.advance(HOLD_LIMIT)
+    await idle()
     assert gc.isenabled()
 
 
@@ -223,7 +226,7 @@ async def test_the_collector_stays_paused_through_the_watchers_and_the_requests_
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
     """The watchers of a response run, and what they subscribe to is requested, before the
-    collector resumes: it resumes once the stream waits for the next response."""
+    collector resumes: it resumes `HOLD_LIMIT` after the response."""
     collecting: list[tuple[bool, bool, bool]] = []  # (an ACK, asks for "b", collecting)
     watched: list[bool] = []
 
@@ -245,6 +248,30 @@ async def test_the_collector_stays_paused_through_the_watchers_and_the_requests_
     await stream.request()
     assert watched == [False]
     assert collecting[1:] == [(True, False, False), (False, True, False)]
+    await idle()
+    assert not gc.isenabled()
+    clock.advance(HOLD_LIMIT)
+    await idle()
+    assert gc.isenabled()
+
+
+async def test_the_collector_stays_paused_over_the_responses_that_follow_within_the_hold(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """A response within `HOLD_LIMIT` of the one that paused the collector keeps it paused
+    (as the round trips of a full load do) without extending the hold."""
+    seen: list[bool] = []
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: seen.append(gc.isenabled())))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")], version="1")
+    await idle()
+    clock.advance(HOLD_LIMIT / 2)
+    await idle()
+    stream.send([endpoints("a", port=81)], version="2")
+    await idle()
+    assert seen == [False, False]
+    clock.advance(HOLD_LIMIT / 2)
     await idle()
     assert gc.isenabled()
 

@@ -14,11 +14,12 @@ and it frees nothing late that matters: garbage made meanwhile is collected by t
 collection, as it would have been by the one it skipped.
 
 Why a hold across awaits: in a full load each response leads to the next request (the routes
-name the clusters to ask for, the clusters their assignments). Resumed at the ACK, the
+name the clusters to ask for, the clusters their assignments). Resumed at each ACK, the
 collector ran its young collections over the response's objects (and, every tenth, an older
 one over the walk's: 1.7 ms at N=1,000) between the ACK and the walk that makes the next
-request, on the path of every round trip. Held until the driver waits for the next response,
-the collection runs while the server answers.
+request, on the path of every round trip. Held for `HOLD_LIMIT` from a response, over the
+ones that follow meanwhile, it collects once after them (after the last ACK of a full load
+of N=1,000) instead.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from contextlib import contextmanager
 
 __all__ = ["HOLD_LIMIT", "CollectorHold", "gc_paused"]
 
-#: The longest a `CollectorHold` keeps the collector paused (seconds): watchers that take long
-#: (an async callback waiting on the network) do not keep it off longer than this.
+#: How long a `CollectorHold` keeps the collector paused (seconds): the round trips of a full
+#: load of N=1,000 fit in it; garbage cycles made meanwhile wait no longer than this.
 HOLD_LIMIT = 0.1
 
 
@@ -48,10 +49,10 @@ def gc_paused() -> Iterator[None]:
 
 
 class CollectorHold:
-    """The collector paused from `hold` until `release` (or the first check past
-    `HOLD_LIMIT`), across awaits: a stream driver holds it from a response's arrival until it
-    waits for the next one, through the ACK, the watchers and the requests they made. Like
-    `gc_paused`, it resumes the collector only if it found it running."""
+    """The collector paused from `hold` until the first `release` past `HOLD_LIMIT` (or one
+    without a time), across awaits: a stream driver holds it from a response's arrival,
+    through its ACK, its watchers, the requests they made and the responses that follow
+    meanwhile. Like `gc_paused`, it resumes the collector only if it found it running."""
 
     __slots__ = ("_resume", "deadline")
 
