@@ -287,8 +287,9 @@ class StreamDriver(Generic[P]):
                 if response is None:
                     # What deadlines, commands or watchers made due (a walk's subscriptions)
                     # is written without waiting for it: a response to it is read meanwhile.
-                    delivery = listener.publish(events) or delivery
-                    writes.start(protocol.requests_to_send(now))
+                    # The step's events still reach the watchers once it is written.
+                    started = writes.start(protocol.requests_to_send(now))
+                    delivery = listener.publish(events, started) or delivery
                     continue
                 # The collector is held from here for `HOLD_LIMIT`, over the responses that
                 # follow meanwhile: the young collections over what they made (11 to 16 ms of
@@ -352,10 +353,13 @@ class _Writes:
         """The writes started and not yet checked (one chain)."""
         return () if self._pending is None else (self._pending,)
 
-    def start(self, requests: list[Any]) -> None:
-        """Write ``requests`` after the writes before them, without waiting."""
-        if requests:
-            self._pending = asyncio.ensure_future(self._after(self._pending, requests))
+    def start(self, requests: list[Any]) -> asyncio.Future[None] | None:
+        """Write ``requests`` after the writes before them, without waiting; returns what
+        completes once they are written (None: nothing to write)."""
+        if not requests:
+            return None
+        self._pending = asyncio.ensure_future(self._after(self._pending, requests))
+        return self._pending
 
     async def write(self, requests: list[Any]) -> None:
         """Write ``requests`` after the writes before them, and wait until they are written
