@@ -38,8 +38,22 @@ cProfile and prints the functions of ``xdsclient`` by their own time (cProfile s
 code about twofold: use it for where, the subtraction for how much); ``--profile-only`` runs
 that alone (the counts do not depend on the machine's load, so a before/after takes seconds).
 
+Where the paired CPU goes: ``--threads`` splits the pairs' CPU by thread (the event loop's,
+C-core's ``event_engine`` threads, the others by name: user and system time from
+/proc/self/task/*/stat, on-CPU time from its schedstat). ``--instructions`` /
+``--instructions-only`` add the counted table (below, `counted`) and, before it, the paired
+runs again in child processes, this code's and ``--before``'s alternately, each with its
+thread table, so a before/after of the paired CPU comes from one run. The counted table also
+counts the instructions of the loop's thread alone (where all of XdsChannel's Python runs,
+without C-core's threads and their run-to-run swing). ``--syscalls`` adds each channel's
+system calls per call by name (``strace -f -c``) and perf stat's task-clock, context switches
+and CPU migrations per call (a run of twice ``--system-calls`` calls minus a run of
+``--system-calls``: start-up and warm-up cancel).
+
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
                             [--stream 10] [--endpoints 1 2000] [--profile] [--profile-only]
+                            [--threads] [--instructions | --instructions-only] [--syscalls]
+                            [--before DIR]
 """
 
 from __future__ import annotations
@@ -61,7 +75,7 @@ from typing import Any
 
 import grpc
 from child_server import served
-from counting import callgrind_instructions, python_calls, window
+from counting import callgrind_instructions, perf_counts, python_calls, syscall_counts, window
 from google.protobuf import wrappers_pb2
 from timing import (
     CONCURRENCY,
@@ -69,8 +83,8 @@ from timing import (
     cells,
     latencies,
     measured,
-    paired_cpu,
     quartiles,
+    throughput,
 )
 
 from xdsclient import XdsClient
@@ -156,7 +170,9 @@ async def run(args: argparse.Namespace) -> None:
         if args.instructions_only:
             plane.set_all(resources(port))
             with tempfile.TemporaryDirectory() as directory:
-                await counted(port, _bootstrap_file(plane, directory), args)
+                path = _bootstrap_file(plane, directory)
+                await paired_children(port, path, args)
+                await counted(port, path, args)
             return
         plane.set_all(
             [
@@ -216,13 +232,95 @@ async def measure(channels: dict[str, Any], args: argparse.Namespace) -> None:
     print()
     for kind in KINDS:
         plain, ours = getattr(stubs["plain"], kind), getattr(stubs["XdsChannel"], kind)
-        extra = await paired_cpu(plain, ours, args.pairs, args.throughput_calls // 3)
+        extra, threads = await paired_threads(plain, ours, args.pairs, args.throughput_calls // 3)
         print(
             f"our CPU per {kind} call (XdsChannel minus plain, median of {args.pairs} pairs): "
             f"{quartiles(extra)}"
         )
+        if args.threads:
+            _print_threads(kind, threads, args.pairs * (args.throughput_calls // 3))
     if args.profile:
         await profile(stubs, args.throughput_calls)
+
+
+# --- where the paired CPU goes: each thread's user and system time ---
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_times() -> dict[str, tuple[float, float, float]]:
+    """This process's CPU seconds so far by kind of thread: (user, system, on CPU) of the
+    thread running the event loop (``loop``), C-core's ``event_engine`` threads, and the others
+    by their name. User and system time are /proc/self/task/*/stat's clock ticks (10 ms);
+    on CPU, schedstat's nanoseconds (both together, precisely). A thread that ended since is
+    missing."""
+    main = str(os.getpid())
+    times: dict[str, tuple[float, float, float]] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as file:
+                stat = file.read()
+            with open(f"/proc/self/task/{tid}/schedstat") as file:
+                ran = int(file.read().split()[0]) / 1e9
+            with open(f"/proc/self/task/{tid}/comm") as file:
+                name = "loop" if tid == main else file.read().strip()
+        except FileNotFoundError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # field 3 on: utime, stime at 14, 15
+        user, system, on_cpu = times.get(name, (0.0, 0.0, 0.0))
+        times[name] = (
+            user + int(fields[11]) / _TICK,
+            system + int(fields[12]) / _TICK,
+            on_cpu + ran,
+        )
+    return times
+
+
+Threads = dict[tuple[str, str, str], float]
+"""(channel, thread kind, `_PARTS` member) -> CPU seconds over the paired runs."""
+_PARTS = ("user", "system", "on CPU")
+
+
+async def paired_threads(
+    plain: Callable[[], Awaitable[None]],
+    ours: Callable[[], Awaitable[None]],
+    pairs: int,
+    count: int,
+) -> tuple[list[float], Threads]:
+    """`timing.paired_cpu`'s pairs (``count`` calls of each channel back to back at
+    concurrency 64, which goes first alternating; each pair's difference of CPU seconds per
+    call), and each thread kind's CPU summed over the pairs per channel."""
+    extra = []
+    threads: Threads = {}
+    for pair in range(pairs):
+        order = [("plain", plain), ("XdsChannel", ours)]
+        per_call = {}
+        for name, call in order if pair % 2 else order[::-1]:
+            before = thread_times()
+            per_call[name] = (await throughput(call, count))[1]
+            after = thread_times()
+            for kind, now in after.items():
+                then = before.get(kind, (0.0, 0.0, 0.0))
+                for part, end, start in zip(_PARTS, now, then, strict=True):
+                    key = (name, kind, part)
+                    threads[key] = threads.get(key, 0.0) + end - start
+        extra.append(per_call["XdsChannel"] - per_call["plain"])
+    return extra, threads
+
+
+def _print_threads(kind: str, threads: Threads, calls: int) -> None:
+    print(
+        f"\n{kind} calls: CPU us per call by thread over the pairs ({calls} calls of each "
+        "channel; user and system: clock ticks of /proc/self/task/*/stat; on CPU: schedstat)\n"
+    )
+    print("| thread | time | plain | XdsChannel | added |\n|---|---|---:|---:|---:|")
+    kinds = sorted({key[1] for key in threads}, key=lambda k: (k != "loop", k))
+    for thread in kinds:
+        for part in _PARTS:
+            a = threads.get(("plain", thread, part), 0.0) / calls * 1e6
+            b = threads.get(("XdsChannel", thread, part), 0.0) / calls * 1e6
+            if a or b:
+                print(f"| {thread} | {part} | {a:.1f} | {b:.1f} | {b - a:+.1f} |")
 
 
 def report(
@@ -319,6 +417,7 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
     if args.before:
         runs.append(("XdsChannel (before)", args.before))
     rows: dict[str, dict[str, float]] = {}
+    system: dict[str, dict[str, float]] = {}
     for client, path in runs:
         argv = [
             sys.executable, os.path.abspath(__file__), "--child", client, "--port", str(port),
@@ -334,12 +433,69 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
         instructions = await asyncio.to_thread(
             callgrind_instructions, [*argv, "--instruction-window"], env
         )
-        rows[client] = {**json.loads(native.stdout), "instructions": instructions}
+        loop_thread = await asyncio.to_thread(
+            callgrind_instructions, [*argv, "--instruction-window"], env, all_threads=False
+        )
+        rows[client] = {
+            **json.loads(native.stdout),
+            "instructions": instructions,
+            "loop": loop_thread,
+        }
         if client != "plain":  # the rate of our own code: its decisions, the loop's thread
             rows[client]["decisions"] = await asyncio.to_thread(
                 callgrind_instructions, [*argv, "--decisions-window"], env, all_threads=False
             )
+        if args.syscalls:
+            system[client] = await asyncio.to_thread(_per_call_system, argv, env, args)
     _print_counted(rows, args)
+    if args.syscalls:
+        _print_system(system)
+
+
+_EVENTS = ("task-clock", "context-switches", "cpu-migrations")
+
+
+def _per_call_system(
+    argv: list[str], env: dict[str, str], args: argparse.Namespace
+) -> dict[str, float]:
+    """A child's system calls by name (strace) and `_EVENTS` (perf stat) per call: a run of
+    ``2 * --system-calls`` calls minus a run of ``--system-calls`` (start-up, warm-up and
+    close cancel), over ``--system-calls``."""
+    calls = args.system_calls
+    runs = []
+    for count in (calls, 2 * calls):
+        run = [*argv, "--calls-only"]
+        run[run.index("--counted-calls") + 1] = str(count)
+        runs.append({**syscall_counts(run, env), **perf_counts(run, _EVENTS, env)})
+    short, long = runs
+    return {name: (long[name] - short.get(name, 0)) / calls for name in long}
+
+
+def _print_system(system: dict[str, dict[str, float]]) -> None:
+    print(
+        "\nper unary call, each channel alone in a process (a run of twice --system-calls "
+        "calls minus a run of --system-calls: system calls of every thread under strace -f, and "
+        "perf stat's task-clock, context switches and CPU migrations without it)\n"
+    )
+    names = sorted(
+        {name for row in system.values() for name in row if name not in _EVENTS},
+        key=lambda name: -max(row.get(name, 0.0) for row in system.values()),
+    )
+    shown = [name for name in names if max(row.get(name, 0.0) for row in system.values()) >= 0.5]
+    print(
+        "| channel | task-clock us | context switches | migrations | system calls | "
+        + " | ".join(shown)
+        + " |"
+    )
+    print("|---" + "|---:" * (4 + len(shown)) + "|")
+    for client, row in system.items():
+        total = sum(value for name, value in row.items() if name not in _EVENTS)
+        cells = " | ".join(f"{row.get(name, 0.0):.1f}" for name in shown)
+        print(
+            f"| {client} | {row.get('task-clock', 0.0) * 1e3:.1f} "
+            f"| {row.get('context-switches', 0.0):.2f} | {row.get('cpu-migrations', 0.0):.2f} "
+            f"| {total:.1f} | {cells} |"
+        )
 
 
 def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
@@ -354,13 +510,13 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     )
     print(
         "| channel | instructions/call | added | added us at plain's rate "
-        "| added us at our code's rate | Python calls/call | added | in xdsclient "
-        "| CPU us/call |"
+        "| added us at our code's rate | loop thread's instructions/call | added "
+        "| Python calls/call | added | in xdsclient | CPU us/call |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for client, row in rows.items():
         count = row["instructions"] / calls
-        added = micros = ours = added_calls = ""
+        added = micros = ours = added_calls = added_loop = ""
         if client != "plain":
             extra = count - plain_count
             own_rate = row["decisions_cpu"] / (row["decisions"] / calls)
@@ -368,8 +524,10 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
             micros = f"{extra * rate:.1f}"
             ours = f"{extra * own_rate:.1f}"
             added_calls = f"{row['calls'] - plain['calls']:.0f}"
+            added_loop = f"{(row['loop'] - plain['loop']) / calls:,.0f}"
         print(
-            f"| {client} | {count:,.0f} | {added} | {micros} | {ours} | {row['calls']:.0f} "
+            f"| {client} | {count:,.0f} | {added} | {micros} | {ours} "
+            f"| {row['loop'] / calls:,.0f} | {added_loop} | {row['calls']:.0f} "
             f"| {added_calls} | {row['ours']:.0f} | {row['cpu']:.1f} |"
         )
     print(
@@ -388,6 +546,70 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
             )
 
 
+def paired_child(args: argparse.Namespace) -> None:
+    """``--pairs`` paired runs of the plain channel and XdsChannel (`paired_threads`, unary
+    calls, ``--throughput-calls // 3`` calls a run) in this process, whose xdsclient is the one
+    on its path: print {extra: [seconds per call], threads: [[channel, thread, part, s]]}."""
+
+    async def run() -> dict[str, Any]:
+        async with XdsClient(bootstrap=args.bootstrap) as client:
+            plain = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
+            ours = XdsChannel(f"xds:///{LISTENER}", client=client)
+            try:
+                stubs = [Stub(plain, 1), Stub(ours, 1)]
+                for stub in stubs:
+                    await _calls(stub.unary, 200)  # connect, warm up
+                extra, threads = await paired_threads(
+                    stubs[0].unary, stubs[1].unary, args.pairs, args.throughput_calls // 3
+                )
+            finally:
+                await plain.close()
+                await ours.close()
+        return {"extra": extra, "threads": [[*key, value] for key, value in threads.items()]}
+
+    print(json.dumps(asyncio.run(run())))
+
+
+async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespace) -> None:
+    """The paired runs in child processes, this code's and ``--before``'s: alternately, two
+    children of each with half the pairs (the machine's load drifts over minutes), then the
+    median and quartiles of each code's pairs and its CPU by thread."""
+    versions: list[tuple[str, str | None]] = [("XdsChannel", None)]
+    if args.before:
+        versions.append(("XdsChannel (before)", args.before))
+    extra: dict[str, list[float]] = {name: [] for name, _ in versions}
+    threads: dict[str, Threads] = {name: {} for name, _ in versions}
+    half = max(1, args.pairs // 2)
+    for _ in range(2):
+        for name, path in versions:
+            argv = [
+                sys.executable, os.path.abspath(__file__), "--paired-child", "--port", str(port),
+                "--bootstrap", bootstrap_path, "--pairs", str(half),
+                "--throughput-calls", str(args.throughput_calls),
+            ]  # fmt: skip
+            env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
+            done = await asyncio.to_thread(
+                subprocess.run, argv, env=env, capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"{name}: {done.stderr.strip().splitlines()[-1:]}")
+            result = json.loads(done.stdout)
+            extra[name] += result["extra"]
+            for channel, thread, part, value in result["threads"]:
+                key = (channel, thread, part)
+                threads[name][key] = threads[name].get(key, 0.0) + value
+    calls = 2 * half * (args.throughput_calls // 3)
+    print(
+        f"\npaired CPU per unary call in child processes (XdsChannel minus plain at "
+        f"concurrency {CONCURRENCY}, {2 * half} pairs of {args.throughput_calls // 3} calls "
+        f"per code, alternating; load average before: {os.getloadavg()[0]:.2f})\n"
+    )
+    for name, _ in versions:
+        print(f"{name}: {quartiles(extra[name])}")
+    for name, _ in versions:
+        _print_threads(f"unary ({name})", threads[name], calls)
+
+
 def child(args: argparse.Namespace) -> None:
     """One channel's counts: with ``--instruction-window``, its calls inside the window
     callgrind counts (``--decisions-window``: `_decisions` instead); else print {calls, ours,
@@ -396,7 +618,9 @@ def child(args: argparse.Namespace) -> None:
     stack = contextlib.AsyncExitStack()
     channel, call = loop.run_until_complete(_opened(stack, args))
     loop.run_until_complete(_calls(call, 200))  # connect, warm up
-    if args.decisions_window:
+    if args.calls_only:
+        loop.run_until_complete(_calls(call, args.counted_calls))
+    elif args.decisions_window:
         window(_decisions, channel, args.counted_calls)
     elif args.instruction_window:
         window(loop.run_until_complete, _calls(call, args.counted_calls))
@@ -492,6 +716,9 @@ def main() -> None:
     parser.add_argument(
         "--endpoints", type=int, nargs="*", default=[1, 2000], help="first call at these sizes"
     )
+    parser.add_argument(
+        "--threads", action="store_true", help="the paired runs' CPU per call by thread too"
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
         "--profile-only",
@@ -510,7 +737,20 @@ def main() -> None:
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--instruction-window", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--decisions-window", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--syscalls",
+        action="store_true",
+        help="with the counted table: system calls, context switches per call (strace, perf)",
+    )
+    parser.add_argument(
+        "--system-calls", type=int, default=2000, help="calls of the shorter --syscalls run"
+    )
     args = parser.parse_args()
+    if args.paired_child:
+        paired_child(args)
+        return
     if args.child:
         child(args)
         return

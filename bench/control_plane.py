@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import grpc
 import xds_config as cfg
+from child_server import stop_child_sync
 from envoy.service.discovery.v3 import discovery_pb2
 
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
@@ -218,14 +219,7 @@ class _Server:
         return float(cpu), float(rss)
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_child_sync(self.process, grace=10)
 
 
 def _check(streams: list[_Stream]) -> None:

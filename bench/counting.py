@@ -23,7 +23,14 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["OURS", "callgrind_instructions", "python_calls", "window"]
+__all__ = [
+    "OURS",
+    "callgrind_instructions",
+    "perf_counts",
+    "python_calls",
+    "syscall_counts",
+    "window",
+]
 
 #: the C function of `window`, which callgrind's options name
 WINDOW = "sys_call_tracing"
@@ -80,3 +87,40 @@ def python_calls(profilers: Sequence[cProfile.Profile], count: int) -> dict[str,
             if OURS in filename:
                 ours += calls
     return {"calls": total / count, "ours": ours / count}
+
+
+def syscall_counts(argv: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, int]:
+    """The system calls the program ``argv`` makes, every thread's, by name (``strace -c
+    -f``; the whole run: subtract a shorter run's to leave start-up out). Raises
+    RuntimeError with the program's last line of errors when it fails."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "out")
+        command = ["strace", "-f", "-c", "-o", out, *argv]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"strace {argv[-1]}: {done.stderr.strip().splitlines()[-1:]}")
+        with open(out) as table:
+            lines = table.read().splitlines()
+    counts = {}
+    for line in lines:
+        fields = line.split()  # % time, seconds, usecs/call, calls, [errors,] syscall
+        if len(fields) in (5, 6) and fields[0][0].isdigit() and fields[-1] != "total":
+            counts[fields[-1]] = int(fields[3])
+    return counts
+
+
+def perf_counts(
+    argv: Sequence[str], events: Sequence[str], env: Mapping[str, str] | None = None
+) -> dict[str, float]:
+    """The software ``events`` of the program ``argv`` (``perf stat``: every thread, the
+    whole run), by event name. Raises RuntimeError when it fails."""
+    command = ["perf", "stat", "-x", ",", "-e", ",".join(events), *argv]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"perf stat {argv[-1]}: {done.stderr.strip().splitlines()[-1:]}")
+    counts = {}
+    for line in done.stderr.splitlines():
+        fields = line.split(",")  # value, unit, event, ...
+        if len(fields) > 3 and fields[2] in events and fields[0].replace(".", "").isdigit():
+            counts[fields[2]] = float(fields[0])
+    return counts

@@ -38,6 +38,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from child_server import stop_child  # this folder: first on the path, as a script's
+
 from xdsclient.load import Progress, Push, Scenario, run
 from xdsclient.testing import ControlPlane
 from xdsclient.testing.builders import (
@@ -126,13 +128,7 @@ class _Server:
         return await self._line()
 
     async def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            await asyncio.wait_for(self.process.wait(), 10)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
+        await stop_child(self.process, grace=10)
 
 
 # ---------------------------------------------------------------------------- one case

@@ -21,7 +21,8 @@ request are the median of the rounds.
     python bench/sync.py [--reads 20000] [--requests 1000] [--rounds 3]
 
 (Run as a script, this file's folder comes first on ``sys.path``, where ``bench/http.py`` would
-hide the standard library's ``http`` from httpx: it takes the folder off before importing httpx.)
+hide the standard library's ``http`` from httpx: it moves the folder to the end before importing
+httpx, where it still finds bench/child_server.py.)
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from typing import Any
 
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the standard library
 
 import httpx
+from child_server import stop_child_sync
 
 from xdsclient.httpx import XdsSyncTransport
 from xdsclient.httpx._sync import BridgedTransport
@@ -73,12 +76,7 @@ def backend() -> Iterator[int]:
     try:
         yield int(process.stdout.readline())
     finally:
-        process.stdin.close()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child_sync(process)
 
 
 async def _started(port: int) -> ControlPlane:

@@ -19,6 +19,8 @@ from typing import Any
 import grpc
 from envoy.service.status.v3 import csds_pb2, csds_pb2_grpc
 
+from tests.children import stop_child
+
 _CHILD = r"""
 import json, sys, grpc, grpc_csds
 from concurrent import futures
@@ -86,7 +88,4 @@ async def grpc_client(
 
                 yield fetch
         finally:
-            process.stdin.close()
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
+            await stop_child(process, grace=0)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.builders import listener, routes
+from tests.children import stop_child
 from tests.federation.test_spellings import AUTHORITIES as SPELLING_AUTHORITIES
 from tests.federation.test_spellings import SPELLINGS
 from xdsclient import XdsClient
@@ -90,8 +91,7 @@ async def _grpc_channels(
     try:
         yield
     finally:
-        child.kill()
-        await child.wait()
+        await stop_child(child, grace=0)
 
 
 async def test_listener_names_are_the_ones_grpc_c_core_requests(tmp_path: Path) -> None:

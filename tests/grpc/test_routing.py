@@ -120,6 +120,29 @@ async def test_a_fault_abort_fails_the_call_before_any_backend(
         assert a.calls[SAY] == 0
 
 
+@pytest.mark.parametrize("metadata", [(), (("x-user", "42"),)], ids=["direct", "planned"])
+async def test_a_call_past_its_deadline_before_its_attempt_fails_unsent(
+    plane: ControlPlane, client: XdsClient, metadata: tuple[tuple[str, str], ...]
+) -> None:
+    """A call whose deadline has passed when its attempt would start (``timeout=0``) fails
+    DEADLINE_EXCEEDED with gRPC's details and reaches no backend, whether the channel sends it
+    without a plan (no metadata, a plain route) or with one; the next call goes through."""
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        add_route(routes.virtual_hosts[0], "", "c")
+        plane.set_all(_served(routes, {"c": [a]}))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            await channel.channel_ready()
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stub.Say(Text(value="never"), timeout=0, metadata=metadata)
+            assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+            assert failed.value.details() == "Deadline Exceeded"
+            assert a.calls[SAY] == 0
+            assert (await stub.Say(Text(value="x"), timeout=5, metadata=metadata)).value == "a:x"
+        assert a.calls[SAY] == 1
+
+
 async def test_a_fault_delay_holds_the_call_before_it_is_sent(
     plane: ControlPlane, client: XdsClient
 ) -> None:

@@ -1,12 +1,15 @@
-"""A request its caller gives up on is no upstream failure, as Envoy counts a downstream reset.
+"""A request its caller gives up on is no upstream failure, as Envoy counts a downstream reset;
+a caller's own timeout passing while the upstream holds back the headers is one.
 
 Each test serves one cluster whose outlier detection ejects an endpoint at its first 5xx
 (``consecutive_5xx`` 1) and which reports load: a request cancelled while it waits for its
-response, one cancelled while its body is read, a sync caller's own timeout and a sync reader
-closing a streamed body early leave the endpoint in (the next request is answered, not 503), and
-the load report counts the request issued and no longer in progress, neither successful nor in
-error when no response came (Envoy's LRS; gRPC counts a cancelled call in error), by its status
-when one did. The connection's request ends with it.
+response, one cancelled while its body is read, a sync reader whose timeout passes mid-body and
+one closing a streamed body early leave the endpoint in (the next request is answered, not 503),
+and the load report counts the request issued and no longer in progress, neither successful nor
+in error when no response came (Envoy's LRS; gRPC counts a cancelled call in error), by its
+status when one did. A sync caller's read timeout passing before the headers came is Envoy's
+upstream timeout: the endpoint is ejected and the request counted in error. The connection's
+request ends with each.
 """
 
 from __future__ import annotations
@@ -138,13 +141,15 @@ def xds(plane: Plane) -> Iterator[SyncXdsClient]:  # noqa: F811
         yield client
 
 
-def test_a_sync_callers_own_timeout_counts_as_no_failure(
+def test_a_sync_callers_read_timeout_before_the_headers_is_an_upstream_timeout(
     plane: Plane,  # noqa: F811
     xds: SyncXdsClient,
 ) -> None:
     """``httpx.Client``'s read timeout passes while the backend holds the request (the route's
-    timeout is Envoy's 15 s): the caller gets ``httpx.ReadTimeout``, the backend is not
-    ejected, and the load report counts the request neither successful nor in error."""
+    timeout is Envoy's 15 s): the caller gets ``httpx.ReadTimeout``, but the upstream kept it
+    waiting, which Envoy counts as an upstream timeout (a 504 to outlier detection): the
+    backend is ejected (the next request is answered 503 here), the connection's request
+    ended, and the load report counts the request issued and in error."""
     a = HttpBackend("a")
     plane.thread.run(a.start())
     try:
@@ -155,8 +160,9 @@ def test_a_sync_callers_own_timeout_counts_as_no_failure(
             with pytest.raises(httpx.ReadTimeout):
                 http.get("http://svc/hold", timeout=httpx.Timeout(10, read=0.3))
             assert xds.loop_thread.call(requests_on, transport._transport, a.port) == 0
-            assert http.get("http://svc/after", timeout=10).status_code == 200
-            until(lambda: _totals(plane.server.load_reports).get(LOAD) == [2, 1, 0], 8, what="LRS")
+            assert http.get("http://svc/after", timeout=10).status_code == 503
+            assert a.total == 1
+            until(lambda: _totals(plane.server.load_reports).get(LOAD) == [1, 0, 1], 8, what="LRS")
     finally:
         plane.thread.run(a.stop())
 

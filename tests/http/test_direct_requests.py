@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from xdsclient import XdsClient
+from xdsclient._call._http_retry import CONSUMED_HEADERS
 from xdsclient.httpx import ERROR_HEADER, XdsTransport
 from xdsclient.testing import Behaviour, ControlPlane, HttpBackend
 
@@ -79,6 +80,21 @@ async def test_the_retry_headers_of_a_repeated_request_are_read_and_not_forwarde
     seen = a.requests + b.requests
     assert all(r.header("x-envoy-retry-on") is None for r in seen)
     assert all(r.header("x-envoy-max-retries") is None for r in seen)
+
+
+@pytest.mark.parametrize("name", CONSUMED_HEADERS)
+async def test_each_consumed_retry_header_alone_is_not_forwarded_on_a_repeated_request(
+    cp: ControlPlane, client: XdsClient, two: list[HttpBackend], name: str
+) -> None:
+    """After a first request to a path (its plan fixed from then on), a request carrying only
+    ``name``, one of the retry headers Envoy's router consumes, is planned: the backend gets
+    it without that header."""
+    a, _ = two
+    cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), cluster_of("c", [a])))
+    async with XdsTransport(LISTENER, client=client) as transport, http_of(transport) as http:
+        assert (await http.get("http://svc/x")).status_code == 200
+        assert (await http.get("http://svc/x", headers={name: "503"})).status_code == 200
+    assert [r.header(name) for r in a.requests] == [None, None]
 
 
 async def test_a_repeated_request_with_a_streamed_body_sends_it_once(

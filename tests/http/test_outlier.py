@@ -1,7 +1,8 @@
 """`XdsTransport` follows Envoy's outlier detection end to end, over real backends and on a
 `FakeClock` given to the transport: a backend answering 503 is ejected after five in a row
 (Envoy's default ``consecutive_5xx``, before any interval sweep), traffic moves to the others,
-and it comes back at the first sweep once ``base_ejection_time`` has passed, not before."""
+and it comes back at the first sweep once ``base_ejection_time`` has passed, not before; so is
+one holding five requests in a row past the caller's own read timeout."""
 
 from __future__ import annotations
 
@@ -57,6 +58,38 @@ async def test_five_503_in_a_row_eject_a_backend_until_the_sweep_after_base_ejec
         clock.set(30.5)
         assert await get(http, 6) == [200] * 6
         assert a.total == 7  # one in three of round robin's picks again
+
+
+async def test_five_read_timeouts_in_a_row_eject_a_backend_that_hangs(
+    cp: ControlPlane, client: XdsClient, three: list[HttpBackend]
+) -> None:
+    """Round robin over three, Envoy's default ``consecutive_5xx`` (five), on the transport's
+    fake clock standing at 0 (the route's 15 s deadline never near): backend a holds its
+    first five requests past the caller's own httpx read timeout, each an upstream timeout
+    (a 504 to outlier detection, as Envoy counts its ``upstream_rq_timeout``), so the fifth
+    ejects it and the next requests reach only b and c."""
+    a = three[0]
+    clock = FakeClock()
+    cluster, assignment = cluster_of("c", three)
+    detection = cluster.outlier_detection
+    detection.base_ejection_time.FromSeconds(30)
+    detection.max_ejection_percent.value = 50  # Envoy's 10 % would let none of three go
+    cp.set_all(resources(route_config(vhost("v", ["*"], to("c"))), [cluster, assignment]))
+    a.script("*", *[Behaviour(delay=5)] * 5, then=Behaviour(status=200))
+    timeout = httpx.Timeout(10, read=0.2)
+    async with (
+        XdsTransport(LISTENER, client=client, _clock=clock) as transport,
+        httpx.AsyncClient(transport=transport, timeout=timeout) as http,
+    ):
+        timeouts = 0
+        while a.total < 5:
+            try:
+                assert (await http.get("http://svc/")).status_code == 200
+            except httpx.ReadTimeout:
+                timeouts += 1
+        assert timeouts == 5
+        assert await get(http, 10) == [200] * 10
+        assert a.total == 5  # ejected: b and c took them
 
 
 def test_the_sync_transport_takes_the_clock_to_its_loop_thread(

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.children import stop_child_sync
 from tests.helpers import eventually
 from xdsclient import (
     AmbientError,
@@ -152,12 +153,7 @@ def sovereign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sovereign]:
         _wait_healthy(f"http://127.0.0.1:{port}/healthcheck", process, log)
         yield Sovereign(f"http://127.0.0.1:{port}", log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child_sync(process, grace=10, terminate=True)
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

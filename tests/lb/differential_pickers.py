@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 
+from tests.children import stop_child
 from xdsclient.testing import ControlPlane, bootstrap
 
 METHOD = "/lbtest.Who/Am"
@@ -92,9 +93,7 @@ async def run_grpcio(
                 process.communicate(json.dumps(payload).encode()), timeout
             )
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
+            await stop_child(process, grace=0)
     return json.loads(out)
 
 
@@ -227,11 +226,7 @@ async def grpc_session(
         try:
             yield GrpcSession(process)
         finally:
-            assert process.stdin is not None
-            process.stdin.close()
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
+            await stop_child(process, grace=0)
 
 
 # -- grpcio's client reporting load (LRS), for tests/lrs/test_grpc_differential.py ----------------
@@ -288,10 +283,4 @@ async def grpc_load_session(
         try:
             yield GrpcLoadSession(process)
         finally:
-            assert process.stdin is not None
-            process.stdin.close()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 5)
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
+            await stop_child(process)

@@ -14,7 +14,7 @@ from xdsclient.lb import (
     child_policy_for,
     key_of,
 )
-from xdsclient.resources import Endpoint, Locality, LocalityEndpoints, RoundRobin
+from xdsclient.resources import Endpoint, LeastRequest, Locality, LocalityEndpoints, RoundRobin
 
 READY = ConnectivityState.READY
 IDLE = ConnectivityState.IDLE
@@ -176,3 +176,17 @@ def test_no_priorities_fail_picks() -> None:
     p.update([], 0.0)
     assert p.state() is FAILED
     assert p.pick(PickRequest(), RAND, 0.0).outcome is PickOutcome.FAIL
+
+
+def test_hooked_says_whether_some_child_hears_calls_start_and_end() -> None:
+    """Round robin children hear no call's start or end (`hooked` stays False, and the
+    composed picker skips telling them); a least request child counts calls in flight, so
+    its priority is `hooked` once the child is made."""
+    p = policy()
+    assert not p.hooked
+    p.update([P0, P1], 0.0)
+    assert not p.hooked
+    counted = PriorityPolicy(lambda: child_policy_for(LeastRequest(), cluster="c"))
+    assert not counted.hooked  # no child yet
+    counted.update([P0], 0.0)
+    assert counted.hooked

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.children import stop_child
 from tests.cli.helpers import ENV, cli, closed_port, one_error_line
 from tests.conformance import servers
 from tests.helpers import eventually
@@ -46,9 +47,7 @@ async def finish(process: asyncio.subprocess.Process, seconds: float = 120) -> t
     try:
         out, err = await asyncio.wait_for(process.communicate(), seconds)
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await stop_child(process, grace=0)
     assert process.returncode is not None
     assert "Traceback" not in err.decode(), err.decode()
     return process.returncode, out.decode(), err.decode()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.children import stop_child
 from tests.cli.helpers import ENV, cli, one_error_line
 from tests.helpers import eventually
 from xdsclient.load import Scenario, run
@@ -138,9 +139,7 @@ async def test_the_command_serves_metrics_while_it_runs(cp):
         assert samples["xdsclient_load_clients{state=target}"] == 6
         out, _ = await asyncio.wait_for(process.communicate(), 30)
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await stop_child(process, grace=0)
     assert process.returncode == 0
     assert "clients 6  connected 6  complete 6" in out.decode()
 

@@ -25,7 +25,7 @@ from ._reply import ERROR_HEADER, LocalReply, code_of_http
 from ._request import CallRequest, grpc_header_view
 from ._retry import AttemptOutcome, Finish, RetryAt, RetryState
 from ._route import RouteChoice, route_call
-from ._rules import GRPC_RULES, CallRules, Decisions, GrpcRules
+from ._rules import GRPC_RULES, CallRules, Decisions, GrpcRules, direct_cluster
 from ._status import Code, Status, grpc_code_from_http, grpc_code_from_int
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "capped_deadline",
     "code_of_http",
     "decide_fault",
+    "direct_cluster",
     "fault_policies",
     "grpc_code_from_http",
     "grpc_code_from_int",

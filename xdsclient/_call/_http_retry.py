@@ -53,12 +53,14 @@ from ._retry import AttemptOutcome, Finish, RetryAt
 from ._status import Code, Status
 
 __all__ = [
+    "CONSUMED_HEADERS",
     "MAX_RETRIES_HEADER",
     "RETRIABLE_HEADER_NAMES_HEADER",
     "RETRIABLE_STATUS_CODES_HEADER",
     "RETRY_ON_HEADER",
     "UPSTREAM_TIMEOUT",
     "HttpRetryState",
+    "carries_retry_headers",
     "timeout_finish",
 ]
 
@@ -68,6 +70,13 @@ MAX_RETRIES_HEADER = "x-envoy-max-retries"
 RETRIABLE_HEADER_NAMES_HEADER = "x-envoy-retriable-header-names"
 #: lists statuses added to the policy's for ``retriable-status-codes``
 RETRIABLE_STATUS_CODES_HEADER = "x-envoy-retriable-status-codes"
+#: Request headers Envoy's router reads (for the retry state) and never forwards.
+CONSUMED_HEADERS = (
+    RETRY_ON_HEADER,
+    MAX_RETRIES_HEADER,
+    RETRIABLE_HEADER_NAMES_HEADER,
+    RETRIABLE_STATUS_CODES_HEADER,
+)
 #: Envoy's body when the route's timeout or a per-try timeout passes.
 UPSTREAM_TIMEOUT = b"upstream request timeout"
 _HEADER_CONDITIONS = frozenset(
@@ -92,6 +101,12 @@ _GRPC_CODES = {
 }
 _NO_RESPONSE = frozenset({"5xx", "gateway-error", "reset"})
 _GATEWAY_ERRORS = (502, 503, 504)
+
+
+def carries_retry_headers(headers: Mapping[str, str]) -> bool:
+    """Whether a request's ``headers`` (by lower-case name) hold any of `CONSUMED_HEADERS`:
+    the router reads and removes them, so such a request is planned and its headers changed."""
+    return not headers.keys().isdisjoint(CONSUMED_HEADERS)
 
 
 def _listed(headers: Mapping[str, str], name: str) -> tuple[str, ...]:

@@ -65,12 +65,12 @@ from ..resources import (
     redirect_location,
     rewrite_path,
 )
+from ._http_retry import CONSUMED_HEADERS, carries_retry_headers
 from ._reply import LocalReply
 from ._request import CallRequest
 from ._route import RouteChoice
 
 __all__ = [
-    "CONSUMED_HEADERS",
     "MEMO_LIMIT",
     "DirectRoute",
     "HttpRoute",
@@ -79,13 +79,6 @@ __all__ = [
     "route_http",
 ]
 
-#: Request headers Envoy's router reads and never forwards.
-CONSUMED_HEADERS = (
-    "x-envoy-retry-on",
-    "x-envoy-max-retries",
-    "x-envoy-retriable-header-names",
-    "x-envoy-retriable-status-codes",
-)
 _PPM = 1_000_000
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 Pairs = tuple[tuple[str, str], ...]
@@ -191,14 +184,7 @@ class DirectRoute:
 def _with_headers(choice: _Choice, call: CallRequest) -> HttpRoute:
     """``choice`` with ``call``'s header changes (none, the usual request: shared as is)."""
     view = call.headers
-    retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
-    if (
-        not choice.levels
-        and retry_on not in view
-        and max_retries not in view
-        and header_names not in view
-        and status_codes not in view
-    ):
+    if not choice.levels and not carries_retry_headers(view):
         return choice.route  # no generator: this is every request's path
     remove, add = header_changes(call.metadata, choice.levels, view)
     return attrs.evolve(choice.route, headers_to_remove=remove, headers_to_add=add)

@@ -72,7 +72,7 @@ class HttpRules(CallRules):
         """The fixed plan of a request to ``authority`` and ``path`` by ``config``, once an
         earlier request found it fixed (`DirectRoute`); None: decide it (`CallPlan.begin`).
         It holds for a request without the retry headers Envoy's router reads and consumes
-        (`CONSUMED_HEADERS`): the caller checks those."""
+        (`carries_retry_headers`): the caller checks those."""
         last, memo = self._last, self._memo
         if last is None or last[0] is not config or memo is None:
             return None

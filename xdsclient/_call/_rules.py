@@ -23,7 +23,15 @@ from ._retry import DEADLINE_EXCEEDED, AttemptOutcome, Finish, RetryAt, RetrySta
 from ._route import RouteChoice
 from ._status import Status
 
-__all__ = ["GRPC_RULES", "CallRules", "Decisions", "GrpcRules", "Retries", "decide_faults"]
+__all__ = [
+    "GRPC_RULES",
+    "CallRules",
+    "Decisions",
+    "GrpcRules",
+    "Retries",
+    "decide_faults",
+    "direct_cluster",
+]
 
 
 class Retries(Protocol):
@@ -166,3 +174,30 @@ class GrpcRules(CallRules):
 
 #: gRPC's rules: what `CallPlan.begin` uses unless told otherwise.
 GRPC_RULES: CallRules = GrpcRules("gRPC")
+#: the random source of `direct_cluster`'s routing (it draws only on the way to a route that is
+#: then not direct), so the channel's own source is left to the calls' draws
+_NO_DRAWS = random.Random(0)
+
+
+def direct_cluster(config: CallConfig, authority: str, path: str, retries: bool) -> str | None:
+    """The cluster every gRPC call to ``path`` without metadata goes to when `GrpcRules` would
+    decide nothing else for it, None when they would: one attempt (no retry policy, or
+    ``retries`` off), the call's own deadline (no max stream duration), no fault filter, a
+    random request hash (no hash policy), and a route and cluster that no draw chooses (no
+    runtime fraction in the virtual host, no weighted clusters). Such a call's plan is the
+    attempt alone: a front end may send it without one, drawing the request hash itself
+    (``rng.getrandbits(64)``, the draw `GrpcRules.decide` makes), and end the call with the
+    attempt's status, or DEADLINE_EXCEEDED when the deadline passed before it."""
+    if config.has_fault_filters or config.hcm.max_stream_duration:
+        return None
+    routed = config.router.route(CallRequest(authority=authority, path=path), _NO_DRAWS)
+    if isinstance(routed, Status) or routed.cluster_weight is not None:
+        return None
+    action = routed.action
+    if action.max_stream_duration is not None or action.hash_policies:
+        return None
+    if retries and (action.retry_policy or routed.virtual_host.retry_policy):
+        return None
+    if any(route.match.runtime_fraction_ppm is not None for route in routed.virtual_host.routes):
+        return None
+    return routed.cluster

@@ -20,10 +20,13 @@ per report is quadratic at thousands of endpoints), and a pass opens at most `OP
 new connections (the rest at the next turns): a call picks as soon as one endpoint is READY
 while the others still open. A new snapshot gets its first pass at once.
 
-A front end subclasses `PlaneCore` and fills its hooks: how it watches its configuration
-(`_watch_configs`, `_cancel_watches`), connects to an endpoint (`_connect`, and `_open` in the
-connection pass), holds and closes its connections (`_hold`, `_close_connections`), refuses a
-cluster (`_refused`) and words an endpoint-level failure (`_unreachable`).
+A front end subclasses `PlaneCore`, gives it its ``security`` (each cluster's TLS policy:
+`ClusterSecurity`) and ``connections`` (`HeldConnections`), and fills its hooks: how it watches
+its configuration (`_watch_configs`, `_cancel_watches`), connects to an endpoint (`_connect`, and
+`_open` in the connection pass) and words an endpoint-level failure (`_unreachable`). Holding the
+connections a snapshot's clusters name under their TLS policies (`_hold`), refusing a cluster
+whose TLS cannot be set up (`_refused`) and closing the connections (`_close_connections`) are
+the same for every front end: done here from those two.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol, TypeVar
 
 from .. import ClusterLoad, XdsClient, XdsConfig, XdsError
 from .._call import Code, Status
@@ -48,8 +51,9 @@ from ..lb import (
     key_of,
 )
 from ._failures import empty_assignment, resource_details
+from ._tls_policy import ClusterSecurity, TlsPolicy
 
-__all__ = ["DEADLINE", "OPENS_PER_TURN", "PickWait", "PlaneCore"]
+__all__ = ["DEADLINE", "OPENS_PER_TURN", "HeldConnections", "PickWait", "PlaneCore"]
 
 logger = logging.getLogger("xdsclient.plane")
 
@@ -82,8 +86,24 @@ class PickWait:
         self.args = args
 
 
+class HeldConnections(Protocol):
+    """A front end's connections as the plane holds and closes them."""
+
+    def hold_only(self, slots: Iterable[tuple[EndpointKey, TlsPolicy | None]]) -> None:
+        """The current snapshot holds exactly ``slots`` (endpoint, TLS policy or None):
+        release the others (each closes once its calls end)."""
+
+    async def close(self) -> None:
+        """Close every connection now."""
+
+
 class PlaneCore:
     """What every call of one front end shares (see the module's docstring)."""
+
+    #: each cluster's TLS policy and the bootstrap's certificates (set by the front end)
+    security: ClusterSecurity
+    #: the front end's connections (set by the front end)
+    connections: HeldConnections
 
     #: what a pick or a wait returns once the front end closed (front ends give their words)
     closed_status = Status(code=Code.CANCELLED, details="closed")
@@ -143,13 +163,18 @@ class PlaneCore:
 
     def _hold(self, snapshot: XdsConfig | None) -> None:
         """Keep the connections ``snapshot`` holds (None: none), release the others."""
+        if snapshot is None:
+            self.connections.hold_only(())
+        else:
+            self.connections.hold_only(self.security.update(snapshot.clusters))
 
     async def _close_connections(self) -> None:
         """Close every connection."""
+        await self.connections.close()
 
     def _refused(self, cluster: str) -> str | None:
         """Why no call may go to ``cluster`` (its TLS refused), None when it may."""
-        return None
+        return self.security.invalid(cluster)
 
     def _unreachable(self, cluster: str) -> str | None:
         """The words for a cluster whose every endpoint fails, None to use the picker's."""

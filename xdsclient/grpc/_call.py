@@ -54,6 +54,7 @@ from .._call import (
     grpc_header_view,
 )
 from .._call._plan import Step
+from .._call._retry import DEADLINE_EXCEEDED
 from .._call_status import LOCAL_WRITE_FAILURE, CallStatuses
 from .._plane import PickWait, follow_plan
 from ..lb import PickOutcome, PickResult
@@ -73,6 +74,7 @@ _ENDPOINTS_KEPT = 64
 _NO_METADATA_HEADERS = grpc_header_view(())
 _OK = AttemptOutcome(code=Code.OK)
 _END = object()
+_UNKNOWN: Any = object()
 #: the key of an endpoint's multi-callable sending bytes (a retried stream serializes itself)
 _BYTES = object()
 Metadata = tuple[tuple[str, str | bytes], ...]
@@ -178,15 +180,20 @@ class XdsCall(
     # --- grpc.aio's call interface ---
 
     def __await__(self) -> Generator[Any, None, Any]:
+        # Not a generator itself: the driver's own iterator is handed to the awaiter, so no
+        # frame of this method sits between the awaiter and the driver at every resume.
         if self._outcome is None and self._task is None and self._owner is None:  # not running
-            owner = asyncio.current_task()
+            owner = asyncio.current_task(self._core.loop)  # the loop given: no getpid() call
             if owner is not None:  # the usual case: run on the awaiter's task
                 self._kick = False
                 self._owner = owner
-                response = yield from self._run().__await__()
-                return response
+                return self._run().__await__()
             self._start_on_task()
-        yield from self._ended().__await__()
+        return self._awaited().__await__()
+
+    async def _awaited(self) -> Any:
+        """The call's response once it ended on a task of its own; raises its error."""
+        await self._ended()
         return self._result()
 
     def __aiter__(self) -> AsyncIterator[Any]:
@@ -391,7 +398,9 @@ class XdsCall(
 
     async def _run(self) -> Any:
         """Make the call's plan and follow it to the call's end (the plan is made here, not
-        in a function of its own: the usual call's driver costs no more calls than this)."""
+        in a function of its own: the usual call's driver costs no more calls than this). A
+        unary call without metadata whose plan would be its one attempt (`ChannelCore.direct`)
+        sends that attempt without a plan."""
         core = self._core
         try:
             if core.closed:
@@ -401,22 +410,21 @@ class XdsCall(
                 config = await self._configured()
             if isinstance(config, Status):
                 raise self._failed(config)
-            request = self._call_request = CallRequest(
-                authority=core.authority, path=self._method, metadata=self._metadata,
-                deadline=self._deadline, channel_id=core.channel_id,
-            )  # fmt: skip
-            now = core.clock()
-            plan = self._plan = CallPlan.begin(
-                request, config, now=now, rng=core.rng, faults=core.faults
-            )
-            if not core.retries_enabled:
-                self._committed = True  # C-core without its retry filter: every attempt is final
-            elif self._request_streaming and plan.max_attempts > 1:
-                self._keep_requests()
-            step = plan.start(now)
-            finish = await follow_plan(plan, step, self._attempt, self._sleep_until, core.clock)
-            if finish.status.code is not Code.OK:
-                raise self._failed(finish.status)
+            direct = None
+            if self._kind == _UNARY and not self._metadata:
+                direct = core.directs.get(self._method, _UNKNOWN)  # `ChannelCore.direct`'s memo
+                if direct is _UNKNOWN:
+                    direct = core.direct(config, self._method)
+            if direct is not None:  # the usual call: its plan is its one attempt
+                deadline = self._deadline
+                request_hash = core.rng.getrandbits(64)  # the plan's draw
+                if deadline is not None and core.clock() >= deadline:
+                    raise self._failed(DEADLINE_EXCEEDED)
+                outcome = await self._try(direct, request_hash, deadline, 1)
+                if outcome.code is not Code.OK:
+                    raise self._failed(outcome.status)
+            else:
+                await self._follow(config)
             result = self._response
         except BaseException as error:
             instead = self._interrupted(error)
@@ -431,6 +439,26 @@ class XdsCall(
                 self._responses.put_nowait(_END)
         self._end(result, None, False)
         return result
+
+    async def _follow(self, config: CallConfig) -> None:
+        """Make the call's plan and follow it to an OK end (else raise its failure)."""
+        core = self._core
+        request = self._call_request = CallRequest(
+            authority=core.authority, path=self._method, metadata=self._metadata,
+            deadline=self._deadline, channel_id=core.channel_id,
+        )  # fmt: skip
+        now = core.clock()
+        plan = self._plan = CallPlan.begin(
+            request, config, now=now, rng=core.rng, faults=core.faults
+        )
+        if not core.retries_enabled:
+            self._committed = True  # C-core without its retry filter: every attempt is final
+        elif self._request_streaming and plan.max_attempts > 1:
+            self._keep_requests()
+        step = plan.start(now)
+        finish = await follow_plan(plan, step, self._attempt, self._sleep_until, core.clock)
+        if finish.status.code is not Code.OK:
+            raise self._failed(finish.status)
 
     def _interrupted(self, error: BaseException) -> BaseException | None:
         """End the call that ``error`` interrupted: what to raise instead (None: ``error``)."""
@@ -481,30 +509,35 @@ class XdsCall(
         return plan.attempt_done(outcome, self._core.clock())
 
     async def _attempt(self, step: Attempt) -> Step:
-        """Pick (waiting while the pick queues), then send the attempt on the pick's
-        connection and tell the picker, the connections and the load reporter how it went;
-        the plan's next step."""
+        """Run attempt ``step`` (`_try`): the plan's next step."""
+        outcome = await self._try(step.cluster, step.request_hash, step.deadline, step.number)
+        return self._attempt_done(outcome)
+
+    async def _try(
+        self, cluster: str, request_hash: int, deadline: float | None, number: int
+    ) -> AttemptOutcome:
+        """Pick in ``cluster`` (waiting while the pick queues), then send attempt ``number``
+        on the pick's connection and tell the picker, the connections and the load reporter
+        how it went: its outcome."""
         core = self._core
         headers = self._call_request.headers if self._metadata else _NO_METADATA_HEADERS
-        picked = core.pick_now(
-            step.cluster, headers, step.request_hash, step.deadline, self._wait_for_ready
-        )
+        picked = core.pick_now(cluster, headers, request_hash, deadline, self._wait_for_ready)
         if isinstance(picked, PickWait):  # it queues (or fails a wait-for-ready call)
             picked = await core.wait_pick(picked)
         if isinstance(picked, Status):
             if picked is CLOSED:
                 raise self._failed(CLOSED)
-            return self._attempt_done(AttemptOutcome(code=picked.code, details=picked.details))
+            return AttemptOutcome(code=picked.code, details=picked.details)
         if picked.outcome is PickOutcome.DROP:
             raise self._failed(self._dropped(picked))
         endpoint = picked.endpoint
         assert endpoint is not None
-        try:
-            connection = core.connect((endpoint.address, endpoint.port), picked.cluster)
+        try:  # `ChannelCore.connect`, inline
+            policy = core.security.policy_of_cluster(picked.cluster)
+            connection = core.connections.connect((endpoint.address, endpoint.port), policy)
         except TlsError as error:  # the pick counted a call (circuit breaking): end it
             core.picker.call_finished(picked, False, core.clock())
-            failed = AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
-            return self._attempt_done(failed)
+            return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         connections = core.connections
         connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)
@@ -515,7 +548,7 @@ class XdsCall(
         self._load_report = None
         started = core.clock()
         try:
-            call = self._send(connection.channel, step, started)
+            call = self._send(connection.channel, number, deadline, started)
             if self._request_streaming or self._response_streaming:
                 outcome = await self._exchange_streams(call)
             else:  # the usual call, awaited here: no coroutine of its own
@@ -538,8 +571,11 @@ class XdsCall(
             core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
             if load is not None and locality is not None:
                 load.call_finished(locality, ok, named_metrics(report))
-            connections.call_ended(connection)
-        return self._attempt_done(outcome)
+            if connection.held:  # `Connections.call_ended`, inline: a held one stays open
+                connection.calls -= 1
+            else:
+                connections.call_ended(connection)
+        return outcome
 
     def _dropped(self, picked: PickResult) -> Status:
         load = self._core.load_of(picked.cluster)
@@ -551,15 +587,16 @@ class XdsCall(
             )
         return Status(code=Code.UNAVAILABLE, details="circuit breaker drop")
 
-    def _send(self, channel: grpc.aio.Channel, step: Attempt, now: float) -> Any:
-        """Send attempt ``step`` on the endpoint's ``channel`` at ``now``: its grpc.aio call
+    def _send(
+        self, channel: grpc.aio.Channel, number: int, deadline: float | None, now: float
+    ) -> Any:
+        """Send attempt ``number`` on the endpoint's ``channel`` at ``now``: its grpc.aio call
         (a unary call's trailers are read only when the picker or the load reporter reads
         their ORCA report, or when it failed: they come with its error)."""
         metadata = self._metadata
-        number = step.number
         if number > 1:  # `Attempt.previous_attempts`, inline
             metadata = (*metadata, (_PREVIOUS, str(number - 1)))
-        timeout = None if step.deadline is None else max(0.0, step.deadline - now)
+        timeout = None if deadline is None else max(0.0, deadline - now)
         cache = self._multicallables
         requests = self._requests
         key = channel if requests is None else (channel, _BYTES)
@@ -582,8 +619,10 @@ class XdsCall(
             compression=self._compression,
         )
         self._current = call
-        if not self._started:
-            self._set_started()
+        if not self._started:  # `_set_started`, inline
+            self._started = True
+            if self._started_event is not None:
+                self._started_event.set()
         return call
 
     def _unary_failed(self, error: grpc.aio.AioRpcError) -> AttemptOutcome:
@@ -684,7 +723,11 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 class Starter:
     """Starts on a task, at the loop's next turn, the unary calls made in this turn that nobody
-    awaited by then: one callback per turn for all of a channel's calls, not one per call."""
+    awaited by then: one callback per turn for all of a channel's calls, not one per call.
+
+    The loop is the channel's (`ChannelCore.loop`, that of its first call, as a grpc.aio
+    channel keeps the loop it was made on): asking asyncio for the running loop costs a
+    ``getpid()`` system call each time."""
 
     __slots__ = ("_calls", "_handle")
 
@@ -696,7 +739,11 @@ class Starter:
         """Start ``call`` at the next turn unless it runs or ended by then."""
         self._calls.append(call)
         if self._handle is None:
-            self._handle = asyncio.get_running_loop().call_soon(self._start)
+            core = call._core
+            loop = core.loop
+            if loop is None:
+                loop = core.loop = asyncio.get_running_loop()
+            self._handle = loop.call_soon(self._start)
 
     def _start(self) -> None:
         calls, self._calls, self._handle = self._calls, [], None

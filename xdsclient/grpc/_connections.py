@@ -112,6 +112,10 @@ class Connections:
         otherwise it closes once unused, as soon as its first call ends). Raises `TlsError`
         when the policy cannot be met."""
         slot = (key, policy)
+        if policy is None:  # plaintext: an open connection is the one (`held` is kept)
+            found = self._open.get(slot)
+            if found is not None:
+                return found
         security = None
         if policy is not None:
             if self._secure is None:

@@ -17,6 +17,7 @@ that snapshot in use (the watch says so with an ambient error, which changes not
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
@@ -28,7 +29,15 @@ from typing import Any
 import grpc
 
 from .. import XdsClient, XdsConfig, XdsError
-from .._call import ActiveFaults, CallConfig, CallRequest, Code, Status, route_call
+from .._call import (
+    ActiveFaults,
+    CallConfig,
+    CallRequest,
+    Code,
+    Status,
+    direct_cluster,
+    route_call,
+)
 from .._plane import PlaneCore, resource_details
 from .._settings._targets import listener_for
 from ..lb import ConnectivityState, EndpointKey, aggregate_state, key_of, orca_interval_of
@@ -66,6 +75,9 @@ _FACTORIES = {
     (True, True): "stream_stream",
 }
 _FAILING = ConnectivityState.TRANSIENT_FAILURE
+#: the methods whose direct cluster a configuration keeps (`ChannelCore.direct`), then starts
+#: over
+_DIRECT_KEPT = 256
 #: the policies that read no per-call load report
 _NO_REPORTS = (RoundRobin, RingHash, LeastRequest, PickFirst)
 
@@ -79,6 +91,8 @@ class ChannelCore(PlaneCore):
     """The shared state of one channel (see the module's docstring)."""
 
     closed_status = CLOSED
+    security: ClusterSecurity
+    connections: Connections
 
     def __init__(
         self,
@@ -116,8 +130,13 @@ class ChannelCore(PlaneCore):
         self.quiet: frozenset[str] = frozenset()
         #: why there is no configuration (UNAVAILABLE), None while none came yet
         self.error: Status | None = None
+        #: the loop the channel's calls run on: its first call's (None before it), kept as
+        #: grpc.aio's channels keep theirs (asyncio's running-loop lookup is a system call)
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
+        #: method -> `direct`'s answer by ``config`` (emptied when it changes), read by calls
+        self.directs: dict[str, str | None] = {}
 
     # --- the plane's hooks ---
 
@@ -132,18 +151,9 @@ class ChannelCore(PlaneCore):
         if self._watch is not None:
             self._watch.cancel()
 
-    def _hold(self, snapshot: XdsConfig | None) -> None:
-        if snapshot is None:
-            self.connections.hold_only(())
-        else:
-            self.connections.hold_only(self.security.update(snapshot.clusters))
-
     async def _close_connections(self) -> None:
         await self.oob.close()
-        await self.connections.close()
-
-    def _refused(self, cluster: str) -> str | None:
-        return self.security.invalid(cluster)
+        await super()._close_connections()
 
     # --- state and waiting ---
 
@@ -169,6 +179,20 @@ class ChannelCore(PlaneCore):
             return None
 
         return await self.wait_for(answer, deadline)
+
+    def direct(self, config: CallConfig, method: str) -> str | None:
+        """The cluster a call to ``method`` without metadata goes to on one attempt that is
+        its whole plan, None when its plan decides more (`direct_cluster` on ``config``, the
+        current configuration, the answer kept while it lasts)."""
+        direct = self.directs
+        if method in direct:
+            return direct[method]
+        if len(direct) >= _DIRECT_KEPT:
+            direct.clear()
+        found = direct[method] = direct_cluster(
+            config, self.authority, method, self.retries_enabled
+        )
+        return found
 
     def multicallable(
         self,
@@ -225,6 +249,7 @@ class ChannelCore(PlaneCore):
         elif isinstance(update, XdsError):
             logger.warning("%s: no configuration: %s", self.target, update)
             self.config = None
+            self.directs = {}
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.drop_snapshot()
@@ -271,6 +296,7 @@ class ChannelCore(PlaneCore):
         hcm = snapshot.listener.api_listener
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
+        self.directs = {}
         self.quiet = _quiet(snapshot)
         self.error = None
         self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns

@@ -19,6 +19,7 @@ back in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import ssl
 import time
@@ -126,12 +127,15 @@ class HttpConnection:
         return self.response(response, request)
 
     def begin(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
-        """A request starts on this pool: what to give ``pool.handle_async_request``."""
+        """A request starts on this pool: what to give ``pool.handle_async_request``. It has
+        started only once this returns (a raise started nothing): end it with `failed` or
+        the body of `response`'s answer."""
         if self.closed:
             host, port = self.key
             raise httpx.ConnectError(f"the connection to {host}:{port} is closed", request=request)
+        core = self._core(request, timeout)
         self._owner.request_started(self)
-        return self._core(request, timeout)
+        return core
 
     def failed(self, error: BaseException, request: httpx.Request) -> BaseException:
         """The pool raised ``error`` for ``request``: the request ended; what to raise
@@ -144,15 +148,21 @@ class HttpConnection:
         return error
 
     def response(self, response: httpcore.Response, request: httpx.Request) -> httpx.Response:
-        """The pool's ``response`` to ``request``, its body ending the request when closed."""
+        """The pool's ``response`` to ``request``, its body ending the request when closed
+        (should wrapping it raise, the body is closed here, which ends the request)."""
         owner = self._owner
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=ResponseBody(response.stream, request, lambda: owner.request_ended(self)),
-            extensions=response.extensions,
-            request=request,
-        )
+        body = ResponseBody(response.stream, request, lambda: owner.request_ended(self))
+        try:
+            return httpx.Response(
+                status_code=response.status,
+                headers=response.headers,
+                stream=body,
+                extensions=response.extensions,
+                request=request,
+            )
+        except BaseException:
+            owner.discard(body)
+            raise
 
     def _core(self, request: httpx.Request, timeout: float | None) -> httpcore.Request:
         extensions = request.extensions
@@ -370,6 +380,13 @@ class HttpConnections:
         connection.requests -= 1
         self._close_if_unused(connection)
 
+    def discard(self, body: ResponseBody) -> None:
+        """Close ``body``, a response no one will read (its request ends), in a task that
+        `close` awaits."""
+        task = asyncio.ensure_future(_close_quietly(body))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     async def close(self) -> None:
         """Close every pool now (requests still running on them fail)."""
         self._closed = True
@@ -459,3 +476,10 @@ class HttpConnections:
 async def _close_pool(connection: HttpConnection) -> None:
     await connection.opener.aclose()
     await connection.pool.aclose()
+
+
+async def _close_quietly(body: ResponseBody) -> None:
+    """Close ``body``; a failure to close it (the connection broke meanwhile) is no one's to
+    hear: no one reads this response."""
+    with contextlib.suppress(httpx.HTTPError):
+        await body.aclose()

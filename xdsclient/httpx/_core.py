@@ -109,6 +109,7 @@ class HttpCore(PlaneCore):
 
     closed_status = Status(code=Code.CANCELLED, details="the XdsTransport is closed")
     outlier_mode = "envoy"
+    connections: HttpConnections
 
     def __init__(
         self,
@@ -183,18 +184,6 @@ class HttpCore(PlaneCore):
         for route in self._routes.values():
             if route.watch is not None:
                 route.watch.cancel()
-
-    def _hold(self, snapshot: XdsConfig | None) -> None:
-        if snapshot is None:
-            self.connections.hold_only(())
-        else:
-            self.connections.hold_only(self.security.update(snapshot.clusters))
-
-    async def _close_connections(self) -> None:
-        await self.connections.close()
-
-    def _refused(self, cluster: str) -> str | None:
-        return self.security.invalid(cluster)
 
     def _unreachable(self, cluster: str) -> str | None:
         """When every endpoint of ``cluster`` fails to connect: the words naming one and why

@@ -11,7 +11,7 @@ and answers with the last attempt's response or the plan's local reply.
 Why a direct path: most requests go where their route alone says, with nothing to retry,
 fault, hash or change (`DirectRoute`, which the route's rules keep once a first request to the
 authority and path found it so). Such a request draws its request hash as the plan would, picks,
-and awaits its connection's pool from `Exchange.run` itself; its response is the answer. Only
+and sends its attempt as every attempt is sent (`Exchange._send`); its response is the answer. Only
 when that attempt does not simply answer (no pick now, a connect failure, a reset, a timeout)
 is the plan made, the one `CallPlan.begin` would have made from the same draws, and driven
 from that attempt on. So the usual request costs a pick and a send, not a plan.
@@ -23,17 +23,20 @@ body. So a retry is possible only before the response is handed over. A request 
 cannot be read again (a stream not yet read) is sent once: its attempt is committed.
 
 What counts as a failure for outlier detection and load reports is what Envoy counts: a 5xx
-response (502, 503 and 504 are its gateway failures), a reset, a connect failure, a timeout.
-A request its caller gives up on (its task cancelled, httpx's own timeout passing before the
-route's) is Envoy's downstream reset, no upstream failure: an attempt still waiting for its
-response is handed back to the picker with no outcome and counted in the load report as
-neither a success nor an error; a body the caller stops reading ends its attempt by the status
-that came.
+response (502, 503 and 504 are its gateway failures), a reset, a connect failure, a timeout
+while the response's headers are awaited: the route's or the try's, and httpx's own read or
+write timeout passing first too (the upstream kept the request waiting: Envoy's
+``upstream_rq_timeout``, which outlier detection takes as a 504). A request its caller gives up
+on (its task cancelled) is Envoy's downstream reset, no upstream failure, and so is an attempt
+that never reached its upstream (httpx's pool timeout, a request refused before it was sent):
+the pick is handed back with no outcome and the load report counts it neither a success nor an
+error. Once the headers came, a body the caller stops reading (or reads past its own timeout)
+ends its attempt by the status that came, as Envoy records no timeout for a request whose
+headers it has seen.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
@@ -54,8 +57,8 @@ from .._call import (
     Status,
     apply_header_changes,
 )
-from .._call._http_retry import RETRIABLE_HEADER_NAMES_HEADER
-from .._call._http_route import CONSUMED_HEADERS, DirectRoute
+from .._call._http_retry import RETRIABLE_HEADER_NAMES_HEADER, carries_retry_headers
+from .._call._http_route import DirectRoute
 from .._call._plan import Step
 from .._plane import DEADLINE, PickWait, follow_plan
 from .._plane._tls_policy import TlsError
@@ -197,8 +200,8 @@ class Exchange:
     async def run(self) -> httpx.Response:
         """Drive the request to its response (few coroutines deep: each is entered again at
         every resume). The usual request (its authority's configuration there, its route's
-        plan fixed: `DirectRoute`) awaits only its connection's pool; a plan takes over when
-        its attempt does not simply answer."""
+        plan fixed: `DirectRoute`) awaits only `_send`; a plan takes over when its attempt
+        does not simply answer."""
         try:
             route = self._ready()
             if route is None:
@@ -215,29 +218,19 @@ class Exchange:
                 now = core.clock()
                 deadline = None if direct.timeout is None else now + direct.timeout
                 request_hash = core.rng.getrandbits(64)
-                picked = core.pick_now(direct.cluster, self._names, request_hash, deadline)
-                first: PickResult | Status | PickWait | None = picked
+                first: PickResult | Status | PickWait | None
+                first = core.pick_now(direct.cluster, self._names, request_hash, deadline)
                 outcome: AttemptOutcome | None = None
-                if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
+                if first.__class__ is PickResult and first.outcome is _COMPLETE:
+                    outcome = await self._send(first, self._request, deadline)
+                    if outcome is None:
+                        return self._hand_over()  # the usual request's end
                     first = None
-                    started = self._begin(picked, self._request, deadline)
-                    if isinstance(started, AttemptOutcome):
-                        outcome = started
-                    else:
-                        try:
-                            answer = await started[0].pool.handle_async_request(started[1])
-                        except BaseException as error:
-                            outcome = self._failed(error)
-                        else:
-                            if self._received(answer) is None:
-                                return self._hand_over()  # the usual request's end
-                plan, step = route.rules.direct_plan(
+                self._plan, attempt = route.rules.direct_plan(
                     direct, self._names, now=now, deadline=deadline,
                     request_hash=request_hash, rng=core.rng, faults=core.faults,
                 )  # fmt: skip
-                self._plan = plan
-                if outcome is not None:
-                    return self._answer(await self._follow(await self._after(outcome), first))
+                step = attempt if outcome is None else await self._after(outcome)
                 return self._answer(await self._follow(step, first))
             finally:
                 route.in_flight -= 1
@@ -291,13 +284,7 @@ class Exchange:
         names = self._names = _header_view(
             request.headers.raw, self._authority, request.method, path, url.scheme
         )
-        retry_on, max_retries, header_names, status_codes = CONSUMED_HEADERS
-        if (
-            retry_on in names
-            or max_retries in names
-            or header_names in names
-            or status_codes in names
-        ):
+        if carries_retry_headers(names):
             return None  # the router reads and removes them: plan it
         try:
             self._body = request.content
@@ -371,7 +358,8 @@ class Exchange:
         if isinstance(picked, AttemptOutcome):
             outcome = picked
         else:
-            outcome = await self._send(picked, self._outgoing(step), step.deadline)
+            sent = await self._send(picked, self._outgoing(step), step.deadline)
+            outcome = sent or self._answered()
         return await self._after(outcome)
 
     async def _after(self, outcome: AttemptOutcome) -> Step:
@@ -472,16 +460,18 @@ class Exchange:
 
     async def _send(
         self, picked: PickResult, outgoing: httpx.Request, deadline: float | None
-    ) -> AttemptOutcome:
-        """Send an attempt on ``picked``'s connection: how it ended."""
+    ) -> AttemptOutcome | None:
+        """Send an attempt on ``picked``'s connection: None once its response came (kept
+        for `_answered` or `_hand_over`), else how the attempt ended."""
         started = self._begin(picked, outgoing, deadline)
         if isinstance(started, AttemptOutcome):
             return started
+        conn, request = started
         try:
-            answer = await started[0].pool.handle_async_request(started[1])
+            answer = await conn.pool.handle_async_request(request)
         except BaseException as error:
             return self._failed(error)
-        return self._received(answer) or self._answered()
+        return self._received(answer)
 
     def _begin(
         self, picked: PickResult, outgoing: httpx.Request, deadline: float | None
@@ -522,11 +512,14 @@ class Exchange:
                     connect_failure=True, endpoint=key, details=str(error), committed=committed
                 )
             deadline = sending.deadline
-            if deadline is None or core.clock() < deadline - _EARLY:
-                ending.cancelled()  # the caller's own (httpx) timeout: it gave up
-                raise error  # as httpx raises it
-            ending.end(False, LocalFailure.TIMEOUT)
-            return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
+            if deadline is not None and core.clock() >= deadline - _EARLY:
+                ending.end(False, LocalFailure.TIMEOUT)  # the route's (or the try's) deadline
+                return AttemptOutcome(timed_out=True, endpoint=key, committed=committed)
+            if isinstance(error, httpx.PoolTimeout):
+                ending.cancelled()  # never reached the upstream: no host to blame
+            else:
+                ending.end(False, LocalFailure.TIMEOUT)  # the upstream kept the caller waiting
+            raise error  # the caller's own (httpx) timeout: as httpx raises it
         if isinstance(error, _CONNECT_FAILURES):
             ending.end(False, LocalFailure.CONNECT)
             return AttemptOutcome(
@@ -535,10 +528,7 @@ class Exchange:
         if isinstance(error, _RESETS):
             ending.end(False, LocalFailure.RESET)
             return AttemptOutcome(reset=True, endpoint=key, details=str(error), committed=committed)
-        if isinstance(error, asyncio.CancelledError):
-            ending.cancelled()
-        else:
-            ending.end(False)
+        ending.cancelled()  # the caller's (cancelled, or its request refused): not upstream's
         raise error
 
     def _received(self, answer: httpcore.Response) -> AttemptOutcome | None:

@@ -151,7 +151,8 @@ class _Leaf:
         endpoint = result.endpoint
         if result.outcome is _COMPLETE and endpoint is not None:
             counter.in_flight += 1  # `CallCounter.call_started`, inline
-            priority.call_started((endpoint.address, endpoint.port))
+            if priority.hooked:  # else nobody counts calls
+                priority.call_started((endpoint.address, endpoint.port))
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
@@ -196,6 +197,8 @@ class _Leaf:
         counter = self.counter
         if counter.in_flight > 0:  # `CallCounter.call_finished`, inline
             counter.in_flight -= 1
+        if not self.priority.hooked:  # no child reads a call's end
+            return
         self.priority.call_finished(
             (endpoint.address, endpoint.port),
             ok,

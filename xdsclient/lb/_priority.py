@@ -157,6 +157,10 @@ class PriorityPolicy:
         self._removed: tuple[EndpointKey, ...] = ()
         #: the earliest failover or retention deadline (infinity when none runs)
         self._deadline = _NEVER
+        #: whether some child made so far has a hook for a call's start or end (a child's
+        #: hooks never change): while none has, `call_started` and `call_finished` tell
+        #: nobody, and a caller may leave them out
+        self.hooked = False
 
     @property
     def current_priority(self) -> int | None:
@@ -370,6 +374,8 @@ class PriorityPolicy:
     def _create(self, name: str, now: float) -> _Child:
         child = _Child(name, self._make_child(), now + self._failover_timeout)
         self._children[name] = child
+        if child.started or child.finished or child.ended or child.outcome:
+            self.hooked = True
         child.keys = self._keys_by_name[name]
         self._update_child(child, self._localities[name], now)
         for key in child.keys.counts:
