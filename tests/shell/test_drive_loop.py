@@ -304,6 +304,29 @@ async def test_a_stream_that_cannot_write_its_ack_holds_the_watchers_up_only_bri
     assert [r.response_nonce for r in stream.pending_requests()] == ["nonce-1"]
 
 
+async def test_a_response_is_read_and_applied_while_the_request_before_it_is_being_written(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """A subscription whose write has not finished does not hold up the next response (in a
+    full load, the answer to it): it is read and applied, and its ACK written after it."""
+    _, stream = await _watching(client, fake)
+    stream.stall_writes()
+    client.add_watcher(ENDPOINT, "b", CallbackWatcher(lambda event: None))
+    await idle()
+    nonce = stream.send([endpoints("a")])
+    await idle()
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert not stream.pending_requests()
+    stream.resume_writes()
+    await idle()
+    written = stream.pending_requests()
+    assert [r.response_nonce for r in written] == ["", nonce]  # the subscription, the ACK
+    asked = getattr(written[0], "resource_names_subscribe", None) or written[0].resource_names
+    assert "b" in asked
+
+
 def _drive_loop_locals() -> list[dict[str, object]]:
     """The local variables of every drive loop (`StreamDriver._serve`) now suspended."""
     found = []
