@@ -14,7 +14,6 @@ import contextlib
 import inspect
 import json
 import os
-import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ import grpc
 
 from tests.children import stop_child
 from xdsclient.testing import ControlPlane, bootstrap
+from xdsclient.testing._ports import KeptPort
 
 METHOD = "/lbtest.Who/Am"
 
@@ -193,17 +193,16 @@ class Backend:
     """One grpc.aio server on 127.0.0.1 answering `METHOD` with its port; it can be stopped and
     started again on the same port; it counts the calls it answers.
 
-    While stopped it keeps its port: a socket bound to it with ``SO_REUSEPORT`` (as gRPC's
-    server binds, so it can bind beside it; not listening, so connections are refused), bound
-    before the server stops, so no other socket on the machine (another test's server or
-    connection) takes the port in between and answers or blocks the restart."""
+    While stopped it keeps its port (`xdsclient.testing._ports.KeptPort`, bound before the server
+    stops), so no other socket on the machine (another test's server or connection) takes the
+    port in between and answers or blocks the restart."""
 
     def __init__(self) -> None:
         self.port = 0
         self.answers = 0
         self._counted = asyncio.Condition()
         self._server: grpc.aio.Server | None = None
-        self._reserved: socket.socket | None = None
+        self._kept = KeptPort()
 
     async def answered(self, count: int) -> None:
         """Return once ``count`` calls in all have been answered."""
@@ -223,29 +222,20 @@ class Backend:
         self.port = handler.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
         await server.start()
         self._server = server
-        self._release()
+        self._kept.release()
 
     async def stop(self) -> None:
         """Stop at once, closing every connection; the port stays this backend's until
         `close`."""
         if self._server is not None:
-            if self._reserved is None:
-                reserved = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-                reserved.bind(("127.0.0.1", self.port))
-                self._reserved = reserved
+            self._kept.keep(self.port)
             await self._server.stop(None)
             self._server = None
 
     async def close(self) -> None:
         """Stop, and give the port back."""
         await self.stop()
-        self._release()
-
-    def _release(self) -> None:
-        if self._reserved is not None:
-            self._reserved.close()
-            self._reserved = None
+        self._kept.release()
 
 
 class GrpcSession:
