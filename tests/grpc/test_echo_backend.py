@@ -4,27 +4,14 @@ fail the restart)."""
 
 from __future__ import annotations
 
-import errno
-import socket
-
 import grpc
 import pytest
+
+from tests.ports import binds
 
 from .echo import EchoBackend, EchoStub, Text
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def _binds(port: int) -> bool:
-    """Whether another server could take ``port`` now (a plain socket binds to it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other:
-        try:
-            other.bind(("127.0.0.1", port))
-        except OSError as error:
-            if error.errno != errno.EADDRINUSE:
-                raise
-            return False
-    return True
 
 
 async def test_an_echo_backend_stopped_keeping_its_port_serves_there_again() -> None:
@@ -35,7 +22,7 @@ async def test_an_echo_backend_stopped_keeping_its_port_serves_there_again() -> 
     port = backend.port
     try:
         await backend.stop(keep_port=True)
-        assert not _binds(port)
+        assert not binds(port)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await EchoStub(channel).Say(Text(value="hi"), timeout=5)
@@ -45,4 +32,4 @@ async def test_an_echo_backend_stopped_keeping_its_port_serves_there_again() -> 
         assert (backend.port, reply.value) == (port, "e:hi")
     finally:
         await backend.stop()
-    assert _binds(port)
+    assert binds(port, reuse_addr=True)

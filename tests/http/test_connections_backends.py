@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import errno
-import socket
 import ssl
 import sys
 from pathlib import Path
@@ -13,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.ports import binds
 from xdsclient import MissingExtraError
 from xdsclient.testing import Behaviour, HttpBackend, http_backends
 
@@ -156,18 +155,6 @@ async def test_a_stopped_backend_starts_again_on_its_port() -> None:
     assert backend.total == 2
 
 
-def _binds(port: int) -> bool:
-    """Whether another server could take ``port`` now (a plain socket binds to it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other:
-        try:
-            other.bind(("127.0.0.1", port))
-        except OSError as error:
-            if error.errno != errno.EADDRINUSE:
-                raise
-            return False
-    return True
-
-
 async def test_a_backend_stopped_keeping_its_port_lets_no_other_socket_take_it() -> None:
     """Stopped with ``keep_port``, a backend's port refuses connections and no other socket
     can bind it until the backend serves there again; stopped without, the port is free."""
@@ -176,7 +163,7 @@ async def test_a_backend_stopped_keeping_its_port_lets_no_other_socket_take_it()
     try:
         port = backend.port
         await backend.stop(keep_port=True)
-        assert not _binds(port)
+        assert not binds(port)
         async with httpx.AsyncClient() as http:
             with pytest.raises(httpx.ConnectError):
                 await http.get(f"http://127.0.0.1:{port}/")
@@ -185,7 +172,7 @@ async def test_a_backend_stopped_keeping_its_port_lets_no_other_socket_take_it()
     finally:
         await backend.stop()
     assert (backend.port, backend.total) == (port, 1)
-    assert _binds(port)
+    assert binds(port, reuse_addr=True)
 
 
 async def test_without_hypercorn_a_backend_says_which_extra_it_needs(
