@@ -144,7 +144,15 @@ class _Leaf:
         self.detectors = [d for d in self.detectors if id(d) in alive]
         return assigned
 
-    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+    def pick(
+        self,
+        headers: Mapping[str, str],
+        request_hash: int | None,
+        rand: random.Random,
+        now: float,
+    ) -> PickResult:
+        """One pick in this cluster for a call with ``headers`` (a mapping, as `header_map`
+        gives it) and ``request_hash``; its `PickRequest` is made only for the tree's walk."""
         for detector in self.detectors:
             detector.poll(rand, now)
         priority = self.priority
@@ -164,6 +172,7 @@ class _Leaf:
         else:
             if flat is not _NOT_FLAT:
                 self.flat = None  # a timer is due: the tree changes, and is flattened anew
+            request = PickRequest(headers=headers, request_hash=request_hash)
             result = priority.pick(request, rand, now)
         endpoint = result.endpoint
         if result.outcome is _COMPLETE and endpoint is not None:
@@ -445,7 +454,7 @@ class ComposedPicker:
             leaf = self._leaf_for(cluster)
             if leaf is None:
                 return _fail(f"cluster {cluster} has no endpoints to balance", cluster)
-        return leaf.pick(PickRequest(headers=headers, request_hash=request_hash), rand, now)
+        return leaf.pick(headers, request_hash, rand, now)
 
     def _pick_aggregate(
         self,
@@ -479,8 +488,7 @@ class ComposedPicker:
             assert route.action is not None
             policies = route.action.hash_policies
             request_hash = compute_hash(policies, headers, self.channel_id, rand)
-        request = PickRequest(headers=headers, request_hash=request_hash)
-        return leaf.pick(request, rand, now)
+        return leaf.pick(headers, request_hash, rand, now)
 
     def call_finished(
         self,
@@ -501,6 +509,11 @@ class ComposedPicker:
         ``local_failure`` when none came (gRPC's reads ``ok`` only)."""
         leaf = self._leaves.get(result.cluster)
         if leaf is not None and result.endpoint is not None:
+            if not leaf.priority.hooked:  # `_Leaf.call_finished`, inline: the count alone
+                counter = leaf.counter
+                if counter.in_flight > 0:
+                    counter.in_flight -= 1
+                return
             leaf.call_finished(
                 result.endpoint, ok, now, elapsed, load_report, http_status, local_failure
             )
