@@ -8,7 +8,11 @@ Cluster with protobuf alone. Prints microseconds per resource and the ratio (tar
 The EDS rows are the update path a busy mesh repeats: a session holding N validated endpoint
 assignments (bench/xds_config.py's, 3 endpoints each) receives a SotW response of all N with
 every one changed, with one changed, and with none changed, to its ACK; their floor parses the
-response and every ClusterLoadAssignment.
+response and every ClusterLoadAssignment. The views of the previous generation are built and
+held outside the timed part, as the client's last snapshot holds them until after the ACK (so
+freeing them is the walk's cost, not the ACK's); compiled, the update's own views are only
+checked before the ACK, and built when first read: "views read" (``all+read``) adds reading
+every new view's localities after the ACK, as the watchers do.
 
 Times are this process's CPU time (best of ``--repeat``), which other processes on a shared
 machine disturb far less than wall time; the session receives and answers with the cyclic
@@ -50,7 +54,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import xds_config as cfg
 
 import xdsclient
-from xdsclient import ProtocolOptions, ResourceType, Session
+from xdsclient import ProtocolOptions, ResourceChanged, ResourceType, Session
 from xdsclient._runtime._gc import gc_paused
 from xdsclient.resources import ENDPOINT
 
@@ -178,12 +182,17 @@ def floor_eds(wire: bytes) -> None:
     KEPT[:] = [from_string(packed.value) for packed in response.resources]
 
 
-def eds_run(n: int, update: bytes, events: int) -> Callable[[], None]:
+def eds_run(
+    n: int, update: bytes, events: int, read: bool = False, loaded: bool = True
+) -> Callable[[], None]:
     """A closure that pushes ``update`` into a session holding N assignments (generation 0,
-    loaded in the untimed setup), to its ACK; ``events``: the changes it must report."""
+    loaded in the untimed setup), to its ACK; ``events``: the changes it must report.
+    ``read``: then read every new view's localities, as the watchers do after the ACK.
+    ``loaded=False``: the session holds none yet (the EDS step of a full load)."""
     names = [cfg.cluster_name(i) for i in range(n)]
     initial = eds_bytes(n, 0)
     state: dict[str, Session] = {}
+    held: dict[str, list[Any]] = {}
 
     def setup() -> None:
         s = Session(
@@ -196,15 +205,26 @@ def eds_run(n: int, update: bytes, events: int) -> Callable[[], None]:
             s.subscribe(ENDPOINT.type_url, name)
         s.connect(0.0)
         s.requests_to_send(0.0)
-        s.receive(discovery_pb2.DiscoveryResponse.FromString(initial), 0.5)
-        s.requests_to_send(0.5)
         state["s"] = s
+        if not loaded:
+            return
+        first = s.receive(discovery_pb2.DiscoveryResponse.FromString(initial), 0.5)
+        s.requests_to_send(0.5)
+        # The client's last snapshot holds every view of the previous generation, read by its
+        # watchers, until after the next ACK: so here, and freeing them is not timed.
+        held["views"] = [event.value for event in first if isinstance(event, ResourceChanged)]
+        for view in held["views"]:
+            assert view.priorities
 
     def run() -> None:
         s = state["s"]
         with gc_paused():  # until the ACK, as the driver runs it
             found = s.receive(discovery_pb2.DiscoveryResponse.FromString(update), 1.0)
             (ack,) = s.requests_to_send(1.0)
+        if read:
+            for event in found:
+                assert isinstance(event, ResourceChanged)
+                assert event.value.priorities
         assert len(found) == events, len(found)
         assert not ack.HasField("error_detail")
 
@@ -246,12 +266,13 @@ def measure(sizes: list[int], repeat: int) -> list[tuple[int, str, float, float]
             rows.append((n, label, timeit(fn, repeat), floor))
         all_new, one_new, unchanged = eds_bytes(n, 1), eds_bytes(n, 1, changed=1), eds_bytes(n, 0)
         f_eds = timeit(partial(floor_eds, all_new), repeat)
-        for label, update, events in (
-            ("EDS update all N", all_new, n),
-            ("EDS update 1 of N", one_new, 1),
-            ("EDS resend unchanged", unchanged, 0),
+        for label, update, events, read in (
+            ("EDS update all N", all_new, n, False),
+            ("EDS update all N, views read", all_new, n, True),
+            ("EDS update 1 of N", one_new, 1, False),
+            ("EDS resend unchanged", unchanged, 0, False),
         ):
-            rows.append((n, label, timeit(eds_run(n, update, events), repeat), f_eds))
+            rows.append((n, label, timeit(eds_run(n, update, events, read), repeat), f_eds))
     return rows
 
 
@@ -270,10 +291,13 @@ def other_rows(sizes: list[int], repeat: int, env: dict[str, str]) -> dict[tuple
 
 
 #: The EDS cases by their short name: the update and the changes it must report.
-EDS_CASES: dict[str, Callable[[int], tuple[bytes, int]]] = {
-    "all": lambda n: (eds_bytes(n, 1), n),
-    "one": lambda n: (eds_bytes(n, 1, changed=1), 1),
-    "none": lambda n: (eds_bytes(n, 0), 0),
+EDS_CASES: dict[str, Callable[[int], tuple[bytes, int, bool, bool]]] = {
+    "all": lambda n: (eds_bytes(n, 1), n, False, True),
+    "all+read": lambda n: (eds_bytes(n, 1), n, True, True),
+    "one": lambda n: (eds_bytes(n, 1, changed=1), 1, False, True),
+    "none": lambda n: (eds_bytes(n, 0), 0, False, True),
+    "load": lambda n: (eds_bytes(n, 0), n, False, False),
+    "load+read": lambda n: (eds_bytes(n, 0), n, True, False),
 }
 
 
@@ -320,7 +344,9 @@ def print_instructions(sizes: list[int], before: str | None) -> None:
             then = "-" if theirs is None else f"{theirs / 1000:.1f}k"
             print(f"{n:>8}  {case:<12} {ours / 1000:>23.1f}k {then:>10}")
     print("callgrind: Session.receive of one SotW EDS response and its ACK, collector off;")
-    print("all: every assignment changed; one: one of N; none: all N unchanged.")
+    print("all: every assignment changed; all+read: then every new view's localities read (what")
+    print("the watchers do after the ACK); one: one of N; none: all N unchanged; load: the")
+    print("first response of all N (a full load's EDS step), load+read: then every view read.")
 
 
 def main() -> None:

@@ -31,7 +31,10 @@ of the full load, "update 1 of N" (14.5 s) that of "update all N". Every push is
 `ControlPlane.set_all`, which reaches either client as one EDS response of all N.
 
 Ours watches the complete configuration (`XdsClient.watch_config`), so each case also gives the
-time to the snapshot that holds the update. Updates run ``--rounds`` times; the best is shown.
+time to the snapshot that holds the update, with every assignment's localities read from it (the
+compiled build checks an update's assignments before the ACK and builds their localities on
+first read: that building is in the snapshot's time, not the ACK's). Updates run ``--rounds``
+times; the best is shown.
 
 The decode floor, printed beside them and as a ratio, is parsing one SotW response of N
 assignments and unpacking every ``Any`` with protobuf alone, in this process. grpcio's client
@@ -43,7 +46,7 @@ Ours runs twice: as installed (``xdsclient``: compiled where the build is) and a
 both ways too (``before``, ``before-pure``), in the same run.
 
     python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient xdsclient-pure grpcio]
-        [--rounds 3] [--before PATH]
+        [--rounds 3] [--before PATH] [--timeline]
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 
 import xdsclient
-from xdsclient.resources import ENDPOINT, LISTENER
+from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION
 from xdsclient.testing import ControlPlane
 
 WORKER = os.path.join(os.path.dirname(__file__), "e2e_worker.py")
@@ -263,6 +266,32 @@ class CpuLog:
         self._task.cancel()
 
 
+def load_timeline(cp: ControlPlane, start: float) -> list[str]:
+    """The full load as the control plane saw it (``--timeline``): each type's first request,
+    its response and its ACK, in ms from ``start``, with the server's and the client's part of
+    each round trip (the client's: from the response to the next type's first request, or to
+    the ACK for the last type)."""
+    lines, last = [], None
+    for type_url in (t.type_url for t in (LISTENER, ROUTE_CONFIGURATION, CLUSTER, ENDPOINT)):
+        asked = next((r for r in cp.requests if r.type_url == type_url), None)
+        sent = next((r for r in cp.responses if r.type_url == type_url), None)
+        if asked is None or sent is None:
+            break
+        acked = next((r for r in cp.requests if r.message.response_nonce == sent.nonce), None)
+        if last is not None:
+            lines[-1] += f", client {(asked.time - last) * 1000:.2f}"
+        ack = "-" if acked is None else f"{(acked.time - start) * 1000:.2f}"
+        lines.append(
+            f"{type_url.rsplit('.', 1)[1]:>22}: asked {(asked.time - start) * 1000:.2f}, answered"
+            f" {(sent.time - start) * 1000:.2f} (server {(sent.time - asked.time) * 1000:.2f}),"
+            f" ACK {ack}"
+        )
+        last = sent.time
+    if lines and acked is not None and last is not None:
+        lines[-1] += f", client {(acked.time - last) * 1000:.2f}"
+    return lines
+
+
 def _server_share(cp: ControlPlane) -> float:
     """The control plane's part of a full load: for each type, from the client's first request
     of it to the first response (the server building and writing it, in this process)."""
@@ -302,6 +331,8 @@ class Run:
         self.settled: dict[str, float | None] = dict.fromkeys(CASES)
         #: of the full load: the control plane's own time (see `_server_share`)
         self.server: float | None = None
+        #: of the full load: its round trips (see `load_timeline`)
+        self.timeline: list[str] = []
 
     def _keep(
         self, case: str, ack: float | None, snap: float | None, settled: float | None
@@ -327,6 +358,7 @@ class Run:
         settled = await self._settle(first_lds, loaded.time, snap)
         self._keep("full load", loaded.time - first_lds, snap, settled)
         self.server = _server_share(self.cp)
+        self.timeline = load_timeline(self.cp, first_lds)
         return True
 
     async def _snapshot(self, generations: int, since: float) -> float | None:
@@ -362,6 +394,10 @@ class Run:
                 return
 
 
+#: ``--timeline``: print each full load's round trips (`load_timeline`) as it is measured
+TIMELINE: list[bool] = [False]
+
+
 async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
     async with ControlPlane() as cp:
         cp.set(cfg.listener())
@@ -387,6 +423,9 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
         run = Run(cp, n, timeout, lines if ours is not None else None, cpu)
         try:
             if await run.full_load():
+                if TIMELINE[0]:
+                    print(f"  {client} N={n} full load (ms):", file=sys.stderr)
+                    print("\n".join(run.timeline), file=sys.stderr, flush=True)
                 await run.updates(rounds)
         finally:
             cpu.close()
@@ -448,7 +487,11 @@ def main() -> None:
     parser.add_argument(
         "--before", metavar="PATH", help="also run the package of the checkout at PATH"
     )
+    parser.add_argument(
+        "--timeline", action="store_true", help="print each full load's round trips (stderr)"
+    )
     args = parser.parse_args()
+    TIMELINE[0] = args.timeline
     if args.before:
         add_before(args.before)
         args.clients = [*args.clients, *(c for c in BEFORE if c not in args.clients)]
@@ -505,8 +548,9 @@ def main() -> None:
     print("(full load: the control plane's share is its time from each type's first request to")
     print("its response; the client's CPU time runs from its start to its first snapshot)")
     print("ACK: from the control plane's first endpoint response to the ACK covering the update;")
-    print("snapshot: to the complete configuration snapshot holding it (xdsclient; a resend of")
-    print("unchanged assignments publishes none); settled: until the client process is quiet")
+    print("snapshot: to the complete configuration snapshot holding it, every assignment's")
+    print("localities read (xdsclient; a resend of unchanged assignments publishes none);")
+    print("settled: until the client process is quiet")
     print("(coarse, within ~0.1 s: compare it only where it is long). Each case starts once")
     print("the previous one settled. Updates: best of --rounds.")
     for r in results:

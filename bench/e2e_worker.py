@@ -25,9 +25,9 @@ import xds_config as cfg
 
 
 async def run_xdsclient(address: str) -> None:
-    """Watch the listener's complete configuration; for each snapshot print when it came (the
-    machine's monotonic clock, which the parent shares) and the sum of the endpoint
-    generations it holds, so the parent can tell which push it completes."""
+    """Watch the listener's complete configuration; for each snapshot print when it came and
+    its endpoints were read (the machine's monotonic clock, which the parent shares) and the sum
+    of the endpoint generations it holds, so the parent can tell which push it completes."""
     from xdsclient import XdsClient, XdsConfig
 
     print(f"import-rss {current_rss_kib()}", flush=True)  # the client's baseline, no resource
@@ -45,9 +45,12 @@ async def _report(configs: Any, config_class: type) -> None:
     profile = _Profile(os.environ.get("XDSCLIENT_BENCH_PROFILE"))
     try:
         async for update in configs:
-            now = time.monotonic()
             if isinstance(update, config_class):
-                print(f"snapshot {now} {_generations(update)}", flush=True)
+                # Read every view's localities first, as a balancer would: built on first read
+                # (compiled), they are part of the snapshot's cost.
+                generations = _generations(update)
+                now = time.monotonic()
+                print(f"snapshot {now} {generations}", flush=True)
                 if len(_LOAD_CPU) == 1:  # the full load ends with the first snapshot
                     _LOAD_PROFILE.stop()
                     print(f"load-cpu {time.process_time() - _LOAD_CPU[0]}", flush=True)

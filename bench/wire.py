@@ -3,7 +3,8 @@
 For N assignments of the e2e benchmark's shape (one locality, 3 endpoints), per assignment:
 the floor (protobuf parses it, nothing more), the upb path (parse, ``_lean``, the view), and
 the wire reader building the same view, interpreted (its source) and compiled (when ``make
-compiled`` has built it). Best of ``--repeat``.
+compiled`` has built it); compiled, also its check alone (what the ACK waits for) and the
+decoder's checked view with its localities then read (the whole cost). Best of ``--repeat``.
 
     python bench/wire.py [--n 10000] [--repeat 7]
 """
@@ -46,6 +47,13 @@ def by_wire(read: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return decode
 
 
+def check_then_build(data: bytes) -> Any:
+    """The compiled decoder's view (checked only), then its localities read, as after the ACK."""
+    view = _endpoint_wire.decode(data)[1]
+    assert view.priorities
+    return view
+
+
 def by_upb(data: bytes) -> Any:
     return ClusterLoadAssignmentView.from_proto(
         endpoint_pb2.ClusterLoadAssignment.FromString(data), data
@@ -80,6 +88,9 @@ def main() -> None:
     if _endpoint_wire.COMPILED:
         compiled = per_item(by_wire(_endpoint_wire.read_fields), wires, args.repeat)
         rows.append(("wire reader, compiled (mypyc)", compiled))
+        check = per_item(_endpoint_wire.check, wires, args.repeat)
+        rows.append(("wire check only, compiled", check))
+        rows.append(("check, then build, compiled", per_item(check_then_build, wires, args.repeat)))
     print(f"{'ClusterLoadAssignment, 3 endpoints':<34} {'per item':>10} {'x floor':>8}")
     for label, seconds in rows:
         print(f"{label:<34} {seconds * 1e6:>7.2f} us {seconds / floor:>7.1f}x")

@@ -65,7 +65,7 @@ async def test_resources_are_decoded_with_the_cyclic_collector_paused_and_it_res
         client.watch(recording, "feature-flags") as watch,
     ):
         assert isinstance(await next_event(watch), ResourceChanged)
-        assert gc.isenabled()  # on again once the response is decoded
+    assert gc.isenabled()  # on again once the stream ended (or HOLD_LIMIT after the response)
     assert collecting == [False]
 
 
@@ -82,3 +82,28 @@ def test_pausing_the_collector_leaves_it_off_when_the_application_turned_it_off(
     with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError("a decoder bug")
     assert gc.isenabled()
+
+
+def test_holding_the_collector_resumes_it_only_as_found_and_not_before_its_deadline() -> None:
+    """A `CollectorHold` resumes the collector at its release, or at a check past its
+    deadline, and leaves it off when the application had turned it off."""
+    from xdsclient._runtime._gc import HOLD_LIMIT, CollectorHold
+
+    hold = CollectorHold()
+    hold.hold(10.0)
+    hold.hold(11.0)  # holding already: the first deadline stays
+    assert not gc.isenabled()
+    deadline = hold.deadline
+    assert deadline == 10.0 + HOLD_LIMIT
+    hold.release(10.0 + HOLD_LIMIT / 2)
+    assert not gc.isenabled()
+    hold.release(10.0 + HOLD_LIMIT)
+    assert gc.isenabled()
+    assert hold.deadline is None
+    gc.disable()
+    try:
+        hold.hold(0.0)
+        hold.release()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -38,13 +38,20 @@ def verdict(view_class: Any, message: Any) -> tuple[str, Any]:
     return "accepted", plain(view)
 
 
+def _public(value: Any, field: Any) -> str:
+    """The name a field is read by: its public property when a private field has one (a view's
+    ``priorities``, built on first read, over its ``_priorities`` slot)."""
+    alias = field.alias
+    return alias if alias != field.name and hasattr(type(value), alias) else str(field.name)
+
+
 def plain(value: Any) -> Any:
     """A value of either decoder's classes as plain data: attrs instances and named tuples by
     class name and every field (metadata too), enums by class and member name, compiled regexes
     by pattern and case sensitivity, tuples and lists element by element."""
     if attrs.has(type(value)):
         fields = attrs.fields(type(value))
-        return (type(value).__name__, *(plain(getattr(value, f.name)) for f in fields))
+        return (type(value).__name__, *(plain(getattr(value, _public(value, f))) for f in fields))
     if isinstance(value, enum.Enum):  # each decoder has its own copy of the enum
         return (type(value).__name__, value.name)
     if isinstance(value, _RE2):  # by what it matches, not by identity (RE2 caches only 128)

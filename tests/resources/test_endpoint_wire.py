@@ -22,6 +22,7 @@ from tests.builders import endpoints
 from tests.resources.differential import FUZZ_SETTINGS, plain
 from tests.resources.test_endpoint_differential import _WEIGHTS, _rich, assignments
 from tests.resources.test_mutations import _mutate
+from xdsclient import ResourceDecodeError
 from xdsclient.resources import ENDPOINT, ClusterLoadAssignmentView, _endpoint, _endpoint_wire
 from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
 from xdsclient.resources._view import is_ip_address
@@ -39,9 +40,13 @@ def upb_fields(data: bytes) -> Any:
 
 
 def assert_agrees(data: bytes) -> None:
+    """What the reader reads is upb's reading, and its check takes exactly what it reads (so a
+    view the compiled decoder only checked builds later, as upb would build it)."""
     read = _endpoint_wire.read_fields(data)
+    assert _endpoint_wire.check(data) == (None if read is None else read[0])
     if read is not None:
         assert plain(read) == plain(upb_fields(data))
+        assert plain(_endpoint_wire.build(data)) == plain(read)  # reading what check took
 
 
 def _common(i: int) -> Any:
@@ -69,6 +74,7 @@ def test_the_common_shape_is_read_from_the_bytes_with_upbs_fields() -> None:
         read = _endpoint_wire.read_fields(data)
         assert read is not None  # the fast path is taken, so the comparison is not vacuous
         assert plain(read) == plain(upb_fields(data))
+        assert _endpoint_wire.check(data) == read[0]
 
 
 def test_the_decoder_gives_the_same_view_by_either_path() -> None:
@@ -132,6 +138,7 @@ LEFT_TO_UPB = {
 @pytest.mark.parametrize("case", LEFT_TO_UPB)
 def test_what_the_reader_does_not_know_is_left_to_upb(case: str) -> None:
     assert _endpoint_wire.read_fields(LEFT_TO_UPB[case]) is None
+    assert _endpoint_wire.check(LEFT_TO_UPB[case]) is None
 
 
 @st.composite
@@ -237,6 +244,7 @@ def test_the_wire_readers_view_is_the_one_its_init_builds() -> None:
             raw=data,
         )
         assert type(view) is ClusterLoadAssignmentView
+        assert view.priorities == same.priorities  # built from the bytes on this first read
         assert attrs.asdict(view, recurse=False) == attrs.asdict(same, recurse=False)
         assert plain(view) == plain(same)
         assert view.raw is data
@@ -272,3 +280,47 @@ def test_a_plain_ipv4_host_is_told_apart_as_is_ip_address_tells_it(host: str) ->
         part.isdigit() and str(int(part)) == part and int(part) <= 255 for part in host.split(".")
     )
     assert plain_ipv4 == canonical
+
+
+def test_the_compiled_decoder_builds_a_checked_views_localities_only_when_first_read() -> None:
+    """Compiled, the decoder only checks the bytes of the common shape: the view's localities
+    are read from its bytes on the first read of ``priorities`` (after the ACK, in the client),
+    once, and are what upb's view holds; a message left to upb is built at once."""
+    data = _common(4).SerializeToString()
+    name, view = decode_cluster_load_assignment(data)
+    upb_view = _endpoint._decode_upb(data)[1]
+    assert name == "c4"
+    assert (view._priorities is None) == _endpoint_wire.COMPILED
+    assert view.priorities == upb_view.priorities
+    assert plain(view) == plain(upb_view)
+    assert view._priorities is view.priorities  # built once, then kept
+    assert list(view.healthy_endpoints()) == list(upb_view.healthy_endpoints())
+    assert repr(decode_cluster_load_assignment(data)[1]) == repr(upb_view)
+    left = LEFT_TO_UPB["metadata"]
+    assert decode_cluster_load_assignment(left)[1]._priorities is not None
+
+
+@FUZZ_SETTINGS
+@given(seed=st.sampled_from([_common(0), endpoints("e"), _rich()]), data=st.data())
+def test_a_view_the_decoder_accepted_always_builds_as_upbs(seed: Any, data: st.DataObject) -> None:
+    """An ACKed view never fails to build later: whatever the decoder accepts without building,
+    its localities read from the bytes are upb's, and an invalid message raises at decode."""
+    message = endpoint_pb2.ClusterLoadAssignment()
+    message.CopyFrom(seed)
+    for _ in range(data.draw(st.integers(0, 3))):
+        _mutate(message, data)
+    raw = message.SerializeToString()
+    try:
+        upb_view = _endpoint._decode_upb(raw)[1]
+    except ResourceDecodeError as exc:
+        nack = str(exc)
+    else:
+        nack = ""
+    if nack:
+        with pytest.raises(ResourceDecodeError) as caught:
+            decode_cluster_load_assignment(raw)
+        assert str(caught.value) == nack  # the same NACK text
+        return
+    name, view = decode_cluster_load_assignment(raw)
+    assert name == upb_view.name
+    assert plain(view) == plain(upb_view)

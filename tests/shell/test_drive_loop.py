@@ -21,7 +21,7 @@ from xdsclient import (
     XdsClient,
 )
 from xdsclient._watch._watchers import ACK_FIRST_LIMIT
-from xdsclient.resources import ENDPOINT
+from xdsclient.resources import ENDPOINT, _endpoint_wire
 from xdsclient.testing import FakeClock, FakeStream, FakeTransport
 
 
@@ -265,6 +265,28 @@ async def test_the_ack_is_written_before_the_watchers_of_its_response_run(
     assert acked_before_call == [True]
 
 
+async def test_an_updates_endpoints_are_built_after_its_ack_is_written(
+    fake: FakeTransport, client: XdsClient
+) -> None:
+    """Compiled, the session ACKs an assignment it only checked: its localities are still
+    unbuilt when its ACK is on the wire, and are built when the watcher first reads them."""
+    unbuilt_after_ack: list[tuple[bool, bool]] = []
+
+    def on_event(event: Event) -> None:
+        assert isinstance(event, ResourceChanged)
+        view = event.value
+        acked = any(r.response_nonce == nonce for r in stream.requests)
+        unbuilt_after_ack.append((acked, view._priorities is None))
+        assert view.priorities[0][0].endpoints[0].port == 8081
+
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(on_event))
+    stream = await fake.stream()
+    await stream.request()
+    nonce = stream.send([endpoints("a", port=8081)])
+    await idle()
+    assert unbuilt_after_ack == [(True, _endpoint_wire.COMPILED)]
+
+
 async def test_a_stream_that_cannot_write_its_ack_holds_the_watchers_up_only_briefly(
     fake: FakeTransport, clock: FakeClock, client: XdsClient
 ) -> None:
@@ -280,6 +302,29 @@ async def test_a_stream_that_cannot_write_its_ack_holds_the_watchers_up_only_bri
     stream.resume_writes()
     await idle()
     assert [r.response_nonce for r in stream.pending_requests()] == ["nonce-1"]
+
+
+async def test_a_response_is_read_and_applied_while_the_request_before_it_is_being_written(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """A subscription whose write has not finished does not hold up the next response (in a
+    full load, the answer to it): it is read and applied, and its ACK written after it."""
+    _, stream = await _watching(client, fake)
+    stream.stall_writes()
+    client.add_watcher(ENDPOINT, "b", CallbackWatcher(lambda event: None))
+    await idle()
+    nonce = stream.send([endpoints("a")])
+    await idle()
+    state = client.resource_state(ENDPOINT, "a")
+    assert state is not None
+    assert state.status is ResourceStatus.ACKED
+    assert not stream.pending_requests()
+    stream.resume_writes()
+    await idle()
+    written = stream.pending_requests()
+    assert [r.response_nonce for r in written] == ["", nonce]  # the subscription, the ACK
+    asked = getattr(written[0], "resource_names_subscribe", None) or written[0].resource_names
+    assert "b" in asked
 
 
 def _drive_loop_locals() -> list[dict[str, object]]:

@@ -3,6 +3,7 @@ requests, responses, verdicts and connectivity, and that a bad observer breaks n
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 
@@ -22,6 +23,7 @@ from xdsclient import (
     TransportError,
     XdsClient,
 )
+from xdsclient._runtime._gc import HOLD_LIMIT
 from xdsclient.resources import ENDPOINT
 from xdsclient.testing import FakeClock, FakeTransport
 
@@ -213,5 +215,89 @@ async def test_the_collector_stays_paused_until_the_ack_of_a_response_is_written
     nonce = stream.send([endpoints("a")], version="7")
     await stream.request()
     assert collecting == [("", True), (nonce, False)]
+    await idle()
+    assert not gc.isenabled()  # held on after the ACK (see the tests below)
+    clock.advance(HOLD_LIMIT)
+    await idle()
+    assert gc.isenabled()
+
+
+async def test_the_collector_stays_paused_through_the_watchers_and_the_requests_they_make(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """The watchers of a response run, and what they subscribe to is requested, before the
+    collector resumes: it resumes `HOLD_LIMIT` after the response."""
+    collecting: list[tuple[bool, bool, bool]] = []  # (an ACK, asks for "b", collecting)
+    watched: list[bool] = []
+
+    def observe(event: ProtocolEvent) -> None:
+        if isinstance(event, RequestSent):
+            ack = bool(event.nonce) and "b" not in event.resource_names
+            collecting.append((ack, "b" in event.resource_names, gc.isenabled()))
+
+    def on_event(event: Event) -> None:  # as a walk does: the response names another resource
+        watched.append(gc.isenabled())
+        client.add_watcher(ENDPOINT, "b", CallbackWatcher(lambda event: None))
+
+    client.add_observer(observe)
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(on_event))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")], version="7")
+    await stream.request()
+    await stream.request()
+    assert watched == [False]
+    assert collecting[1:] == [(True, False, False), (False, True, False)]
+    await idle()
+    assert not gc.isenabled()
+    clock.advance(HOLD_LIMIT)
+    await idle()
+    assert gc.isenabled()
+
+
+async def test_the_collector_stays_paused_over_the_responses_that_follow_within_the_hold(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """A response within `HOLD_LIMIT` of the one that paused the collector keeps it paused
+    (as the round trips of a full load do) without extending the hold."""
+    seen: list[bool] = []
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(lambda event: seen.append(gc.isenabled())))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")], version="1")
+    await idle()
+    clock.advance(HOLD_LIMIT / 2)
+    await idle()
+    stream.send([endpoints("a", port=81)], version="2")
+    await idle()
+    assert seen == [False, False]
+    clock.advance(HOLD_LIMIT / 2)
+    await idle()
+    assert gc.isenabled()
+
+
+async def test_a_slow_watcher_keeps_the_collector_paused_no_longer_than_the_hold_limit(
+    fake: FakeTransport, clock: FakeClock, client: XdsClient
+) -> None:
+    """An async watcher that does not finish leaves the collector off for `HOLD_LIMIT` at
+    most (the stream waits for it before reading on), then on."""
+    release = asyncio.Event()
+    called: list[bool] = []
+
+    async def on_event(event: Event) -> None:
+        called.append(gc.isenabled())
+        await release.wait()
+
+    client.add_watcher(ENDPOINT, "a", CallbackWatcher(on_event))
+    stream = await fake.stream()
+    await stream.request()
+    stream.send([endpoints("a")], version="7")
+    await idle()
+    assert called == [False]
+    assert not gc.isenabled()
+    clock.advance(HOLD_LIMIT)
+    await idle()
+    assert gc.isenabled()
+    release.set()
     await idle()
     assert gc.isenabled()

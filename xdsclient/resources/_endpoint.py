@@ -11,8 +11,10 @@ per level) and gives up with None at the first thing wrong; `_checked` then walk
 again in the order of the rules and raises the error naming the field at fault. A message the
 lean path accepts yields the same view `_checked` would build (the differential fuzz test in
 tests/resources/test_endpoint_differential.py holds them to it). When it runs compiled (the
-wheels, ``make compiled``), `_endpoint_wire` reads the common shape straight from the bytes
-before either, and leaves everything else, every invalid message included, to them.
+wheels, ``make compiled``), `_endpoint_wire` checks the common shape straight from the bytes
+before either, and leaves everything else, every invalid message included, to them; the view of
+a message it checked reads its localities (``priorities``) from its bytes when they are first
+read, after the ACK (the verdict needs only the check).
 
 Records are named tuples, built with ``tuple.__new__`` on the hot path (an attrs frozen class
 costs a ``object.__setattr__`` per field), and localities are interned: an update of N
@@ -60,18 +62,35 @@ _PPM_PER_UNIT = {
 }  # FractionalPercent denominator HUNDRED, TEN_THOUSAND, MILLION
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class ClusterLoadAssignmentView(View):
     """A validated ClusterLoadAssignment: localities by priority, drops, overprovisioning."""
 
     _message_class: ClassVar[Any] = endpoint_pb2.ClusterLoadAssignment
 
     name: str
-    #: ``priorities[p]`` are the localities at priority ``p``; no gaps.
-    priorities: tuple[tuple[LocalityEndpoints, ...], ...]
+    #: The localities by priority (`priorities`); None until first read when the compiled
+    #: reader only checked the bytes (`_endpoint_wire.decode`), built from ``raw`` then.
+    _priorities: tuple[tuple[LocalityEndpoints, ...], ...] | None = attrs.field(alias="priorities")
     drop_overloads: tuple[DropOverload, ...] = ()
     overprovisioning_factor: int = 140
     raw: bytes = attrs.field(repr=False)
+
+    @property
+    def priorities(self) -> tuple[tuple[LocalityEndpoints, ...], ...]:
+        """``priorities[p]`` are the localities at priority ``p``; no gaps."""
+        built = self._priorities
+        if built is None:
+            built = _build_priorities(self.raw)
+            _set_priorities(self, built)
+        return built
+
+    def __repr__(self) -> str:
+        return (
+            f"ClusterLoadAssignmentView(name={self.name!r}, priorities={self.priorities!r}, "
+            f"drop_overloads={self.drop_overloads!r}, "
+            f"overprovisioning_factor={self.overprovisioning_factor!r})"
+        )
 
     @property
     def localities(self) -> tuple[LocalityEndpoints, ...]:
@@ -367,6 +386,20 @@ def _locality_text(locality: Locality) -> str:
     return "/".join((locality.region, locality.zone, locality.sub_zone))
 
 
+#: The wire reader's `build` (bound by `_decoder`, which imports its module).
+_build_fields: Callable[[bytes], tuple[str, _LeanFields] | None]
+
+
+def _build_priorities(raw: bytes) -> tuple[tuple[LocalityEndpoints, ...], ...]:
+    """The localities of a view the compiled reader only checked, read from its bytes by the
+    same reader (which takes what its check took); upb's reading should it ever not."""
+    read = _build_fields(raw)
+    fields = _lean(parse(endpoint_pb2.ClusterLoadAssignment, raw)) if read is None else read[1]
+    if fields is None:  # the check accepted what no reader takes: a bug, never a NACK now
+        raise RuntimeError("an accepted ClusterLoadAssignment no longer reads")
+    return fields[0]
+
+
 def _decode_upb(data: bytes) -> tuple[str, ClusterLoadAssignmentView]:
     """bytes -> (name, view) through upb: the decoder of the pure-Python build, and of what the
     compiled wire reader leaves to upb (every invalid message among them)."""
@@ -382,6 +415,8 @@ def _decoder() -> Callable[[bytes], tuple[str, ClusterLoadAssignmentView]]:
     else upb: interpreted, the reader is slower than upb."""
     from . import _endpoint_wire  # it reads this module's records: imported once they exist
 
+    global _build_fields
+    _build_fields = _endpoint_wire.build
     if not _endpoint_wire.COMPILED:
         return _decode_upb
     setters = slot_setters(ClusterLoadAssignmentView)
