@@ -34,6 +34,8 @@ __all__ = ["DirectCall", "unary_call"]
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
+#: `_send`'s answer when the pick named a connection that just left READY
+_PICK_AGAIN: Any = object()
 
 
 class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
@@ -201,7 +203,9 @@ def unary_call(
                     core, picked, method, request, serializer, deserializer, timeout,
                     metadata, credentials, compression, registry, multicallables, registered,
                 )  # fmt: skip
-                if sent is not None:
+                if sent is _PICK_AGAIN:
+                    picked = None
+                elif sent is not None:
                     return sent
     call = XdsCall(
         core, method, request, _UNARY, serializer, deserializer, timeout, metadata,
@@ -228,9 +232,10 @@ def _send(
     registry: set[Any],
     multicallables: dict[Any, Any],
     registered: bool,
-) -> DirectCall | None:
-    """Send the call on the pick's connection: its `DirectCall`, or None when the connection
-    cannot take it now (the `XdsCall` handed the pick decides)."""
+) -> Any:
+    """Send the call on the pick's connection: its `DirectCall`; `_PICK_AGAIN` when the
+    connection just left READY (the pick is ended: the `XdsCall` picks again); None when it
+    cannot be sent now (the `XdsCall` handed the pick decides)."""
     endpoint = picked.endpoint
     assert endpoint is not None
     connections = core.connections
@@ -239,8 +244,9 @@ def _send(
         connection = connections.connect((endpoint.address, endpoint.port), policy)
     except TlsError:
         return None
-    if not connections.still_ready(connection):
-        return None
+    if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
+        core.picker.call_finished(picked, False, core.clock())
+        return _PICK_AGAIN
     channel = connection.channel
     multicallable = multicallables.get(channel)
     if multicallable is None:
