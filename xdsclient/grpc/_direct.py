@@ -74,7 +74,9 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
         #: whether the channel's close ended the call (CANCELLED ``Channel closed!``)
         self._closed = False
         self._ended_future: asyncio.Future[None] | None = None
-        call.add_done_callback(self._finished)
+        # grpc.aio's own `add_done_callback` would wrap the callback in a partial of its call:
+        # the Cython call's takes one without arguments
+        call._cython_call.add_done_callback(self._finished)
 
     def __await__(self) -> Generator[Any, None, Any]:
         try:
@@ -84,11 +86,11 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
                 raise rpc_error(CLOSED) from None
             raise
 
-    def _finished(self, call: Any) -> None:
+    def _finished(self) -> None:
         """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
         core = self._core
         picked = self._picked
-        cython = call._cython_call
+        cython = self._call._cython_call
         ok = cython.is_ok()
         report = None
         if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
@@ -200,7 +202,7 @@ def unary_call(
             picked = core.pick_now(direct, headers, request_hash, deadline, bool(wait_for_ready))
             if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
                 sent = _send(
-                    core, picked, method, request, serializer, deserializer, timeout,
+                    core, picked, now, method, request, serializer, deserializer, timeout,
                     metadata, credentials, compression, registry, multicallables, registered,
                 )  # fmt: skip
                 if sent is _PICK_AGAIN:
@@ -221,6 +223,7 @@ def unary_call(
 def _send(
     core: ChannelCore,
     picked: PickResult,
+    now: float,
     method: str,
     request: Any,
     serializer: Callable[[Any], bytes] | None,
@@ -233,9 +236,9 @@ def _send(
     multicallables: dict[Any, Any],
     registered: bool,
 ) -> Any:
-    """Send the call on the pick's connection: its `DirectCall`; `_PICK_AGAIN` when the
-    connection just left READY (the pick is ended: the `XdsCall` picks again); None when it
-    cannot be sent now (the `XdsCall` handed the pick decides)."""
+    """Send the call picked at ``now`` on the pick's connection: its `DirectCall`;
+    `_PICK_AGAIN` when the connection just left READY (the pick is ended: the `XdsCall` picks
+    again); None when it cannot be sent now (the `XdsCall` handed the pick decides)."""
     endpoint = picked.endpoint
     assert endpoint is not None
     connections = core.connections
@@ -273,6 +276,6 @@ def _send(
         load.call_started(locality)
     else:
         load = None
-    direct = DirectCall(call, core, picked, connection, load, core.clock(), registry)
+    direct = DirectCall(call, core, picked, connection, load, now, registry)
     registry.add(direct)
     return direct
