@@ -44,7 +44,8 @@ async def test_the_first_read_asked_before_the_request_returns_the_first_respons
     control_plane.set(cluster("a"))
     transport, stream = await _open(control_plane)
     try:
-        assert stream._first is not None  # grpc.aio has the receive this relies on
+        own_first_read = stream._first is not None  # grpc.aio has the receive it relies on
+        assert own_first_read
         first = asyncio.ensure_future(stream.read())
         await asyncio.sleep(0)
         await stream.write(_request("a"))
