@@ -4,7 +4,8 @@
 ``EchoStub(channel)`` is what ``protoc``'s grpc plugin would write for a service ``echo.Echo``
 whose messages are ``google.protobuf.StringValue``: the multi-callables with serializers. Each
 `EchoBackend` answers with its name, and counts what it served (per method, with each call's
-``grpc-previous-rpc-attempts``) so tests check at the backends what the channel did.
+``grpc-previous-rpc-attempts``) so tests check at the backends what the channel did; one
+stopped with ``keep_port`` starts again on its port, which no other socket took meanwhile.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from google.protobuf import wrappers_pb2
 
 from tests.helpers import described, eventually
 from xdsclient.testing import builders
+from xdsclient.testing._ports import KeptPort
 
 SERVICE = "echo.Echo"
 SAY = f"/{SERVICE}/Say"
@@ -69,6 +71,7 @@ class EchoBackend:
         self.credentials: grpc.ServerCredentials | None = None
         self._release = asyncio.Event()
         self._server: grpc.aio.Server | None = None
+        self._kept = KeptPort()
 
     def release(self) -> None:
         """Let held calls answer."""
@@ -83,6 +86,10 @@ class EchoBackend:
             "Chat": grpc.stream_stream_rpc_method_handler(self._chat, Text.FromString, _ser),
         }
         server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(SERVICE, handlers)])
+        await self._listen(server)
+
+    async def _listen(self, server: grpc.aio.Server) -> None:
+        """Serve with ``server`` on `port` (a free one when 0), with `credentials`."""
         address = f"127.0.0.1:{self.port}"
         if self.credentials is None:
             self.port = server.add_insecure_port(address)
@@ -90,11 +97,19 @@ class EchoBackend:
             self.port = server.add_secure_port(address, self.credentials)
         await server.start()
         self._server = server
+        self._kept.release()
 
-    async def stop(self) -> None:
+    async def stop(self, *, keep_port: bool = False) -> None:
+        """Stop at once, closing every connection. ``keep_port``: the port stays this
+        backend's until it starts again (`KeptPort`: no other socket takes it in between);
+        else it is given back."""
         if self._server is not None:
+            if keep_port:
+                self._kept.keep(self.port)
             await self._server.stop(None)
             self._server = None
+        if not keep_port:
+            self._kept.release()
 
     async def _say(self, request: Any, context: Any) -> Any:
         self.calls[SAY] += 1

@@ -133,9 +133,7 @@ class OrcaBackend(EchoBackend):
                 grpc.method_handlers_generic_handler("xds.service.orca.v3.OpenRcaService", orca)
             )
         server.add_generic_rpc_handlers(generic)
-        self.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
-        await server.start()
-        self._server = server
+        await self._listen(server)
 
     async def _stream_core_metrics(self, request: Any, context: Any) -> AsyncIterator[Any]:
         self.streams += 1

@@ -298,7 +298,7 @@ async def test_a_parked_connection_the_server_closed_is_replaced(harness: Harnes
         connections.hold_only([backend.address])
         connection = connections.connect(backend.address)
         await eventually(lambda: connection.state is READY)
-        await backend.stop()
+        await backend.stop(keep_port=True)
         await backend.start()
         assert (await get(connection)).status_code == 200
         assert harness.network.connects == 2
@@ -342,7 +342,7 @@ async def test_a_failed_connect_after_ready_is_transient_failure_and_a_success_r
         connections.hold_only([backend.address])
         connection = connections.connect(backend.address)
         await get(connection)
-        await backend.stop()
+        await backend.stop(keep_port=True)
         with pytest.raises(httpx.ConnectError):
             await get(connection)
         assert harness.of(backend.address) == [CONNECTING, READY, FAILURE]

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 import ssl
 import sys
 from pathlib import Path
@@ -144,7 +146,7 @@ async def test_a_stopped_backend_starts_again_on_its_port() -> None:
         port = backend.port
         async with httpx.AsyncClient() as http:
             await http.get(f"http://127.0.0.1:{port}/")
-        await backend.stop()
+        await backend.stop(keep_port=True)
         await backend.start()
         async with httpx.AsyncClient() as http:
             await http.get(f"http://127.0.0.1:{port}/")
@@ -152,6 +154,38 @@ async def test_a_stopped_backend_starts_again_on_its_port() -> None:
         await backend.stop()
     assert backend.port == port
     assert backend.total == 2
+
+
+def _binds(port: int) -> bool:
+    """Whether another server could take ``port`` now (a plain socket binds to it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other:
+        try:
+            other.bind(("127.0.0.1", port))
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            return False
+    return True
+
+
+async def test_a_backend_stopped_keeping_its_port_lets_no_other_socket_take_it() -> None:
+    """Stopped with ``keep_port``, a backend's port refuses connections and no other socket
+    can bind it until the backend serves there again; stopped without, the port is free."""
+    backend = HttpBackend("kept")
+    await backend.start()
+    try:
+        port = backend.port
+        await backend.stop(keep_port=True)
+        assert not _binds(port)
+        async with httpx.AsyncClient() as http:
+            with pytest.raises(httpx.ConnectError):
+                await http.get(f"http://127.0.0.1:{port}/")
+            await backend.start()
+            assert (await http.get(f"http://127.0.0.1:{port}/")).status_code == 200
+    finally:
+        await backend.stop()
+    assert (backend.port, backend.total) == (port, 1)
+    assert _binds(port)
 
 
 async def test_without_hypercorn_a_backend_says_which_extra_it_needs(

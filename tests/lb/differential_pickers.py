@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
 
 from tests.children import stop_child
 from xdsclient.testing import ControlPlane, bootstrap
+from xdsclient.testing._ports import KeptPort
 
 METHOD = "/lbtest.Who/Am"
 
@@ -38,16 +40,19 @@ print(json.dumps(out), flush=True)
 
 
 class _Who(grpc.GenericRpcHandler):
-    """Answers every RPC of `METHOD` with its own port."""
+    """Answers every RPC of `METHOD` with its own port (telling ``answered``, if given)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answered: Callable[[], Awaitable[None]] | None = None) -> None:
         self.port = 0
+        self._answered = answered
 
     def service(self, handler_call_details: Any) -> Any:
         if handler_call_details.method != METHOD:
             return None
 
         async def answer(request: bytes, context: Any) -> bytes:
+            if self._answered is not None:
+                await self._answered()
             return str(self.port).encode()
 
         return grpc.unary_unary_rpc_method_handler(answer)
@@ -138,8 +143,23 @@ async def grpc_picks(
 
 # -- an interactive grpcio client, for tests whose backends change between phases ----------------
 
-_SESSION_CHILD = r"""
-import json, sys, time, grpc
+
+def settled(recent: Sequence[int], until: Sequence[int], streak: int) -> bool:
+    """Whether a phase has settled, by the ports its last calls went to (``recent``, at most
+    ``streak``): the last ``streak`` calls all went to ``until``, and to each of them when the
+    streak is long enough to show it (round robin over every expected backend: all of them
+    READY, not the first of them only). grpcio's session child runs this very function."""
+    if len(recent) < streak or any(port not in until for port in recent):
+        return False
+    return streak < len(until) or set(until) <= set(recent)
+
+
+# the child settles by `settled` itself (its source, sent along), so both sides settle alike
+_SESSION_CHILD = (
+    r"""
+from __future__ import annotations
+import collections, json, sys, time, grpc
+from collections.abc import Sequence
 options = [(name, value) for name, value in json.loads(sys.argv[3])]
 channel = grpc.insecure_channel("xds:///" + sys.argv[1], options=options)
 call = channel.unary_unary(sys.argv[2])
@@ -149,44 +169,73 @@ def one():
         return int(call(b"", wait_for_ready=True, timeout=5))
     except grpc.RpcError:
         return 0
-
+"""
+    + inspect.getsource(settled)
+    + r"""
 for line in sys.stdin:
     command = json.loads(line)
-    until, deadline = set(command["until"]), time.monotonic() + command["limit"]
-    settle = streak = 0
-    while until and streak < command["streak"]:
+    until, streak = command["until"], command["streak"]
+    deadline, settle = time.monotonic() + command["limit"], 0
+    recent = collections.deque(maxlen=streak)
+    while until and not settled(recent, until, streak):
         if time.monotonic() > deadline:
             settle = -1
             break
         settle += 1
-        streak = streak + 1 if one() in until else 0
+        recent.append(one())
     print(json.dumps({"settle": settle, "picks": [one() for _ in range(command["calls"])]}),
           flush=True)
 """
+)
 
 
 class Backend:
     """One grpc.aio server on 127.0.0.1 answering `METHOD` with its port; it can be stopped and
-    started again on the same port."""
+    started again on the same port; it counts the calls it answers.
+
+    While stopped it keeps its port (`xdsclient.testing._ports.KeptPort`, bound before the server
+    stops), so no other socket on the machine (another test's server or connection) takes the
+    port in between and answers or blocks the restart."""
 
     def __init__(self) -> None:
         self.port = 0
+        self.answers = 0
+        self._counted = asyncio.Condition()
         self._server: grpc.aio.Server | None = None
+        self._kept = KeptPort()
+
+    async def answered(self, count: int) -> None:
+        """Return once ``count`` calls in all have been answered."""
+        async with self._counted:
+            await self._counted.wait_for(lambda: self.answers >= count)
+
+    async def _answer(self) -> None:
+        async with self._counted:
+            self.answers += 1
+            self._counted.notify_all()
 
     async def start(self) -> None:
         """Listen (on the same port as before after a `stop`)."""
-        handler = _Who()
+        handler = _Who(self._answer)
         server = grpc.aio.server()
         server.add_generic_rpc_handlers([handler])
         self.port = handler.port = server.add_insecure_port(f"127.0.0.1:{self.port}")
         await server.start()
         self._server = server
+        self._kept.release()
 
     async def stop(self) -> None:
-        """Stop at once, closing every connection."""
+        """Stop at once, closing every connection; the port stays this backend's until
+        `close`."""
         if self._server is not None:
+            self._kept.keep(self.port)
             await self._server.stop(None)
             self._server = None
+
+    async def close(self) -> None:
+        """Stop, and give the port back."""
+        await self.stop()
+        self._kept.release()
 
 
 class GrpcSession:
@@ -198,9 +247,10 @@ class GrpcSession:
     async def calls(
         self, calls: int, *, until: Sequence[int] = (), streak: int = 1, limit: float = 10.0
     ) -> tuple[int, list[int]]:
-        """Send calls until ``streak`` in a row land on ports in ``until`` (at most ``limit``
-        seconds; the count is -1 if they did not), then ``calls`` more; returns the count of
-        settling calls and the ports of the ``calls`` (0 for a failed call)."""
+        """Send calls until they have `settled` on ``until`` (``streak`` in a row there, on
+        each of them when ``streak`` can show it; at most ``limit`` seconds, the count is -1
+        if they did not), then ``calls`` more; returns the count of settling calls and the
+        ports of the ``calls`` (0 for a failed call)."""
         assert self._process.stdin is not None
         assert self._process.stdout is not None
         command = {"calls": calls, "until": list(until), "streak": streak, "limit": limit}

@@ -1,8 +1,9 @@
 """Locality weights against grpcio's C-core: the same shares within statistical bounds.
 
 One round-robin Cluster with two localities of weights 1 and 3, one real backend each; grpcio's
-xDS client makes 450 RPCs (the first 50, made while its connections come up, are left out);
-our `child_policy_for` picks 400 times with a seeded source. Both must give the heavier locality
+xDS client makes 600 RPCs, of which the 400 after both backends first answered count (before,
+while a connection is still coming up, every call goes to the other locality); our
+`child_policy_for` picks 400 times with a seeded source. Both must give the heavier locality
 3/4 of the calls within four standard deviations (±0.087 for 400 calls).
 """
 
@@ -38,7 +39,11 @@ async def test_locality_weights_share_calls_as_grpc_does():
             cluster,
             assignment,
         ]
-        theirs = (await grpc_picks(messages, LISTENER, [{}] * 450))[50:]
+        picks = await grpc_picks(messages, LISTENER, [{}] * 600)
+    assert set(ports) <= set(picks), picks
+    up = 1 + max(picks.index(port) for port in ports)  # both READY from here on
+    theirs = picks[up : up + 400]
+    assert len(theirs) == 400, up
     child = child_policy_for(ClusterView.from_proto(cluster).lb_policy, cluster=CLUSTER)
     view = ClusterLoadAssignmentView.from_proto(assignment)
     child.update(view.priorities[0], 0.0)

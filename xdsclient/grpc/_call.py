@@ -539,6 +539,9 @@ class XdsCall(
             core.picker.call_finished(picked, False, core.clock())
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         connections = core.connections
+        if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
+            core.picker.call_finished(picked, False, core.clock())
+            return await self._try(cluster, request_hash, deadline, number)
         connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)
         locality = picked.locality

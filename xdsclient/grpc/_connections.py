@@ -6,7 +6,9 @@ named it, and must not outlive both. Each is held while some assignment of the c
 lists its endpoint as one gRPC balances over (health UNKNOWN or HEALTHY: a DRAINING endpoint is
 no longer held) and while calls run on it; it closes once neither is true, so a call in flight
 finishes on its connection whatever the control plane says meanwhile. A task per connection
-reports its connectivity to the picker (through ``report``) as it changes, asking it to connect.
+reports its connectivity to the picker (through ``report``) as it changes, asking it to connect;
+a call about to be sent on a connection reported READY checks it still is (`still_ready`), as
+C-core picks again when the picked subchannel has lost its connection.
 
 A connection's slot is (endpoint, `TlsPolicy` or None for plaintext): the same address under two
 security policies gets two channels. It is made with the `Security` (certificates) that
@@ -134,6 +136,22 @@ class Connections:
             connection.watcher = asyncio.ensure_future(self._watch(connection))
         connection.held = slot in self._held
         return connection
+
+    def still_ready(self, connection: Connection) -> bool:
+        """False when ``connection`` was reported READY but its channel has left READY since
+        (closed a moment ago, its watcher not yet run): its state is reported now, so a pick
+        made again no longer names it. True otherwise, whatever the state (a call on an IDLE
+        connection asks it to connect)."""
+        if connection.state is not ConnectivityState.READY:
+            return True
+        state = _STATES[connection.channel.get_state()]
+        if state is ConnectivityState.READY:
+            return True
+        connection.state = state
+        if state is ConnectivityState.TRANSIENT_FAILURE:
+            self.last_failure = connection.key
+        self._report(connection.key, state)
+        return False
 
     def hold_only(self, slots: Iterable[Slot]) -> None:
         """The current snapshot holds exactly ``slots``: release the others (each closes once

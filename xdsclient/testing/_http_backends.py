@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from .._errors import MissingExtraError
+from ._ports import KeptPort
 
 __all__ = ["Behaviour", "HttpBackend", "SeenRequest", "http_backends"]
 
@@ -96,6 +97,7 @@ class HttpBackend:
         self._defaults: dict[str, Behaviour] = {}
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._kept = KeptPort()
 
     @property
     def address(self) -> tuple[str, int]:
@@ -190,9 +192,11 @@ class HttpBackend:
             ) from None
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # beside a kept port
         listener.bind(("127.0.0.1", self.port))
         listener.listen(128)
         self.port = listener.getsockname()[1]
+        self._kept.release()
         config = _config(self)
         config.bind = [f"fd://{listener.detach()}"]  # hypercorn owns and closes it
         self._stop.clear()
@@ -201,14 +205,20 @@ class HttpBackend:
             serve(self, config, shutdown_trigger=self._stop.wait, mode="asgi")  # type: ignore[arg-type]
         )
 
-    async def stop(self) -> None:
+    async def stop(self, *, keep_port: bool = False) -> None:
         """Stop serving (hypercorn closes idle connections, and ends those whose requests
-        are still running)."""
+        are still running). ``keep_port``: the port stays this backend's until it starts
+        again (no other socket on the machine takes it in between; connections to it are
+        refused); else it is given back."""
+        if keep_port and self._task is not None:
+            self._kept.keep(self.port)
         self._stop.set()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if not keep_port:
+            self._kept.release()
 
 
 class _ClosingAtOnce(ssl.SSLObject):
