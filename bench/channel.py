@@ -48,12 +48,14 @@ counts the instructions of the loop's thread alone (where all of XdsChannel's Py
 without C-core's threads and their run-to-run swing). ``--syscalls`` adds each channel's
 system calls per call by name (``strace -f -c``) and perf stat's task-clock, context switches
 and CPU migrations per call (a run of twice ``--system-calls`` calls minus a run of
-``--system-calls``: start-up and warm-up cancel).
+``--system-calls``: start-up and warm-up cancel). ``--metadata`` adds, to the paired and the
+counted runs, rows whose unary calls carry `METADATA` (each counted against the plain channel's
+calls with the same metadata).
 
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
                             [--stream 10] [--endpoints 1 2000] [--profile] [--profile-only]
                             [--threads] [--instructions | --instructions-only] [--syscalls]
-                            [--before DIR]
+                            [--metadata] [--before DIR]
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ COUNT = f"/{SERVICE}/Count"
 LISTENER = "bench"
 Text = wrappers_pb2.StringValue
 KINDS = ("unary", "stream")
+#: the suffix of a row whose unary calls carry `METADATA`
+WITH_METADATA = ", metadata"
 #: the first call's timeout at scale (seconds)
 FIRST_CALL_TIMEOUT = 120
 
@@ -134,18 +138,24 @@ def backend() -> contextlib.AbstractAsyncContextManager[int]:
     return served(_SERVER, SERVICE)
 
 
-class Stub:
-    """The two calls of one channel, as a generated stub makes them."""
+#: the metadata of the ``--metadata`` rows' calls (a user id, a request id and a binary value)
+METADATA = (("x-user", "42"), ("x-request-id", "7f3c9a0e-1b2d"), ("trace-bin", b"\x00\x01\x02"))
 
-    def __init__(self, channel: Any, stream: int) -> None:
+
+class Stub:
+    """The two calls of one channel, as a generated stub makes them (unary ones with
+    ``metadata`` when given)."""
+
+    def __init__(self, channel: Any, stream: int, metadata: Any = None) -> None:
         ser, de = Text.SerializeToString, Text.FromString
         self._say = channel.unary_unary(SAY, request_serializer=ser, response_deserializer=de)
         self._count = channel.unary_stream(COUNT, request_serializer=ser, response_deserializer=de)
         self._hello = Text(value="hello")
         self._n = Text(value=str(stream))
+        self._metadata = metadata
 
     async def unary(self) -> None:
-        await self._say(self._hello, timeout=10)
+        await self._say(self._hello, timeout=10, metadata=self._metadata)
 
     async def stream(self) -> None:
         async for _ in self._count(self._n, timeout=10):
@@ -416,6 +426,8 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
     runs: list[tuple[str, str | None]] = [("plain", None), ("XdsChannel", None)]
     if args.before:
         runs.append(("XdsChannel (before)", args.before))
+    if args.metadata:
+        runs += [(f"{client}{WITH_METADATA}", path) for client, path in runs]
     rows: dict[str, dict[str, float]] = {}
     system: dict[str, dict[str, float]] = {}
     for client, path in runs:
@@ -441,7 +453,7 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
             "instructions": instructions,
             "loop": loop_thread,
         }
-        if client != "plain":  # the rate of our own code: its decisions, the loop's thread
+        if not client.startswith("plain"):  # our code's rate: its decisions, the loop's thread
             rows[client]["decisions"] = await asyncio.to_thread(
                 callgrind_instructions, [*argv, "--decisions-window"], env, all_threads=False
             )
@@ -502,6 +514,7 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     calls = args.counted_calls
     plain = rows["plain"]
     plain_count = plain["instructions"] / calls
+    bases = {False: plain, True: rows.get(f"plain{WITH_METADATA}", plain)}
     rate = plain["cpu"] / plain_count  # us per instruction: the process's CPU (kernel too)
     print(
         f"\nwhat XdsChannel adds per unary call, each channel alone in a process ({calls} "
@@ -517,14 +530,15 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     for client, row in rows.items():
         count = row["instructions"] / calls
         added = micros = ours = added_calls = added_loop = ""
-        if client != "plain":
-            extra = count - plain_count
+        base = bases[client.endswith(WITH_METADATA)]  # the plain call with the same metadata
+        if not client.startswith("plain"):
+            extra = count - base["instructions"] / calls
             own_rate = row["decisions_cpu"] / (row["decisions"] / calls)
             added = f"{extra:,.0f}"
             micros = f"{extra * rate:.1f}"
             ours = f"{extra * own_rate:.1f}"
-            added_calls = f"{row['calls'] - plain['calls']:.0f}"
-            added_loop = f"{(row['loop'] - plain['loop']) / calls:,.0f}"
+            added_calls = f"{row['calls'] - base['calls']:.0f}"
+            added_loop = f"{(row['loop'] - base['loop']) / calls:,.0f}"
         print(
             f"| {client} | {count:,.0f} | {added} | {micros} | {ours} "
             f"| {row['loop'] / calls:,.0f} | {added_loop} | {row['calls']:.0f} "
@@ -536,7 +550,7 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
         f"user-space CPU only: {plain['user'] / plain_count * 1e3:.3f} ns)"
     )
     for client, row in rows.items():
-        if client != "plain":
+        if "decisions" in row:
             decided = row["decisions"] / calls
             print(
                 f"({client}: our code's rate, its decisions per call without I/O (plan, pick, "
@@ -555,8 +569,9 @@ def paired_child(args: argparse.Namespace) -> None:
         async with XdsClient(bootstrap=args.bootstrap) as client:
             plain = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
             ours = XdsChannel(f"xds:///{LISTENER}", client=client)
+            metadata = METADATA if args.call_metadata else None
             try:
-                stubs = [Stub(plain, 1), Stub(ours, 1)]
+                stubs = [Stub(plain, 1, metadata), Stub(ours, 1, metadata)]
                 for stub in stubs:
                     await _calls(stub.unary, 200)  # connect, warm up
                 extra, threads = await paired_threads(
@@ -577,6 +592,8 @@ async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespa
     versions: list[tuple[str, str | None]] = [("XdsChannel", None)]
     if args.before:
         versions.append(("XdsChannel (before)", args.before))
+    if args.metadata:
+        versions += [(f"{name}{WITH_METADATA}", path) for name, path in versions]
     extra: dict[str, list[float]] = {name: [] for name, _ in versions}
     threads: dict[str, Threads] = {name: {} for name, _ in versions}
     half = max(1, args.pairs // 2)
@@ -586,6 +603,7 @@ async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespa
                 sys.executable, os.path.abspath(__file__), "--paired-child", "--port", str(port),
                 "--bootstrap", bootstrap_path, "--pairs", str(half),
                 "--throughput-calls", str(args.throughput_calls),
+                *(["--call-metadata"] if name.endswith(WITH_METADATA) else []),
             ]  # fmt: skip
             env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
             done = await asyncio.to_thread(
@@ -637,13 +655,14 @@ async def _opened(
     stack: contextlib.AsyncExitStack, args: argparse.Namespace
 ) -> tuple[Any, Callable[[], Awaitable[None]]]:
     channel: Any
-    if args.child == "plain":
+    if args.child.startswith("plain"):
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{args.port}")
     else:
         client = await stack.enter_async_context(XdsClient(bootstrap=args.bootstrap))
         channel = XdsChannel(f"xds:///{LISTENER}", client=client)
     stack.push_async_callback(channel.close)
-    return channel, Stub(channel, 1).unary
+    metadata = METADATA if args.child.endswith(WITH_METADATA) else None
+    return channel, Stub(channel, 1, metadata).unary
 
 
 def _decisions(channel: XdsChannel, count: int) -> None:
@@ -739,6 +758,12 @@ def main() -> None:
     parser.add_argument("--decisions-window", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--call-metadata", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        help="with --instructions(-only): paired and counted rows of unary calls with metadata too",
+    )
     parser.add_argument(
         "--syscalls",
         action="store_true",

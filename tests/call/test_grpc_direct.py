@@ -1,7 +1,8 @@
-"""`direct_cluster`: the cluster of a gRPC call without metadata whose whole plan is its one
-attempt (one cluster no draw chooses, no retry policy, max stream duration, hash policy or
-fault filter), which the channel sends without a plan; None for every route that decides
-more, and for a call that fails at routing."""
+"""`direct_cluster`: the cluster of a gRPC call whose whole plan is its one attempt (one
+cluster no draw chooses, no retry policy, max stream duration, hash policy or fault filter,
+and for a call with metadata no header test on the way to its route), which the channel sends
+without a plan; None for every route that decides more, and for a call that fails at
+routing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from xdsclient._call import ActiveFaults, Attempt, CallPlan, direct_cluster
+from xdsclient._call import (
+    ActiveFaults,
+    Attempt,
+    CallPlan,
+    CallRequest,
+    LazyHeaderView,
+    RouteChoice,
+    direct_cluster,
+    grpc_header_view,
+)
 
 from .builders import add_route, call, config, fault, route_config
 
@@ -101,3 +111,77 @@ def test_a_direct_calls_plan_is_its_one_attempt_with_the_same_draw() -> None:
     assert (step.number, step.cluster, step.deadline) == (1, cluster, 9.0)
     assert step.request_hash == random.Random(5).getrandbits(64)
     assert plan.max_attempts == 1
+
+
+def _header_table() -> Any:
+    """Routes by path, one of them (``/who.Svc/``) chosen by the ``x-user`` header, with a
+    header test after it and one on ``content-type`` (which gRPC fixes) on its own path."""
+    routes = route_config()
+    vh = routes.virtual_hosts[0]
+    add_route(vh, "/first.Svc/", "first")
+    who = add_route(vh, "/who.Svc/", "alice")
+    who.match.headers.add(name="x-user").string_match.exact = "alice"
+    typed = add_route(vh, "/typed.Svc/", "typed")
+    typed.match.headers.add(name="content-type").string_match.exact = "application/grpc"
+    add_route(vh, "/who.Svc/", "anyone")
+    later = add_route(vh, "/later.Svc/", "later-by-header")
+    later.match.headers.add(name="x-user").present_match = True
+    add_route(vh, "/", "rest")
+    return routes
+
+
+@pytest.mark.parametrize(
+    ("path", "without", "with_metadata"),
+    [
+        ("/first.Svc/M", "first", "first"),  # header tests only after its route
+        ("/who.Svc/M", "anyone", None),  # a header test before its route
+        ("/typed.Svc/M", "typed", None),  # its own route tests a header
+        ("/later.Svc/M", "rest", None),  # header tests before the route it falls through to
+    ],
+)
+def test_a_call_with_metadata_is_direct_only_when_no_header_test_comes_first(
+    path: str, without: str, with_metadata: str | None
+) -> None:
+    """A route tested for a header before or at the path's route makes a call with metadata
+    planned (its metadata may choose another route); one after it does not, and a call
+    without metadata keeps its own answer."""
+    cfg = config(_header_table())
+    assert direct_cluster(cfg, "svc", path, True) == without
+    assert direct_cluster(cfg, "svc", path, True, True) == with_metadata
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        (("x-user", "alice"),),
+        (("X-User", "al"), ("x-user", "ice")),
+        (("x-user-bin", b"alice"), ("content-type", "text/plain")),
+        (("content-type", "application/grpc+proto"),),
+    ],
+)
+@pytest.mark.parametrize(
+    "path", ["/first.Svc/M", "/who.Svc/M", "/typed.Svc/M", "/later.Svc/M", "/x.Y/M"]
+)
+def test_a_direct_call_with_metadata_goes_where_routing_it_would(
+    path: str, metadata: tuple[tuple[str, Any], ...]
+) -> None:
+    """Whatever its metadata (repeated, ``-bin``, its own ``content-type``), a call that is
+    direct goes to the cluster routing it with that metadata chooses."""
+    cfg = config(_header_table())
+    direct = direct_cluster(cfg, "svc", path, True, True)
+    routed = cfg.router.route(call(path, metadata=metadata), random.Random(0))
+    assert isinstance(routed, RouteChoice)
+    assert direct in (None, routed.cluster)
+
+
+def test_the_direct_calls_lazy_header_view_is_the_plans() -> None:
+    """The headers a direct call's pick sees are the ones a planned call's pick sees: the
+    lower-cased, comma-joined metadata without ``-bin``, ``content-type`` gRPC's."""
+    metadata = (("X-A", "1"), ("x-a", "2"), ("k-bin", b"\x00"), ("content-type", "text/x"))
+    lazy = LazyHeaderView(metadata)
+    planned = CallRequest(authority="svc", path="/p", metadata=metadata).headers
+    assert dict(lazy) == dict(grpc_header_view(metadata)) == dict(planned)
+    assert lazy.get("x-a") == "1,2"
+    assert lazy["content-type"] == "application/grpc"
+    assert "k-bin" not in lazy
+    assert len(lazy) == 2

@@ -120,15 +120,26 @@ async def test_a_fault_abort_fails_the_call_before_any_backend(
         assert a.calls[SAY] == 0
 
 
-@pytest.mark.parametrize("metadata", [(), (("x-user", "42"),)], ids=["direct", "planned"])
+@pytest.mark.parametrize(
+    ("metadata", "by_header"),
+    [((), False), ((("x-user", "42"),), False), ((("x-user", "42"),), True)],
+    ids=["direct", "direct-with-metadata", "planned"],
+)
 async def test_a_call_past_its_deadline_before_its_attempt_fails_unsent(
-    plane: ControlPlane, client: XdsClient, metadata: tuple[tuple[str, str], ...]
+    plane: ControlPlane,
+    client: XdsClient,
+    metadata: tuple[tuple[str, str], ...],
+    by_header: bool,
 ) -> None:
     """A call whose deadline has passed when its attempt would start (``timeout=0``) fails
     DEADLINE_EXCEEDED with gRPC's details and reaches no backend, whether the channel sends it
-    without a plan (no metadata, a plain route) or with one; the next call goes through."""
+    without a plan (a plain route) or with one (metadata, and a route testing a header before
+    its own); the next call goes through."""
     async with echo_backends("a") as (a,):
         routes = route_config("svc-routes")
+        if by_header:
+            tested = add_route(routes.virtual_hosts[0], "/other.", "c")
+            tested.match.headers.add(name="x-user").present_match = True
         add_route(routes.virtual_hosts[0], "", "c")
         plane.set_all(_served(routes, {"c": [a]}))
         async with XdsChannel("xds:///svc", client=client) as channel:
@@ -140,7 +151,38 @@ async def test_a_call_past_its_deadline_before_its_attempt_fails_unsent(
             assert failed.value.details() == "Deadline Exceeded"
             assert a.calls[SAY] == 0
             assert (await stub.Say(Text(value="x"), timeout=5, metadata=metadata)).value == "a:x"
+            directs = channel._core.metadata_directs if metadata else channel._core.directs
+            assert directs == {SAY: None if by_header else "c"}
         assert a.calls[SAY] == 1
+
+
+async def test_a_direct_call_with_metadata_sends_what_a_grpc_aio_channel_sends(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A unary call with metadata on a route no header chooses is sent without a plan, and
+    the backend receives the same metadata, in the same order (repeated keys, ``-bin``
+    values, an empty value), as from a grpc.aio channel of its own."""
+    metadata = (
+        ("x-user", "a"), ("x-other", "o"), ("x-user", "b"), ("k-bin", b"\x00\x01"),
+        ("x-empty", ""),
+    )  # fmt: skip
+    async with echo_backends("a") as (a,):
+        routes = route_config("svc-routes")
+        add_route(routes.virtual_hosts[0], "/echo.", "c")
+        tested = add_route(routes.virtual_hosts[0], "", "c")  # after the call's route
+        tested.match.headers.add(name="x-user").present_match = True
+        plane.set_all(_served(routes, {"c": [a]}))
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{a.port}") as plain:
+            assert (await EchoStub(plain).Say(Text(value="p"), metadata=metadata)).value == "a:p"
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            reply = await EchoStub(channel).Say(Text(value="x"), timeout=5, metadata=metadata)
+            assert reply.value == "a:x"
+            assert channel._core.metadata_directs == {SAY: "c"}
+        sent, direct = a.raw_metadata
+        assert direct == sent
+        assert [k for k, _ in direct if k in ("x-user", "k-bin", "x-empty")] == [
+            "x-user", "x-user", "k-bin", "x-empty",
+        ]  # fmt: skip
 
 
 async def test_a_fault_delay_holds_the_call_before_it_is_sent(

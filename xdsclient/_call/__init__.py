@@ -22,7 +22,7 @@ from ._http_route import HttpRoute, apply_header_changes, route_http
 from ._http_rules import FAULT_ABORT_BODY, HTTP_RULES, HttpRules, route_timeout
 from ._plan import Attempt, AttemptRecord, CallConfig, CallPlan, CallState, Delay
 from ._reply import ERROR_HEADER, LocalReply, code_of_http
-from ._request import CallRequest, grpc_header_view
+from ._request import CallRequest, LazyHeaderView, grpc_header_view
 from ._retry import AttemptOutcome, Finish, RetryAt, RetryState
 from ._route import RouteChoice, route_call
 from ._rules import GRPC_RULES, CallRules, Decisions, GrpcRules, direct_cluster
@@ -53,6 +53,7 @@ __all__ = [
     "HttpRetryState",
     "HttpRoute",
     "HttpRules",
+    "LazyHeaderView",
     "LocalReply",
     "RetryAt",
     "RetryState",

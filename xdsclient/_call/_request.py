@@ -15,14 +15,14 @@ None for a call without one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 import attrs
 
 from ..lb import header_map
 
-__all__ = ["CallRequest", "grpc_header_view"]
+__all__ = ["CallRequest", "LazyHeaderView", "grpc_header_view"]
 
 _CONTENT_TYPE = "content-type"
 _GRPC_CONTENT_TYPE = "application/grpc"
@@ -80,3 +80,33 @@ def grpc_header_view(metadata: Metadata, grpc_rules: bool = True) -> Mapping[str
             key = name.lower()
             joined[key] = f"{joined[key]},{value}" if key in joined else value
     return MappingProxyType(joined)
+
+
+class LazyHeaderView(Mapping[str, str]):
+    """`grpc_header_view` of ``metadata``, built when first read: a pick is handed the view,
+    and only a policy that reads headers (a custom one, ring hash hashing a header) pays for
+    building it."""
+
+    __slots__ = ("_metadata", "_view")
+
+    def __init__(self, metadata: Metadata) -> None:
+        self._metadata = metadata
+        self._view: Mapping[str, str] | None = None
+
+    def _built(self) -> Mapping[str, str]:
+        view = self._view
+        if view is None:
+            view = self._view = grpc_header_view(self._metadata)
+        return view
+
+    def __getitem__(self, name: str) -> str:
+        return self._built()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __repr__(self) -> str:
+        return f"LazyHeaderView({dict(self._built())!r})"

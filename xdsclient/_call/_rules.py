@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Protocol
 
+from ..resources import Route
 from ._config import CallConfig
 from ._deadline import capped_deadline, max_stream_duration
 from ._fault import FaultDecision, decide_fault, fault_policies
@@ -179,15 +180,20 @@ GRPC_RULES: CallRules = GrpcRules("gRPC")
 _NO_DRAWS = random.Random(0)
 
 
-def direct_cluster(config: CallConfig, authority: str, path: str, retries: bool) -> str | None:
-    """The cluster every gRPC call to ``path`` without metadata goes to when `GrpcRules` would
-    decide nothing else for it, None when they would: one attempt (no retry policy, or
-    ``retries`` off), the call's own deadline (no max stream duration), no fault filter, a
-    random request hash (no hash policy), and a route and cluster that no draw chooses (no
-    runtime fraction in the virtual host, no weighted clusters). Such a call's plan is the
-    attempt alone: a front end may send it without one, drawing the request hash itself
-    (``rng.getrandbits(64)``, the draw `GrpcRules.decide` makes), and end the call with the
-    attempt's status, or DEADLINE_EXCEEDED when the deadline passed before it."""
+def direct_cluster(
+    config: CallConfig, authority: str, path: str, retries: bool, metadata: bool = False
+) -> str | None:
+    """The cluster every gRPC call to ``path`` goes to when `GrpcRules` would decide nothing
+    else for it, None when they would: one attempt (no retry policy, or ``retries`` off), the
+    call's own deadline (no max stream duration), no fault filter, a random request hash (no
+    hash policy), and a route and cluster that no draw chooses (no runtime fraction in the
+    virtual host, no weighted clusters). For calls with ``metadata``, also a route that no
+    header chooses: no route up to and including the path's own tests a header (a call
+    without metadata sees only gRPC's fixed ``content-type``, so the answer for it is its
+    own). Such a call's plan is the attempt alone: a front end may send it without one
+    (with the call's metadata as the plan's attempt sends it), drawing the request hash
+    itself (``rng.getrandbits(64)``, the draw `GrpcRules.decide` makes), and end the call
+    with the attempt's status, or DEADLINE_EXCEEDED when the deadline passed before it."""
     if config.has_fault_filters or config.hcm.max_stream_duration:
         return None
     routed = config.router.route(CallRequest(authority=authority, path=path), _NO_DRAWS)
@@ -198,6 +204,20 @@ def direct_cluster(config: CallConfig, authority: str, path: str, retries: bool)
         return None
     if retries and (action.retry_policy or routed.virtual_host.retry_policy):
         return None
-    if any(route.match.runtime_fraction_ppm is not None for route in routed.virtual_host.routes):
+    routes = routed.virtual_host.routes
+    if any(route.match.runtime_fraction_ppm is not None for route in routes):
+        return None
+    if metadata and _tests_headers(routes, routed.route):
         return None
     return routed.cluster
+
+
+def _tests_headers(routes: tuple[Route, ...], chosen: Route) -> bool:
+    """Whether a route of ``routes`` up to and including ``chosen`` tests a header (a call's
+    metadata could then take it to another route)."""
+    for route in routes:
+        if route.match.headers:
+            return True
+        if route is chosen:
+            return False
+    return True  # not found: decide nothing by it

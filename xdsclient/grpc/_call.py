@@ -36,7 +36,7 @@ without its retry filter.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Iterable
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -50,6 +50,7 @@ from .._call import (
     CallRequest,
     CallState,
     Code,
+    LazyHeaderView,
     Status,
     grpc_header_view,
 )
@@ -399,8 +400,8 @@ class XdsCall(
     async def _run(self) -> Any:
         """Make the call's plan and follow it to the call's end (the plan is made here, not
         in a function of its own: the usual call's driver costs no more calls than this). A
-        unary call without metadata whose plan would be its one attempt (`ChannelCore.direct`)
-        sends that attempt without a plan."""
+        unary call whose plan would be its one attempt (`ChannelCore.direct`: for a call with
+        metadata, also a route no header chooses) sends that attempt without a plan."""
         core = self._core
         try:
             if core.closed:
@@ -411,16 +412,21 @@ class XdsCall(
             if isinstance(config, Status):
                 raise self._failed(config)
             direct = None
-            if self._kind == _UNARY and not self._metadata:
-                direct = core.directs.get(self._method, _UNKNOWN)  # `ChannelCore.direct`'s memo
+            metadata = self._metadata
+            if self._kind == _UNARY:
+                # `ChannelCore.direct`'s memo
+                direct = (core.metadata_directs if metadata else core.directs).get(
+                    self._method, _UNKNOWN
+                )
                 if direct is _UNKNOWN:
-                    direct = core.direct(config, self._method)
+                    direct = core.direct(config, self._method, bool(metadata))
             if direct is not None:  # the usual call: its plan is its one attempt
                 deadline = self._deadline
                 request_hash = core.rng.getrandbits(64)  # the plan's draw
                 if deadline is not None and core.clock() >= deadline:
                     raise self._failed(DEADLINE_EXCEEDED)
-                outcome = await self._try(direct, request_hash, deadline, 1)
+                headers = LazyHeaderView(metadata) if metadata else _NO_METADATA_HEADERS
+                outcome = await self._try(direct, headers, request_hash, deadline, 1)
                 if outcome.code is not Code.OK:
                     raise self._failed(outcome.status)
             else:
@@ -510,17 +516,24 @@ class XdsCall(
 
     async def _attempt(self, step: Attempt) -> Step:
         """Run attempt ``step`` (`_try`): the plan's next step."""
-        outcome = await self._try(step.cluster, step.request_hash, step.deadline, step.number)
+        headers = self._call_request.headers if self._metadata else _NO_METADATA_HEADERS
+        outcome = await self._try(
+            step.cluster, headers, step.request_hash, step.deadline, step.number
+        )
         return self._attempt_done(outcome)
 
     async def _try(
-        self, cluster: str, request_hash: int, deadline: float | None, number: int
+        self,
+        cluster: str,
+        headers: Mapping[str, str],
+        request_hash: int,
+        deadline: float | None,
+        number: int,
     ) -> AttemptOutcome:
-        """Pick in ``cluster`` (waiting while the pick queues), then send attempt ``number``
-        on the pick's connection and tell the picker, the connections and the load reporter
-        how it went: its outcome."""
+        """Pick in ``cluster`` for a call with ``headers`` (waiting while the pick queues),
+        then send attempt ``number`` on the pick's connection and tell the picker, the
+        connections and the load reporter how it went: its outcome."""
         core = self._core
-        headers = self._call_request.headers if self._metadata else _NO_METADATA_HEADERS
         picked = core.pick_now(cluster, headers, request_hash, deadline, self._wait_for_ready)
         if isinstance(picked, PickWait):  # it queues (or fails a wait-for-ready call)
             picked = await core.wait_pick(picked)
@@ -541,7 +554,7 @@ class XdsCall(
         connections = core.connections
         if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
             core.picker.call_finished(picked, False, core.clock())
-            return await self._try(cluster, request_hash, deadline, number)
+            return await self._try(cluster, headers, request_hash, deadline, number)
         connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)
         locality = picked.locality

@@ -135,8 +135,10 @@ class ChannelCore(PlaneCore):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._watch: Any = None
         self._multicallables: dict[tuple[Any, ...], Any] = {}
-        #: method -> `direct`'s answer by ``config`` (emptied when it changes), read by calls
+        #: method -> `direct`'s answer by ``config`` for calls without metadata, and for calls
+        #: with metadata (both emptied when it changes), read by calls
         self.directs: dict[str, str | None] = {}
+        self.metadata_directs: dict[str, str | None] = {}
 
     # --- the plane's hooks ---
 
@@ -180,17 +182,17 @@ class ChannelCore(PlaneCore):
 
         return await self.wait_for(answer, deadline)
 
-    def direct(self, config: CallConfig, method: str) -> str | None:
-        """The cluster a call to ``method`` without metadata goes to on one attempt that is
-        its whole plan, None when its plan decides more (`direct_cluster` on ``config``, the
-        current configuration, the answer kept while it lasts)."""
-        direct = self.directs
+    def direct(self, config: CallConfig, method: str, metadata: bool = False) -> str | None:
+        """The cluster a call to ``method`` (with ``metadata`` or without) goes to on one
+        attempt that is its whole plan, None when its plan decides more (`direct_cluster` on
+        ``config``, the current configuration, the answer kept while it lasts)."""
+        direct = self.metadata_directs if metadata else self.directs
         if method in direct:
             return direct[method]
         if len(direct) >= _DIRECT_KEPT:
             direct.clear()
         found = direct[method] = direct_cluster(
-            config, self.authority, method, self.retries_enabled
+            config, self.authority, method, self.retries_enabled, metadata
         )
         return found
 
@@ -250,6 +252,7 @@ class ChannelCore(PlaneCore):
             logger.warning("%s: no configuration: %s", self.target, update)
             self.config = None
             self.directs = {}
+            self.metadata_directs = {}
             details = f"empty address list ({resource_details(update, self._node_id)})"
             self.error = self._unroutable() or Status(code=Code.UNAVAILABLE, details=details)
             self.drop_snapshot()
@@ -297,6 +300,7 @@ class ChannelCore(PlaneCore):
         routes = snapshot.route_config if hcm is not None and hcm.route_config_name else None
         self.config = CallConfig.from_listener(snapshot.listener, routes, snapshot.virtual_host)
         self.directs = {}
+        self.metadata_directs = {}
         self.quiet = _quiet(snapshot)
         self.error = None
         self.use_snapshot(snapshot)  # the first connections at once, the rest over the next turns

@@ -56,6 +56,8 @@ from ._outlier_envoy import EnvoyOutlierDetector
 from ._priority import CHILD_RETENTION, FAILOVER_TIMEOUT, PriorityPolicy
 from ._request_hash import request_hash as compute_hash
 from ._ring_hash import RING_SIZE_CAP
+from ._round_robin import FlatRoundRobin
+from ._weighted_target import WeightedTarget
 
 __all__ = ["ComposedPicker"]
 
@@ -64,6 +66,8 @@ _FAILURE = ConnectivityState.TRANSIENT_FAILURE
 _COMPLETE = PickOutcome.COMPLETE
 #: how many paths `ComposedPicker` remembers the route of
 _ROUTE_MEMO = 4096
+#: a tree with no flat form (`_Leaf.flatten`): its ``until`` has passed for every pick
+_NOT_FLAT = FlatRoundRobin((), ())
 
 ChildFactory = Callable[[ClusterView], ChildPolicy]
 
@@ -99,6 +103,10 @@ class _Leaf:
         self._endpoints: object = None
         #: whether picks need a request hash (a ring hash cluster)
         self.ring_hash = isinstance(self.cluster.lb_policy, RingHash)
+        #: the tree's picks as one picker (`flatten`), None after any change to the tree
+        #: (whoever changes it drops it: `ComposedPicker`'s inputs), `_NOT_FLAT` while the
+        #: tree has no flat form
+        self.flat: FlatRoundRobin | None = None
 
     def _make_child(self) -> ChildPolicy:
         child = self._child_factory(self.cluster)
@@ -110,6 +118,7 @@ class _Leaf:
 
     def update(self, config: ClusterConfig, counters: CallCounters, now: float) -> bool:
         """Follow the cluster's new config; True when the assignment went to the priority."""
+        self.flat = None
         self.config = config
         assigned = False
         assert config.cluster is not None
@@ -135,7 +144,15 @@ class _Leaf:
         self.detectors = [d for d in self.detectors if id(d) in alive]
         return assigned
 
-    def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
+    def pick(
+        self,
+        headers: Mapping[str, str],
+        request_hash: int | None,
+        rand: random.Random,
+        now: float,
+    ) -> PickResult:
+        """One pick in this cluster for a call with ``headers`` (a mapping, as `header_map`
+        gives it) and ``request_hash``; its `PickRequest` is made only for the tree's walk."""
         for detector in self.detectors:
             detector.poll(rand, now)
         priority = self.priority
@@ -147,7 +164,16 @@ class _Leaf:
         if counter.in_flight >= self.cluster.max_requests:  # `CallCounter.admit`, inline
             counter.dropped += 1
             return self._broken()
-        result = priority.pick(request, rand, now)
+        flat = self.flat
+        if flat is None:
+            flat = self.flat = self.flatten()
+        if now < flat.until:  # the tree's pick without walking it
+            result = flat.pick(rand)
+        else:
+            if flat is not _NOT_FLAT:
+                self.flat = None  # a timer is due: the tree changes, and is flattened anew
+            request = PickRequest(headers=headers, request_hash=request_hash)
+            result = priority.pick(request, rand, now)
         endpoint = result.endpoint
         if result.outcome is _COMPLETE and endpoint is not None:
             counter.in_flight += 1  # `CallCounter.call_started`, inline
@@ -156,6 +182,21 @@ class _Leaf:
         if result.cluster != self.name:
             result = _with_cluster(result, self.name)
         return result
+
+    def flatten(self) -> FlatRoundRobin:
+        """The tree's picks as one picker, valid until it changes or its next timer is due:
+        a READY weighted target of round-robin localities whose calls nobody hears (no
+        outlier detection, no hooked child); `_NOT_FLAT` for any other tree."""
+        priority = self.priority
+        if self.detectors or priority.hooked:
+            return _NOT_FLAT
+        policy = priority.serving
+        flat = policy.flat() if isinstance(policy, WeightedTarget) else None
+        if flat is None:
+            return _NOT_FLAT
+        due = priority.next_deadline()
+        flat.until = float("inf") if due is None else due
+        return flat
 
     def _dropped(self, category: str) -> PickResult:
         """A drop by the assignment's ``category`` (C-core's "EDS-configured drop"), its
@@ -341,6 +382,7 @@ class ComposedPicker:
         self._endpoint_states[key] = state
         held = False
         for leaf in self._leaves.values():
+            leaf.flat = None
             leaf.priority.set_endpoint_state(key, state, now)
             held = held or leaf.priority.wants(key)
         if not held:
@@ -412,7 +454,7 @@ class ComposedPicker:
             leaf = self._leaf_for(cluster)
             if leaf is None:
                 return _fail(f"cluster {cluster} has no endpoints to balance", cluster)
-        return leaf.pick(PickRequest(headers=headers, request_hash=request_hash), rand, now)
+        return leaf.pick(headers, request_hash, rand, now)
 
     def _pick_aggregate(
         self,
@@ -446,8 +488,7 @@ class ComposedPicker:
             assert route.action is not None
             policies = route.action.hash_policies
             request_hash = compute_hash(policies, headers, self.channel_id, rand)
-        request = PickRequest(headers=headers, request_hash=request_hash)
-        return leaf.pick(request, rand, now)
+        return leaf.pick(headers, request_hash, rand, now)
 
     def call_finished(
         self,
@@ -468,6 +509,11 @@ class ComposedPicker:
         ``local_failure`` when none came (gRPC's reads ``ok`` only)."""
         leaf = self._leaves.get(result.cluster)
         if leaf is not None and result.endpoint is not None:
+            if not leaf.priority.hooked:  # `_Leaf.call_finished`, inline: the count alone
+                counter = leaf.counter
+                if counter.in_flight > 0:
+                    counter.in_flight -= 1
+                return
             leaf.call_finished(
                 result.endpoint, ok, now, elapsed, load_report, http_status, local_failure
             )
@@ -481,6 +527,7 @@ class ComposedPicker:
         leaf = self._leaves.get(result.cluster)
         if leaf is not None and result.endpoint is not None:
             leaf.counter.call_finished()
+            leaf.flat = None
             leaf.priority.call_abandoned(key_of(result.endpoint))
 
     def load_report(self, key: EndpointKey, report: Any, now: float) -> None:
@@ -489,11 +536,13 @@ class ComposedPicker:
         robin, a custom policy)."""
         for leaf in self._leaves.values():
             if leaf.priority.wants(key):
+                leaf.flat = None
                 leaf.priority.load_report(key, report, now)
 
     def poll(self, rand: random.Random, now: float) -> None:
         """Fire every timer that is due (picks do this for their own cluster)."""
         for leaf in self._leaves.values():
+            leaf.flat = None
             leaf.priority.poll(now)
             for detector in leaf.detectors:
                 detector.poll(rand, now)

@@ -163,6 +163,11 @@ class PriorityPolicy:
         self.hooked = False
 
     @property
+    def serving(self) -> ChildPolicy | None:
+        """The policy of the priority serving now (None: none)."""
+        return None if self._current is None else self._current.policy
+
+    @property
     def current_priority(self) -> int | None:
         """The priority serving now (None before the first update or with no priority)."""
         if self._current is None:

@@ -11,6 +11,7 @@ failed, then it fails. Round robin wants every endpoint connected.
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Sequence
 
@@ -18,7 +19,7 @@ from ..resources import Endpoint
 from ._base import ConnectivityState, EndpointKey, PickOutcome, PickRequest, PickResult
 from ._endpoint_list import EndpointList
 
-__all__ = ["RoundRobinPicker", "no_ready_result"]
+__all__ = ["FlatRoundRobin", "RoundRobinPicker", "no_ready_result"]
 
 _FAILED = ConnectivityState.TRANSIENT_FAILURE
 
@@ -60,6 +61,10 @@ class RoundRobinPicker:
         """Every endpoint: round robin keeps all of them connected."""
         return self._endpoints.endpoints
 
+    def ready_results(self) -> tuple[PickResult, ...]:
+        """The results of the READY endpoints, in pick order."""
+        return self._endpoints.ready_results()
+
     def pick(self, request: PickRequest, rand: random.Random, now: float) -> PickResult:
         """The next READY endpoint in order."""
         ready = self._endpoints.ready_results()
@@ -70,3 +75,40 @@ class RoundRobinPicker:
             index = rand.randrange(len(ready))
         self._next = index + 1
         return ready[index % len(ready)]
+
+
+class FlatRoundRobin:
+    """A READY weighted target of round-robin localities as one picker: a locality by weight,
+    then its round robin's next READY endpoint, with no policy in between (C-core builds a new
+    picker at each change of its tree; here one is built, by `WeightedTarget.flat`, after each
+    change its owner sees). The draws and each locality's position are the tree's own (the
+    round robin's ``_next``), so picks go on as the tree's would, and the tree may pick again
+    at any time. It is valid until the tree changes: its owner drops it then."""
+
+    __slots__ = ("_choices", "_sums", "until")
+
+    def __init__(
+        self,
+        choices: Sequence[tuple[RoundRobinPicker, Sequence[PickResult]]],
+        sums: Sequence[int],
+    ) -> None:
+        #: (locality's round robin, its READY endpoints' results with cluster and locality)
+        self._choices = tuple(choices)
+        #: the running sums of the localities' weights
+        self._sums = tuple(sums)
+        #: when the tree's next timer is due (set by the owner): no flat pick from then on
+        self.until = float("-inf")
+
+    def pick(self, rand: random.Random) -> PickResult:
+        """The tree's pick (see `WeightedTarget.pick` and `RoundRobinPicker.pick`)."""
+        choices = self._choices
+        if len(choices) == 1:
+            picker, results = choices[0]
+        else:
+            sums = self._sums
+            picker, results = choices[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
+        index = picker._next
+        if index is None:
+            index = rand.randrange(len(results))
+        picker._next = index + 1
+        return results[index % len(results)]

@@ -41,6 +41,7 @@ from ._base import (
     PickResult,
     keys_of,
 )
+from ._round_robin import FlatRoundRobin, RoundRobinPicker
 
 __all__ = ["WeightedTarget"]
 
@@ -267,7 +268,11 @@ class WeightedTarget:
             child = chosen[0]
         else:
             child = chosen[bisect.bisect_right(sums, rand.randrange(sums[-1]))]
-        result = child.picker.pick(request, rand, now)
+        return self._located(child, child.picker.pick(request, rand, now))
+
+    def _located(self, child: _Child, result: PickResult) -> PickResult:
+        """``result`` of ``child``'s picker with the cluster and the locality (a plain COMPLETE
+        one built once per endpoint)."""
         endpoint = result.endpoint
         plain = (
             result.outcome is _COMPLETE
@@ -300,6 +305,23 @@ class WeightedTarget:
                 connect.extend(child.picker.pick(request, rand, now).connect)
         self._view = None
         return PickResult(outcome=PickOutcome.QUEUE, cluster=self._cluster, connect=tuple(connect))
+
+    def flat(self) -> FlatRoundRobin | None:
+        """This policy's picks as one `FlatRoundRobin` while it is READY and every READY
+        locality is round robin (None otherwise): valid until the policy next changes."""
+        state, chosen, sums = self._view or self._current()
+        if state is not _READY or not chosen:
+            return None
+        choices = []
+        for child in chosen:
+            picker = child.picker
+            if type(picker) is not RoundRobinPicker:
+                return None
+            ready = picker.ready_results()
+            if not ready:
+                return None
+            choices.append((picker, [self._located(child, result) for result in ready]))
+        return FlatRoundRobin(choices, sums)
 
     def _current(self) -> tuple[ConnectivityState, list[_Child], list[int]]:
         """The aggregated state and the children a pick chooses among (READY ones when READY,
