@@ -8,9 +8,11 @@ import os
 import socket
 import sys
 
+import grpc
 import pytest
 
 from tests.builders import cluster
+from tests.ports import binds
 from xdsclient import XdsClient, XdsError
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
@@ -60,6 +62,55 @@ async def test_restart_binds_the_same_port_again() -> None:
         port = cp.port
         await cp.restart()
         assert cp.port == port
+
+
+async def test_a_grpc_server_sharing_ports_is_refused_too() -> None:
+    """A gRPC server listening with SO_REUSEPORT (gRPC's default) is not joined either."""
+    other = grpc.aio.server()
+    port = other.add_insecure_port("127.0.0.1:0")
+    await other.start()
+    try:
+        with pytest.raises(OSError, match="address already in use"):
+            await ControlPlane(port=port).start()
+    finally:
+        await other.stop(None)
+
+
+async def test_a_control_plane_stopped_keeping_its_port_serves_there_again() -> None:
+    """Stopped with ``keep_port``, the port refuses connections and no other socket can bind
+    it; started again, the control plane serves there; stopped without, the port is free."""
+    cp = ControlPlane()
+    await cp.start()
+    port = cp.port
+    try:
+        cp.set(cluster("a"))
+        await cp.stop(keep_port=True)
+        assert not binds(port)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        await cp.start()
+        assert cp.port == port
+        async with XdsClient(cp.address, node_id="n") as client:
+            await client.wait_for(CLUSTER, "a", timeout=10)
+    finally:
+        await cp.stop()
+    assert binds(port, reuse_addr=True)
+
+
+async def test_restart_keeps_the_port_and_a_plain_stop_gives_a_kept_one_back() -> None:
+    """`restart` keeps the port while stopped, so it serves there again; a plain `stop` after a
+    kept one frees it."""
+    cp = ControlPlane()
+    await cp.start()
+    port = cp.port
+    try:
+        await cp.restart()
+        assert cp.port == port
+        await cp.stop(keep_port=True)
+        assert not binds(port)
+    finally:
+        await cp.stop()
+    assert binds(port, reuse_addr=True)
 
 
 async def test_serve_on_a_port_in_use_is_one_line_and_the_configuration_status() -> None:

@@ -72,7 +72,7 @@ async def test_a_server_restart_keeps_the_cache_and_resumes_from_the_versions_he
         first = await next_event(updates)
         assert isinstance(first, ResourceChanged)
         await eventually(lambda: control_plane.acks(CLUSTER.type_url))
-        await control_plane.stop()
+        await control_plane.stop(keep_port=True)
         state = client.resource_state(CLUSTER, "a")
         assert state is not None
         assert state.status is ResourceStatus.ACKED

@@ -100,7 +100,7 @@ async def test_a_primary_down_at_start_is_replaced_then_resumed_when_it_returns(
     primary, fallback = two
     chain(primary, port=1001)
     chain(fallback, port=2002)
-    await primary.stop()
+    await primary.stop(keep_port=True)
     config = load_bootstrap(bootstrap([primary, fallback]))
     async with (
         XdsClient(bootstrap=config, options=OPTIONS, **variant) as client,

@@ -264,7 +264,7 @@ async def test_calls_go_on_while_the_control_plane_is_down_and_after_it_returns(
             async with XdsChannel("xds:///svc", client=client) as channel:
                 stub = EchoStub(channel)
                 assert (await stub.Say(Text(value="1"), timeout=5)).value == "a:1"
-                await plane.stop()
+                await plane.stop(keep_port=True)
                 await asyncio.wait_for(lost.wait(), 10)
                 for i in range(5):
                     assert (await stub.Say(Text(value=f"d{i}"), timeout=5)).value == f"a:d{i}"

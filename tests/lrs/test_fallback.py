@@ -34,7 +34,7 @@ async def planes() -> AsyncIterator[tuple[ControlPlane, ControlPlane]]:
             message.lrs_server.self.SetInParent()
             plane.set(message)
             plane.load_reporting.configure(send_all_clusters=True, interval=1)
-        await primary.stop()
+        await primary.stop(keep_port=True)  # started again by the tests that return to it
         yield primary, fallback
 
 

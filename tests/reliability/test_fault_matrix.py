@@ -40,17 +40,22 @@ def free_port() -> int:
 
 
 async def test_server_down_at_start_then_up(variant: Variant) -> None:
-    port = free_port()
-    async with XdsClient(
-        f"127.0.0.1:{port}", node_id="n", options=ClientOptions(backoff=FAST_BACKOFF), **variant
-    ) as client:
-        watch = client.watch(ENDPOINT, "a")
-        event = await next_event(watch)
-        assert isinstance(event, DataError)
-        assert isinstance(event.error, TransportError)
-        async with ControlPlane(port=port) as cp:
+    cp = ControlPlane()
+    await cp.start()
+    await cp.stop(keep_port=True)  # down, and its port no other socket's until it is up
+    try:
+        async with XdsClient(
+            cp.address, node_id="n", options=ClientOptions(backoff=FAST_BACKOFF), **variant
+        ) as client:
+            watch = client.watch(ENDPOINT, "a")
+            event = await next_event(watch)
+            assert isinstance(event, DataError)
+            assert isinstance(event.error, TransportError)
+            await cp.start()
             cp.set(endpoints("a"))
             await eventually(lambda: holds(client, endpoints("a")))
+    finally:
+        await cp.stop()
 
 
 async def test_a_flapping_server_still_converges(
@@ -231,7 +236,7 @@ async def test_with_a_fallback_server_outages_of_either_keep_the_config_and_conv
     async with ControlPlane() as primary, ControlPlane() as fallback:
         primary.set(endpoints("a", port=1))
         fallback.set(endpoints("a", port=2))
-        await primary.stop()
+        await primary.stop(keep_port=True)
         async with XdsClient(
             bootstrap=bootstrap([primary, fallback]),
             options=ClientOptions(backoff=FAST_BACKOFF),
@@ -257,20 +262,25 @@ async def test_a_new_client_connects_to_a_server_where_an_old_one_was_refused(
     event is the resource, not the first client's old "connection refused" (gRPC's global
     subchannel pool would share that subchannel and its backoff between the two)."""
     options = ClientOptions(backoff=FAST_BACKOFF)
-    async with ControlPlane() as first_server:
-        first_server.set_all([endpoints("a")])
-        target = f"127.0.0.1:{first_server.port}"
+    server = ControlPlane()
+    await server.start()
+    try:
+        server.set_all([endpoints("a")])
+        target = f"127.0.0.1:{server.port}"
         old = XdsClient(target, node_id="n", options=options, **variant)
         await old.start()
         old_watch = old.watch(ENDPOINT, "a")
         assert isinstance(await next_event(old_watch), ResourceChanged)
-    try:
-        assert isinstance(await next_event(old_watch), AmbientError)  # refused from now on
-        async with ControlPlane(port=first_server.port) as server:
+        await server.stop(keep_port=True)  # no other socket takes the port until it serves again
+        try:
+            assert isinstance(await next_event(old_watch), AmbientError)  # refused from now on
+            await server.start()
             server.set_all([endpoints("a")])
             new = XdsClient(target, node_id="n", options=options, **variant)
             async with new, new.watch(ENDPOINT, "a") as new_watch:
                 assert isinstance(await next_event(new_watch), ResourceChanged)
+        finally:
+            old_watch.cancel()
+            await old.close()
     finally:
-        old_watch.cancel()
-        await old.close()
+        await server.stop()

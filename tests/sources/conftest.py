@@ -76,7 +76,7 @@ async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 async def break_source(served: Served) -> None:
     """Make the source unreachable: the server down, the files gone, the endpoint failing."""
     if served.kind == "grpc":
-        await served.cp.stop()
+        await served.cp.stop(keep_port=True)  # `repair_source` starts it there again
     elif served.kind == "file":
         for name in FILES.values():
             (served.directory / name).unlink()

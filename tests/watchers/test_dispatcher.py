@@ -433,3 +433,61 @@ def test_registering_a_walks_names_costs_at_most_its_budget_per_name() -> None:
     handles[0].cancel()
     dispatcher.add(EDS, names[1], watcher, ())
     assert len(handles) == len(names)
+
+
+async def test_watchers_added_at_once_ask_only_the_cached_names_for_a_replay() -> None:
+    """``cached``: the names that can have a replay; the others are not asked (a walk's new
+    names are mostly not cached yet), and every handle is still registered."""
+    dispatcher = Dispatcher(clock=FakeClock())
+    asked: list[str] = []
+
+    def replay(type_url: str, name: str) -> list[Event]:
+        asked.append(name)
+        return [changed(name, "1")]
+
+    log: list[object] = []
+    handles = dispatcher.add_all(EDS, ["a", "b", "c", "d"], _Feeder(log), replay, {"b", "d"})
+    done = dispatcher.publish([changed(name, "2") for name in "abcd"])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert asked == ["b", "d"]
+    assert [h.cancelled for h in handles] == [False] * 4
+    assert log == [["b"], ["d"], ["a", "b", "c", "d"]]
+
+
+async def test_watchers_added_at_once_join_a_name_registered_before_or_given_twice() -> None:
+    """A name already watched, or named twice in one call, keeps every registration: each
+    handle receives the batch, and cancelling one leaves the others."""
+    dispatcher = Dispatcher(clock=FakeClock())
+    seen, watcher = _recorder()
+    dispatcher.add(EDS, "a", watcher, ())
+    handles = dispatcher.add_all(EDS, ["a", "b", "b"], watcher, lambda t, n: [])
+    handles[1].cancel()
+    done = dispatcher.publish([changed("a", "1"), changed("b", "1")])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert seen == [changed("a", "1"), changed("a", "1"), changed("b", "1")]
+
+
+async def test_a_feeder_and_a_wildcard_callback_each_get_a_batch_in_order() -> None:
+    """With a wildcard watcher of the type, the feeder of each name still takes its events in
+    one call and the wildcard's callback sees every event, in order; a handle added after
+    the batch was published gets none of it."""
+    dispatcher = Dispatcher(clock=FakeClock())
+    log: list[object] = []
+    feeder = _Feeder(log)
+    dispatcher.add_all(CDS, ["a", "b"], feeder, lambda t, n: [])
+    seen, wildcard = _recorder()
+    dispatcher.add(CDS, "*", wildcard, ())
+    done = dispatcher.publish([changed("a", "1", CDS), changed("b", "1", CDS)])
+    late_log: list[object] = []
+    late = _Feeder(late_log)
+    dispatcher.add_all(CDS, ["c"], late, lambda t, n: [])
+    assert done is not None
+    async with running(dispatcher):
+        await done
+    assert log == [["a", "b"]]
+    assert [event.name for event in seen] == ["a", "b"]
+    assert late_log == []

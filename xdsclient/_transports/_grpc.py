@@ -11,7 +11,8 @@ glibc's freed memory back to the system (`.._runtime._malloc`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +55,13 @@ class GrpcTransport:
         """Call the spec's method with its codecs; return once the call is established."""
         if not spec.method:
             raise TransportError(f"no gRPC method carries the {spec} stream")
+        decode = _measured(spec.response_deserializer, self._memory)
         call = self._channel.stream_stream(
             spec.method,
             request_serializer=spec.request_serializer,
-            response_deserializer=_measured(spec.response_deserializer, self._memory),
+            response_deserializer=decode,
         )()
-        stream = GrpcStream(call, self._server.uri, self._options, self._memory)
+        stream = GrpcStream(call, self._server.uri, self._options, self._memory, first=decode)
         try:
             await call.wait_for_connection()
         except grpc.aio.AioRpcError as exc:
@@ -78,13 +80,22 @@ class GrpcStream:
     """One established grpc.aio stream call."""
 
     def __init__(
-        self, call: Any, server: str, options: ClientOptions, memory: MemoryRelease | None = None
+        self,
+        call: Any,
+        server: str,
+        options: ClientOptions,
+        memory: MemoryRelease | None = None,
+        *,
+        first: Callable[[bytes], Any] | None = None,
     ) -> None:
+        """``first``: the response decoder, to read the first response in one step (see
+        `_first_read`); None: every read through ``call.read()``."""
         self._call = call
         self._server = server
         self._options = options
         self._statuses = CallStatuses(call)
         self._memory = MemoryRelease(None) if memory is None else memory
+        self._first = _first_read(call, first)
 
     async def write(self, request: Any) -> None:
         try:
@@ -110,7 +121,11 @@ class GrpcStream:
         # one only then): trim what a large one left in glibc's heaps.
         self._memory.settle()
         try:
-            response = await self._call.read()
+            if self._first is not None:
+                first, self._first = self._first, None
+                response = await first()
+            else:
+                response = await self._call.read()
         except grpc.aio.AioRpcError as exc:
             raise map_rpc_error(exc, server=self._server, options=self._options) from None
         if response is grpc.aio.EOF:
@@ -122,6 +137,39 @@ class GrpcStream:
 
     def close(self) -> None:
         self._call.cancel()
+
+
+def _first_read(
+    call: Any, decode: Callable[[bytes], Any] | None
+) -> Callable[[], Awaitable[Any]] | None:
+    """The first read of ``call`` as one receive, where grpc.aio's own takes two in turn.
+
+    grpc.aio's ``read`` asks gRPC for a message only once the server's headers have arrived,
+    and a server sends its headers with its first response: so the first response reaches the
+    loop through two completions one after the other (the headers, then the message), each a
+    hand-off from gRPC's thread to grpc.aio's poller thread to the loop, where every later read
+    takes one (its receive is asked for before the response arrives). gRPC (C-core) takes a
+    message receive before the headers arrive and completes it after them, so the first read
+    asks for the message at once and the response arrives in one hand-off (on a busy machine,
+    each hand-off can wait a few ms for a CPU). None (read as grpc.aio does) when the call has
+    not the receive this relies on (grpc.aio's internal ``_cython_call``), or ``decode`` is
+    None.
+    """
+    receive = getattr(getattr(call, "_cython_call", None), "receive_serialized_message", None)
+    if decode is None or not callable(receive):
+        return None
+
+    async def first() -> Any:
+        try:
+            raw = await receive()
+        except asyncio.CancelledError:
+            call.cancel()  # gRPC cannot take back a receive it was asked for: end the call
+            raise
+        if raw is grpc.aio.EOF or raw is None:
+            return await call.read()  # the call ended: grpc.aio raises or reports its status
+        return decode(raw)
+
+    return first
 
 
 def _measured(decode: Callable[[bytes], Any], memory: MemoryRelease) -> Callable[[bytes], Any]:

@@ -36,6 +36,8 @@ import inspect
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Protocol, TypeAlias
 
 from .._errors import XdsError
@@ -326,8 +328,22 @@ class ConfigWatch:
 
     def _events(self, events: list[Event]) -> None:
         """A batch's events, in order: the endpoint assignments among them are noted for the
-        re-walk; one walk follows."""
+        re-walk; one walk follows. A batch without an ambient error while no warning is held
+        (a response's) is read per batch, in C: its names, or that it is not only endpoints."""
         endpoint = ENDPOINT.type_url
+        if (
+            self._batch_warning is None
+            and self._warned is None
+            and not any(map(isinstance, events, repeat(AmbientError)))
+        ):
+            changed = self._changed_endpoints
+            if changed is not None:
+                if all(map(endpoint.__eq__, map(_type_url, events))):
+                    changed.update(map(_name, events))
+                else:
+                    self._changed_endpoints = None
+            self._schedule()
+            return
         for event in events:
             if isinstance(event, AmbientError):
                 self._ambient(event)
@@ -385,6 +401,10 @@ class ConfigWatch:
         if not self._cancelled:
             warn_never_cancelled(self)
             self.cancel()
+
+
+_type_url = attrgetter("type_url")
+_name = attrgetter("name")
 
 
 def _warning_key(warning: AmbientError) -> tuple[str, str, type, str]:

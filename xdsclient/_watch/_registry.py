@@ -245,10 +245,22 @@ class Registry:
             errors = [_not_carried(type_url, name, exc) for name in names]
             return self._register(type_url, errors, {}, watcher, None)
         if self._is_plain(type_url, names):  # the common case: no name needs a check
-            replay = self._plain_replay(type_url)
-            return self._register(type_url, names, {OLD_AUTHORITY: names}, watcher, None, replay)
+            return self._register_plain(type_url, names, watcher)
         keys = [self._key(type_url, name) for name in names]
         return self._register(type_url, keys, _by_authority(keys), watcher, None)
+
+    def _register_plain(
+        self, type_url: str, names: Sequence[str], watcher: ResourceWatcher
+    ) -> list[WatchHandle]:
+        """`_register` for old-style names of a type whose checks passed (a walk's): only the
+        names the type's table holds are asked for a replay (in C, not a call per name)."""
+        replay = self._plain_replay(type_url)
+        if WILDCARD in names:  # its replay is every cached resource of the type
+            return self._register(type_url, names, {OLD_AUTHORITY: names}, watcher, None, replay)
+        cached = self.cache.table(OLD_AUTHORITY, type_url) or _NO_TABLE
+        handles = self.dispatcher.add_all(type_url, names, watcher, replay, cached)
+        self._open_subscriber().subscribe_all(type_url, OLD_AUTHORITY, names)
+        return handles
 
     def _register(
         self,

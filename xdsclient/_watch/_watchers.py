@@ -32,7 +32,8 @@ import itertools
 import logging
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Sequence
+from itertools import compress, repeat
 from typing import Any, Protocol
 
 import attrs
@@ -211,7 +212,7 @@ class WatchHandle:
         name: str,
         watcher: ResourceWatcher,
         since: int,
-        on_close: Callable[[], None] | None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._type_url = type_url
@@ -258,6 +259,17 @@ def _handles(found: _Registered | None) -> tuple[WatchHandle, ...]:
 def _joined(found: _Registered | None, handle: WatchHandle) -> _Registered:
     """A name's registrations with ``handle`` added last."""
     return handle if found is None else (*_handles(found), handle)
+
+
+def _gather(
+    gathered: dict[int, tuple[BatchFeeder, list[Event]]], feeder: BatchFeeder, event: Event
+) -> list[Event]:
+    """Add ``event`` to what ``feeder`` is handed at the end of the pass; returns its list."""
+    found = gathered.get(id(feeder))
+    if found is None:
+        found = gathered[id(feeder)] = (feeder, [])
+    found[1].append(event)
+    return found[1]
 
 
 class Dispatcher:
@@ -314,22 +326,35 @@ class Dispatcher:
         names: Sequence[str],
         watcher: ResourceWatcher,
         replay: Callable[[str, str], list[Event]],
+        cached: Container[str] | None = None,
     ) -> list[WatchHandle]:
         """`add` ``watcher`` for each of ``names`` (a walk adds thousands at once), each with
         its replay ``replay(type_url, name)``, in one pass: the handles share one sequence
-        number (they are registered in one step, so every later batch is after all of them)."""
+        number (they are registered in one step, so every later batch is after all of them).
+        ``cached``: the only names that can have a replay (a walk's new names are mostly not
+        cached yet: the others are not asked); None: any name can."""
         if self._closed:
             raise RuntimeError("the XdsClient is closed")
         since = next(self._seq)
         registered = self._watchers.get(type_url)
         if registered is None:
             registered = self._watchers[type_url] = {}
-        handles = []
-        for name in names:
-            handle = WatchHandle(self, type_url, name, watcher, since, None)
-            handles.append(handle)
-            others = registered.get(name)
-            registered[name] = handle if others is None else _joined(others, handle)
+        # Built and registered per batch, not per name (no Python loop over a walk's names
+        # unless one of them is registered already or given twice).
+        handles = list(
+            map(WatchHandle, repeat(self), repeat(type_url), names, repeat(watcher), repeat(since))
+        )
+        fresh = dict(zip(names, handles, strict=True))
+        if len(fresh) == len(handles) and registered.keys().isdisjoint(fresh):
+            registered.update(fresh)
+        else:
+            for name, handle in zip(names, handles, strict=True):
+                others = registered.get(name)
+                registered[name] = handle if others is None else _joined(others, handle)
+        pairs: Iterable[tuple[str, WatchHandle]] = zip(names, handles, strict=True)
+        if cached is not None:
+            pairs = compress(pairs, map(cached.__contains__, names))
+        for name, handle in pairs:
             events = replay(type_url, name)
             if events:
                 self._put(_Batch(since, events, None, only=handle))
@@ -423,11 +448,23 @@ class Dispatcher:
     async def _deliver(self, events: list[Event], seq: int) -> None:
         """One pass over a published batch: each event to every watcher registered before it
         (``_since`` < ``seq``), in order. The `BatchFeeder` watchers' events are gathered and
-        handed over in one call each, before a callback's coroutine is awaited and at the end."""
-        watchers = self._watchers
+        handed over in one call each, before a callback's coroutine is awaited and at the end.
+
+        A response's events are of one type and most names have one watcher, the client's own
+        (a configuration watch's feeder): the type's names and wildcard are looked up once per
+        run of events of one type, and an event whose one handle is that feeder's goes to its
+        list with no further look-up."""
         gathered: dict[int, tuple[BatchFeeder, list[Event]]] = {}
+        type_url: str | None = None
+        names: dict[str, _Registered] | None = None
+        wildcard: tuple[WatchHandle, ...] = ()
+        feeder: BatchFeeder | None = None  # the last feeder an event went to, and its list
+        feeder_events: list[Event] = []
         for event in events:
-            names = watchers.get(event.type_url)
+            if event.type_url != type_url:
+                type_url = event.type_url
+                names = self._watchers.get(type_url)
+                wildcard = () if names is None else _handles(names.get(WILDCARD))
             if names is None:
                 continue
             registered = names.get(event.name)
@@ -436,25 +473,29 @@ class Dispatcher:
             elif isinstance(registered, tuple):
                 handles = registered
             else:
+                if (
+                    registered._batch is feeder
+                    and feeder is not None
+                    and registered._since < seq
+                    and not registered._done
+                    and (not wildcard or event.name == WILDCARD)
+                ):
+                    feeder_events.append(event)  # the common case: `_gather`, inlined
+                    continue
                 handles = (registered,)  # one watcher: the handle alone (see `_watchers`)
-            if event.name != WILDCARD:
-                wildcard = names.get(WILDCARD)
-                if wildcard is not None:
-                    handles = (*handles, *_handles(wildcard))
+            if wildcard and event.name != WILDCARD:
+                handles = (*handles, *wildcard)
             for handle in handles:
                 if handle._since >= seq or handle._done:
                     continue
-                feeder = handle._batch
-                if feeder is not None:
-                    found = gathered.get(id(feeder))
-                    if found is None:
-                        gathered[id(feeder)] = (feeder, [event])
-                    else:
-                        found[1].append(event)
+                if handle._batch is not None:
+                    feeder = handle._batch
+                    feeder_events = _gather(gathered, feeder, event)
                     continue
                 pending = self._call(handle, event)
                 if pending is not None:  # an async callback: the feeders first, then wait
                     self._hand_over(gathered)
+                    feeder = None
                     await self._finish(handle, event, *pending)
         self._hand_over(gathered)
 

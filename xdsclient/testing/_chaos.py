@@ -170,7 +170,7 @@ async def run_chaos(
                 name = f"svc-{len(names)}"
                 names.append(name)
                 mutate(name)
-                await planes[0].stop()
+                await planes[0].stop(keep_port=True)
                 client.add_watcher(ENDPOINT, name, CallbackWatcher(record))
                 await asyncio.sleep(rng.uniform(0.1, 0.4))
                 await planes[0].start()

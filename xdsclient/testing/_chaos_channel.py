@@ -193,7 +193,7 @@ class _Run:
         self.fault = kind
         self.times[kind] += 1
         if kind == "kill":
-            await primary.stop()
+            await primary.stop(keep_port=True)
             await asyncio.sleep(rng.uniform(0.1, 0.4))
             await primary.start()
         elif kind == "restart":
@@ -222,7 +222,7 @@ class _Run:
         self.late += 1
         listener = f"{LISTENER}-late-{self.late}"
         self.set_all(_resources(listener))
-        await primary.stop()
+        await primary.stop(keep_port=True)
         try:
             async with XdsChannel(
                 f"xds:///{listener}", client=client, channel_options=_BACKOFF

@@ -3,7 +3,8 @@
 Why ours: testing a client against mocks proves little; this is a grpc.aio server that speaks
 every variant (ADS and per-type services, SotW and Delta) by the spec, so tests exercise real
 streams, real protobuf and real sockets. It also lets a test break things on purpose: close
-streams with a status, stop answering, send any raw response, restart, make a seeded mistake.
+streams with a status, stop answering, send any raw response, restart (keeping its port in
+between: `_ports.py`), make a seeded mistake.
 
 `ControlPlane` is the facade over its parts, each of which owns one thing:
 
@@ -39,6 +40,7 @@ from ..resources import ENDPOINT
 from ._faults import Abort, Faults
 from ._grpc_front import GrpcFront, ListenError
 from ._lrs_server import LoadReportingServer, ReceivedLoadReport
+from ._ports import KeptPort
 from ._records import Journal, ReceivedRequest, SentResponse
 from ._rest_endpoint import RestEndpoint
 from ._seeded import SeededBug
@@ -87,6 +89,7 @@ class ControlPlane:
         self._arrived = asyncio.Event()
         self._journal.listen(self._arrived.set)
         self._rest: RestEndpoint | None = None
+        self._kept = KeptPort()
 
     @property
     def ignore_initial_resource_versions(self) -> bool:
@@ -110,16 +113,28 @@ class ControlPlane:
             await self._rest.stop()
 
     async def start(self) -> None:
-        """Start serving (again, on the same port after `stop`)."""
+        """Start serving (again, on the same port after `stop`); `ListenError` when a socket
+        listens on the port."""
         await self._grpc.start()
+        self._kept.release()
 
-    async def stop(self, grace: float | None = None) -> None:
-        """Stop serving; every open stream ends. Resources are kept for the next `start`."""
+    async def stop(self, grace: float | None = None, *, keep_port: bool = False) -> None:
+        """Stop serving; every open stream ends. Resources are kept for the next `start`.
+
+        ``keep_port``: the port stays this control plane's until it starts again: no other
+        socket on the machine takes it in between (another server, an outgoing connection),
+        and connections to it are refused as to a stopped server. Else it is given back (a
+        kept one too).
+        """
+        if keep_port and self._grpc.serving:
+            self._kept.keep(self.port, self._host)
         await self._grpc.stop(grace)
+        if not keep_port:
+            self._kept.release()
 
     async def restart(self) -> None:
-        """Stop and start again on the same port, keeping every resource."""
-        await self.stop()
+        """Stop and start again on the same port (kept in between), keeping every resource."""
+        await self.stop(keep_port=True)
         await self.start()
 
     @property

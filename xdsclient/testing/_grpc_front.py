@@ -14,7 +14,6 @@ import asyncio
 import collections
 import contextlib
 import itertools
-import os
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -29,6 +28,7 @@ from .._protocol._services import ADS_SERVICE, PER_TYPE_SERVICES, Service
 from ._encoding import Encoder
 from ._faults import Abort, Faults
 from ._lrs_server import LoadReportingServer
+from ._ports import refuse_listeners
 from ._records import Journal
 from ._server_delta import DeltaServerStream
 from ._server_sotw import SotwServerStream
@@ -102,11 +102,12 @@ class GrpcFront:
         # Load tests open thousands of streams at once: gRPC's server cancels new calls while
         # over 1,000 (then 3,000) wait to be accepted by this loop; 5,000 on one connection
         # lost 1,224 that way (bench/control_plane.py), so the waiting room is made larger.
-        # No SO_REUSEPORT (gRPC's default): a port another server listens on must be refused,
-        # or clients would land on either server at random.
+        # SO_REUSEPORT (gRPC's default) lets a stopping control plane keep its port (`KeptPort`);
+        # a port another server listens on is still refused (`refuse_listeners`), or clients
+        # would land on either server at random.
         server = grpc.aio.server(
             options=[
-                ("grpc.so_reuseport", 0),
+                ("grpc.so_reuseport", 1),
                 ("grpc.http2.min_ping_interval_without_data_ms", 100),
                 ("grpc.http2.max_ping_strikes", 0),
                 ("grpc.keepalive_permit_without_calls", 1),
@@ -115,18 +116,33 @@ class GrpcFront:
             ]
         )
         server.add_generic_rpc_handlers(self.handlers())
-        address = f"{self._host}:{self.port}"
         try:
-            if self._credentials is None:
-                port = server.add_insecure_port(address)
-            else:
-                port = server.add_secure_port(address, self._credentials)
+            port = self._bind(server)
         except RuntimeError:  # grpc says only "Failed to bind": ask the OS why
             await server.stop(None)
             raise _listen_error(self._host, self.port) from None
+        except OSError as exc:
+            await server.stop(None)
+            raise _refused(self._host, self.port, exc) from None
         await server.start()
         self.port = port
         self._server = server
+
+    def _bind(self, server: grpc.aio.Server) -> int:
+        """Bind ``server`` to the address, refusing a port a socket listens on; the port."""
+        address = f"{self._host}:{self.port}"
+        # port 0: the kernel picks a port no socket has
+        with (
+            contextlib.nullcontext() if self.port == 0 else refuse_listeners(self._host, self.port)
+        ):
+            if self._credentials is None:
+                return server.add_insecure_port(address)
+            return server.add_secure_port(address, self._credentials)
+
+    @property
+    def serving(self) -> bool:
+        """Whether it listens now."""
+        return self._server is not None
 
     async def stop(self, grace: float | None) -> None:
         """End every open stream (UNAVAILABLE) and stop listening."""
@@ -241,6 +257,11 @@ class GrpcFront:
             serving.wake.set()
 
 
+def _refused(host: str, port: int, exc: OSError) -> ListenError:
+    """``host:port`` refused: a socket listens there, or the address is not this machine's."""
+    return ListenError(f"{host}:{port}", exc.errno, (exc.strerror or str(exc)).lower())
+
+
 def _listen_error(host: str, port: int) -> ListenError:
     """Why ``host:port`` cannot be bound, found by binding it as gRPC does (SO_REUSEADDR)."""
     address = f"{host}:{port}"
@@ -248,6 +269,5 @@ def _listen_error(host: str, port: int) -> ListenError:
         with socket.create_server((host.strip("[]"), port)):
             pass
     except OSError as exc:
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
-        return ListenError(address, exc.errno, reason.lower())
+        return _refused(host, port, exc)
     return ListenError(address, None, "gRPC could not bind it")

@@ -1,0 +1,113 @@
+"""The first read of a gRPC stream asks gRPC for the message at once (not after the server's
+headers), over a real control plane: it returns the first response, a first read cancelled
+while it waits ends the call, and a call without grpc.aio's internal receive is read as
+grpc.aio reads it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+from envoy.service.discovery.v3 import discovery_pb2
+
+from tests.builders import cluster
+from xdsclient import ClientOptions, TransportError
+from xdsclient._settings._config import ServerConfig
+from xdsclient._transports import StreamSpec
+from xdsclient._transports._grpc import GrpcStream, GrpcTransport, _first_read
+from xdsclient.resources import CLUSTER
+from xdsclient.testing import ControlPlane
+
+SPEC = StreamSpec(type_url=CLUSTER.type_url, delta=False)
+
+
+def _request(*names: str) -> Any:
+    return discovery_pb2.DiscoveryRequest(
+        type_url=CLUSTER.type_url, resource_names=list(names), node={"id": "first-read"}
+    )
+
+
+async def _open(control_plane: ControlPlane) -> tuple[GrpcTransport, GrpcStream]:
+    transport = GrpcTransport(ServerConfig(uri=control_plane.address), ClientOptions())
+    stream = await asyncio.wait_for(transport.open(SPEC), 10)
+    return transport, stream
+
+
+async def test_the_first_read_asked_before_the_request_returns_the_first_response(
+    control_plane: ControlPlane,
+) -> None:
+    """A read started before anything is written (its receive asked before the headers can
+    arrive) returns the response to the request written after it; the next read goes through
+    grpc.aio's own."""
+    control_plane.set(cluster("a"))
+    transport, stream = await _open(control_plane)
+    try:
+        own_first_read = stream._first is not None  # grpc.aio has the receive it relies on
+        assert own_first_read
+        first = asyncio.ensure_future(stream.read())
+        await asyncio.sleep(0)
+        await stream.write(_request("a"))
+        response = await asyncio.wait_for(first, 10)
+        assert response.type_url == CLUSTER.type_url
+        assert [r.type_url for r in response.resources] == [CLUSTER.type_url]
+        assert stream._first is None
+        control_plane.set(cluster("b"))
+        ack = _request("a", "b")
+        ack.version_info, ack.response_nonce = response.version_info, response.nonce
+        await stream.write(ack)
+        second = await asyncio.wait_for(stream.read(), 10)
+        assert len(second.resources) == 2
+    finally:
+        stream.close()
+        await transport.close()
+
+
+async def test_a_first_read_cancelled_while_it_waits_ends_the_call(
+    control_plane: ControlPlane,
+) -> None:
+    """gRPC cannot take back a receive it was asked for: cancelling the waiting first read
+    cancels the call (as grpc.aio's own read does), so nothing waits on a receive nobody
+    reads."""
+    transport, stream = await _open(control_plane)
+    try:
+        first = asyncio.ensure_future(stream.read())
+        await asyncio.sleep(0.01)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert stream._call.cancelled()
+    finally:
+        stream.close()
+        await transport.close()
+
+
+async def test_a_first_read_of_a_stream_the_server_ends_reports_its_status(
+    control_plane: ControlPlane,
+) -> None:
+    """A server that ends the stream before any response: the first read reports the
+    server's status, as grpc.aio's read does."""
+    transport, stream = await _open(control_plane)
+    try:
+        first = asyncio.ensure_future(stream.read())
+        async with asyncio.timeout(10):
+            while not control_plane.stream_count:
+                await asyncio.sleep(0.005)
+        control_plane.close_streams(grpc.StatusCode.UNAVAILABLE, "going away")
+        with pytest.raises(TransportError, match="UNAVAILABLE"):
+            await asyncio.wait_for(first, 10)
+    finally:
+        stream.close()
+        await transport.close()
+
+
+def test_a_call_without_grpc_aios_internal_receive_is_read_as_grpc_aio_reads_it() -> None:
+    """No ``_cython_call`` (another grpcio, a test double) or no decoder: no first read of
+    our own."""
+
+    class Call:
+        def cancel(self) -> None: ...
+
+    assert _first_read(Call(), bytes) is None
+    assert _first_read(Call(), None) is None
