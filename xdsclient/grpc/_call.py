@@ -132,6 +132,7 @@ class XdsCall(
     #: a direct call's first pick, made as the call was (`unary_call`), and the hash drawn
     #: for it (None: the call picks when it runs)
     _picked: Any = None
+    _picked_in = ""
     _request_hash = 0
 
     def __init__(
@@ -375,8 +376,17 @@ class XdsCall(
             self._end(None, None, True)
         return True
 
+    def _release_pick(self) -> None:
+        """Let go of the pick made as the call was, unused: a complete one is ended (its
+        circuit breaking count)."""
+        picked, self._picked = self._picked, None
+        if isinstance(picked, PickResult) and picked.outcome is PickOutcome.COMPLETE:
+            self._core.picker.call_finished(picked, False, self._core.clock())
+
     def _end(self, result: Any, error: BaseException | None, cancelled: bool) -> None:
         self._outcome = (result, error, cancelled)
+        if self._picked is not None:  # ended before it used its pick
+            self._release_pick()
         if self._requests is not None:
             self._requests.close()
         if self._registry is not None:
@@ -424,6 +434,8 @@ class XdsCall(
                 )
                 if direct is _UNKNOWN:
                     direct = core.direct(config, self._method, bool(metadata))
+            if self._picked is not None and direct != self._picked_in:
+                self._release_pick()  # the configuration changed since the call was made
             if direct is not None:  # the usual call: its plan is its one attempt
                 deadline = self._deadline
                 if self._picked is None:

@@ -215,6 +215,7 @@ def unary_call(
     )  # fmt: skip
     if picked is not None and not isinstance(picked, Status):
         call._picked = picked
+        call._picked_in = direct
         call._request_hash = request_hash
     registry.add(call)
     return call
