@@ -275,3 +275,27 @@ async def test_connectivity_reports_of_many_endpoints_share_one_pass_over_them(
             await until(lambda: len(channel._core.connections) == 400, 10)
             await until(lambda: counts["reports"] >= 800, 10)  # IDLE/CONNECTING, then failed
         assert counts["walks"] * 4 < counts["reports"], counts
+
+
+async def test_a_unary_call_nobody_awaits_ends_with_its_callbacks_and_counts_released(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A unary call made once the channel is serving and never awaited reaches the backend;
+    when it ends its done callback gets the call itself, the channel forgets it and the
+    connection's count of calls is back to zero."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="x"), timeout=5)).value == "a:x"
+            ended: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            call = stub.Say(Text(value="y"), timeout=5)
+            call.add_done_callback(ended.set_result)
+            assert await asyncio.wait_for(ended, 5) is call
+            assert call.done()
+            assert not call.cancelled()
+            assert await call.code() is grpc.StatusCode.OK
+            assert dict(a.calls) == {SAY: 2}
+            assert not channel._calls
+            connection = channel._core.connections.connect(("127.0.0.1", a.port))
+            assert connection.calls == 0

@@ -129,6 +129,11 @@ class XdsCall(
     _registered = False
     #: the call as the plan sees it (made with the plan)
     _call_request: CallRequest
+    #: a direct call's first pick, made as the call was (`unary_call`), and the hash drawn
+    #: for it (None: the call picks when it runs)
+    _picked: Any = None
+    _picked_in = ""
+    _request_hash = 0
 
     def __init__(
         self,
@@ -143,7 +148,7 @@ class XdsCall(
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
-        registry: set[XdsCall] | None = None,
+        registry: set[Any] | None = None,
         multicallables: dict[Any, Any] | None = None,
         starter: Starter | None = None,
         registered: bool = False,
@@ -371,8 +376,17 @@ class XdsCall(
             self._end(None, None, True)
         return True
 
+    def _release_pick(self) -> None:
+        """Let go of the pick made as the call was, unused: a complete one is ended (its
+        circuit breaking count)."""
+        picked, self._picked = self._picked, None
+        if isinstance(picked, PickResult) and picked.outcome is PickOutcome.COMPLETE:
+            self._core.picker.call_finished(picked, False, self._core.clock())
+
     def _end(self, result: Any, error: BaseException | None, cancelled: bool) -> None:
         self._outcome = (result, error, cancelled)
+        if self._picked is not None:  # ended before it used its pick
+            self._release_pick()
         if self._requests is not None:
             self._requests.close()
         if self._registry is not None:
@@ -420,9 +434,14 @@ class XdsCall(
                 )
                 if direct is _UNKNOWN:
                     direct = core.direct(config, self._method, bool(metadata))
+            if self._picked is not None and direct != self._picked_in:
+                self._release_pick()  # the configuration changed since the call was made
             if direct is not None:  # the usual call: its plan is its one attempt
                 deadline = self._deadline
-                request_hash = core.rng.getrandbits(64)  # the plan's draw
+                if self._picked is None:
+                    request_hash = core.rng.getrandbits(64)  # the plan's draw
+                else:  # drawn, and picked with, as the call was made
+                    request_hash = self._request_hash
                 if deadline is not None and core.clock() >= deadline:
                     raise self._failed(DEADLINE_EXCEEDED)
                 headers = LazyHeaderView(metadata) if metadata else _NO_METADATA_HEADERS
@@ -534,7 +553,11 @@ class XdsCall(
         then send attempt ``number`` on the pick's connection and tell the picker, the
         connections and the load reporter how it went: its outcome."""
         core = self._core
-        picked = core.pick_now(cluster, headers, request_hash, deadline, self._wait_for_ready)
+        picked = self._picked
+        if picked is None:
+            picked = core.pick_now(cluster, headers, request_hash, deadline, self._wait_for_ready)
+        else:  # the pick made as the call was (`unary_call`)
+            self._picked = None
         if isinstance(picked, PickWait):  # it queues (or fails a wait-for-ready call)
             picked = await core.wait_pick(picked)
         if isinstance(picked, Status):

@@ -21,6 +21,7 @@ from .. import XdsClient
 from ..lb import ConnectivityState
 from ._call import Starter, XdsCall
 from ._core import ChannelCore
+from ._direct import DirectCall, unary_call
 from ._intercept import InterceptedCall, applicable
 
 __all__ = ["XdsChannel"]
@@ -76,7 +77,7 @@ class XdsChannel(grpc.aio.Channel):
             fallback=fallback_credentials,
         )
         self._interceptors = tuple(interceptors)
-        self._calls: set[XdsCall] = set()
+        self._calls: set[XdsCall | DirectCall] = set()
         self._starter = Starter()
         self._closing: asyncio.Task[None] | None = None
 
@@ -306,13 +307,11 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
                 timeout, metadata, credentials, wait_for_ready, compression,
                 self._multicallables, self._registered,
             )  # fmt: skip
-        call = XdsCall(  # `XdsChannel._direct`, inline: the usual call
-            channel._core, self._method, request, _UNARY, self._serializer,
-            self._deserializer, timeout, metadata, credentials, wait_for_ready, compression,
-            channel._calls, self._multicallables, channel._starter, self._registered,
+        return unary_call(  # the usual call
+            channel._core, self._method, request, self._serializer, self._deserializer,
+            timeout, metadata, credentials, wait_for_ready, compression, channel._calls,
+            self._multicallables, channel._starter, self._registered,
         )  # fmt: skip
-        channel._calls.add(call)
-        return call
 
 
 class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: ignore[type-arg]

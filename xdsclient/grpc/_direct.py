@@ -1,0 +1,282 @@
+"""The direct unary call: grpc.aio's own call to the picked endpoint, wrapped thinly.
+
+Why a second call object: most calls are unary and their route decides only the cluster
+(`ChannelCore.direct`): their plan would be one attempt with nothing to wait out. Such a call
+needs no driver. When the channel has its configuration and the pick completes at once, the
+call is picked and sent as it is made (grpc.aio's call starts then too) and the caller gets a
+`DirectCall`: grpc.aio's call with the bookkeeping of its end (circuit breaking and the pick's
+outcome to the picker, load reporting, the connection's count of calls) done in one done
+callback that reads the finished call's status synchronously. Awaiting it is awaiting
+grpc.aio's call. Any other case (no configuration yet, a pick that queues, fails or drops, a
+connection not ready, TLS refused) is an `XdsCall`, handed the pick already made so that no
+draw is repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Generator, Iterable
+from typing import Any
+
+import grpc
+
+from .._call import CallConfig, LazyHeaderView, Status
+from ..lb import PickOutcome, PickResult
+from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, Starter, XdsCall
+from ._connections import Connection
+from ._core import CLOSED, ChannelCore
+from ._orca import load_report_of, named_metrics
+from ._status import rpc_error, status_code
+from ._tls import TlsError
+
+__all__ = ["DirectCall", "unary_call"]
+
+_COMPLETE = PickOutcome.COMPLETE
+_ENDPOINTS_KEPT = 64
+_CLOSED_CODE = status_code(CLOSED.code)
+#: `_send`'s answer when the pick named a connection that just left READY
+_PICK_AGAIN: Any = object()
+
+
+class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
+    """A direct unary call: grpc.aio's ``call`` on the picked endpoint's connection."""
+
+    __slots__ = (
+        "_call",
+        "_closed",
+        "_connection",
+        "_core",
+        "_ended_future",
+        "_load",
+        "_picked",
+        "_registry",
+        "_started",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        call: Any,
+        core: ChannelCore,
+        picked: PickResult,
+        connection: Connection,
+        load: Any,
+        started: float,
+        registry: set[Any],
+    ) -> None:
+        self._call = call
+        self._core = core
+        self._picked = picked
+        self._connection = connection
+        self._load = load
+        self._started = started
+        #: the channel's calls still running: the call leaves it when it ends
+        self._registry = registry
+        #: whether the channel's close ended the call (CANCELLED ``Channel closed!``)
+        self._closed = False
+        self._ended_future: asyncio.Future[None] | None = None
+        # grpc.aio's own `add_done_callback` would wrap the callback in a partial of its call:
+        # the Cython call's takes one without arguments
+        call._cython_call.add_done_callback(self._finished)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        try:
+            return (yield from self._call.__await__())
+        except asyncio.CancelledError:
+            if self._closed:
+                raise rpc_error(CLOSED) from None
+            raise
+
+    def _finished(self) -> None:
+        """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
+        core = self._core
+        picked = self._picked
+        cython = self._call._cython_call
+        ok = cython.is_ok()
+        report = None
+        if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
+            status = cython._status
+            report = None if status is None else load_report_of(status.trailing_metadata())
+        now = core.clock()
+        core.picker.call_finished(picked, ok, now, elapsed=now - self._started, load_report=report)
+        load = self._load
+        if load is not None:
+            load.call_finished(picked.locality, ok, named_metrics(report))
+        connection = self._connection
+        if connection.held:  # `Connections.call_ended`, inline: a held one stays open
+            connection.calls -= 1
+        else:
+            core.connections.call_ended(connection)
+        self._registry.discard(self)
+        future = self._ended_future
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    # --- grpc.aio's call interface ---
+
+    def cancelled(self) -> bool:
+        return not self._closed and bool(self._call.cancelled())
+
+    def done(self) -> bool:
+        return bool(self._call.done())
+
+    def time_remaining(self) -> float | None:
+        remaining: float | None = self._call.time_remaining()
+        return remaining
+
+    def cancel(self) -> bool:
+        return bool(self._call.cancel())
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        if self._call.done():
+            asyncio.get_running_loop().call_soon(callback, self)
+        else:
+            self._call.add_done_callback(lambda _: callback(self))
+
+    async def initial_metadata(self) -> grpc.aio.Metadata:
+        metadata: grpc.aio.Metadata = await self._call.initial_metadata()
+        return metadata
+
+    async def trailing_metadata(self) -> grpc.aio.Metadata:
+        metadata: grpc.aio.Metadata = await self._call.trailing_metadata()
+        return metadata
+
+    async def code(self) -> grpc.StatusCode:
+        code: grpc.StatusCode = await self._call.code()
+        return _CLOSED_CODE if self._closed else code
+
+    async def details(self) -> str:
+        details: str = await self._call.details()
+        return CLOSED.details if self._closed else details
+
+    async def wait_for_connection(self) -> None:
+        await self._call.wait_for_connection()
+
+    # --- the channel's hooks ---
+
+    def close_by_channel(self) -> None:
+        """The channel closes: the call ends CANCELLED (``Channel closed!``)."""
+        if not self._call.done():
+            self._closed = True
+            self._call.cancel()
+
+    def ended(self) -> asyncio.Future[None]:
+        """A future done once the call has ended."""
+        future = self._ended_future
+        if future is None:
+            future = self._ended_future = asyncio.get_running_loop().create_future()
+            if self._call.done():
+                future.set_result(None)
+        return future
+
+
+def unary_call(
+    core: ChannelCore,
+    method: str,
+    request: Any,
+    serializer: Callable[[Any], bytes] | None,
+    deserializer: Callable[[bytes], Any] | None,
+    timeout: float | None,
+    metadata: Iterable[tuple[str, str | bytes]] | None,
+    credentials: grpc.CallCredentials | None,
+    wait_for_ready: bool | None,
+    compression: grpc.Compression | None,
+    registry: set[Any],
+    multicallables: dict[Any, Any],
+    starter: Starter,
+    registered: bool,
+) -> Any:
+    """A unary call: a `DirectCall` sent at once when its route decides only its cluster and
+    the pick completes now, else an `XdsCall` (given the pick if one was made)."""
+    picked: Any = None
+    config = core.config
+    if config.__class__ is CallConfig and not core.closed and (timeout is None or timeout > 0):
+        metadata = tuple(metadata) if metadata else ()
+        direct = (core.metadata_directs if metadata else core.directs).get(method, _UNKNOWN)
+        if direct is _UNKNOWN:
+            direct = core.direct(config, method, bool(metadata))
+        if direct is not None:
+            request_hash = core.rng.getrandbits(64)  # the plan's draw
+            headers = LazyHeaderView(metadata) if metadata else _NO_METADATA_HEADERS
+            now = core.clock()
+            deadline = None if timeout is None else now + timeout
+            picked = core.pick_now(direct, headers, request_hash, deadline, bool(wait_for_ready))
+            if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
+                sent = _send(
+                    core, picked, now, method, request, serializer, deserializer, timeout,
+                    metadata, credentials, compression, registry, multicallables, registered,
+                )  # fmt: skip
+                if sent is _PICK_AGAIN:
+                    picked = None
+                elif sent is not None:
+                    return sent
+    call = XdsCall(
+        core, method, request, _UNARY, serializer, deserializer, timeout, metadata,
+        credentials, wait_for_ready, compression, registry, multicallables, starter, registered,
+    )  # fmt: skip
+    if picked is not None and not isinstance(picked, Status):
+        call._picked = picked
+        call._picked_in = direct
+        call._request_hash = request_hash
+    registry.add(call)
+    return call
+
+
+def _send(
+    core: ChannelCore,
+    picked: PickResult,
+    now: float,
+    method: str,
+    request: Any,
+    serializer: Callable[[Any], bytes] | None,
+    deserializer: Callable[[bytes], Any] | None,
+    timeout: float | None,
+    metadata: tuple[tuple[str, str | bytes], ...],
+    credentials: grpc.CallCredentials | None,
+    compression: grpc.Compression | None,
+    registry: set[Any],
+    multicallables: dict[Any, Any],
+    registered: bool,
+) -> Any:
+    """Send the call picked at ``now`` on the pick's connection: its `DirectCall`;
+    `_PICK_AGAIN` when the connection just left READY (the pick is ended: the `XdsCall` picks
+    again); None when it cannot be sent now (the `XdsCall` handed the pick decides)."""
+    endpoint = picked.endpoint
+    assert endpoint is not None
+    connections = core.connections
+    try:
+        policy = core.security.policy_of_cluster(picked.cluster)
+        connection = connections.connect((endpoint.address, endpoint.port), policy)
+    except TlsError:
+        return None
+    if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
+        core.picker.call_finished(picked, False, core.clock())
+        return _PICK_AGAIN
+    channel = connection.channel
+    multicallable = multicallables.get(channel)
+    if multicallable is None:
+        if len(multicallables) >= _ENDPOINTS_KEPT:
+            multicallables.clear()  # the channels of closed connections are not held for long
+        multicallable = multicallables[channel] = core.multicallable(
+            channel, (method, False, False, registered), serializer, deserializer
+        )
+    try:
+        call = multicallable(
+            request,
+            timeout=timeout,
+            metadata=metadata,
+            credentials=credentials,
+            wait_for_ready=False,
+            compression=compression,
+        )
+    except Exception:  # the `XdsCall` sends it again and fails as it does
+        return None
+    connection.calls += 1  # `Connections.call_started`, inline
+    load = core.load_of(picked.cluster)
+    locality = picked.locality
+    if load is not None and locality is not None:
+        load.call_started(locality)
+    else:
+        load = None
+    direct = DirectCall(call, core, picked, connection, load, now, registry)
+    registry.add(direct)
+    return direct
