@@ -277,6 +277,31 @@ async def test_connectivity_reports_of_many_endpoints_share_one_pass_over_them(
         assert counts["walks"] * 4 < counts["reports"], counts
 
 
+async def test_a_unary_call_grpc_refuses_to_send_fails_and_releases_its_counts(
+    plane: ControlPlane, client: XdsClient
+) -> None:
+    """A direct unary call whose metadata gRPC refuses (an upper-case key) fails as through a
+    grpc.aio channel, and still ends: the channel forgets it, the connection's count of calls
+    and the cluster's circuit breaking count are back to zero, and later calls go through."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="x"), timeout=5)).value == "a:x"
+            for _ in range(3):
+                call = stub.Say(Text(value="y"), timeout=5, metadata=[("X-Upper", "1")])
+                with pytest.raises(Exception, match=r"execute_batch") as refused:  # grpc.aio's
+                    await call
+                assert not isinstance(refused.value, asyncio.CancelledError)
+            await until(lambda: not channel._calls)
+            connection = channel._core.connections.connect(("127.0.0.1", a.port))
+            assert connection.calls == 0
+            leaf = channel._core.picker._leaves["c"]
+            assert leaf.counter.in_flight == 0
+            assert (await stub.Say(Text(value="z"), timeout=5)).value == "a:z"
+            assert dict(a.calls) == {SAY: 2}
+
+
 async def test_a_unary_call_nobody_awaits_ends_with_its_callbacks_and_counts_released(
     plane: ControlPlane, client: XdsClient
 ) -> None:

@@ -381,7 +381,7 @@ class XdsCall(
         circuit breaking count)."""
         picked, self._picked = self._picked, None
         if isinstance(picked, PickResult) and picked.outcome is PickOutcome.COMPLETE:
-            self._core.picker.call_finished(picked, False, self._core.clock())
+            self._core.picker.call_abandoned(picked)  # no outcome: the call never used it
 
     def _end(self, result: Any, error: BaseException | None, cancelled: bool) -> None:
         self._outcome = (result, error, cancelled)
@@ -576,7 +576,7 @@ class XdsCall(
             return AttemptOutcome(code=Code.UNAVAILABLE, details=f"{picked.cluster}: {error}")
         connections = core.connections
         if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
-            core.picker.call_finished(picked, False, core.clock())
+            core.picker.call_abandoned(picked)  # unused: no outcome, as C-core re-queues it
             return await self._try(cluster, headers, request_hash, deadline, number)
         connection.calls += 1  # `Connections.call_started`, inline
         load = core.load_of(picked.cluster)

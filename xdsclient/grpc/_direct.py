@@ -77,6 +77,9 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
         # grpc.aio's own `add_done_callback` would wrap the callback in a partial of its call:
         # the Cython call's takes one without arguments
         call._cython_call.add_done_callback(self._finished)
+        # grpc.aio's invocation can fail before the call has a status (metadata gRPC refuses,
+        # a request that is not bytes): no done callback runs then, so end the call with it
+        call._invocation_task.add_done_callback(self._invoked)
 
     def __await__(self) -> Generator[Any, None, Any]:
         try:
@@ -85,6 +88,12 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
             if self._closed:
                 raise rpc_error(CLOSED) from None
             raise
+
+    def _invoked(self, _task: Any) -> None:
+        """grpc.aio's invocation ended: if it raised before the call had a status, cancel the
+        call, which gives it one and runs `_finished` (the caller still gets the error)."""
+        if not self._call._cython_call.done():
+            self._call._cython_call.cancel("the call could not be sent")
 
     def _finished(self) -> None:
         """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
@@ -249,7 +258,7 @@ def _send(
     except TlsError:
         return None
     if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
-        core.picker.call_finished(picked, False, core.clock())
+        core.picker.call_abandoned(picked)  # unused: no outcome, as C-core re-queues it
         return _PICK_AGAIN
     channel = connection.channel
     multicallable = multicallables.get(channel)
