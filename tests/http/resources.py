@@ -62,3 +62,16 @@ def resources(routes: Any, *clusters: list[Any], faults: Sequence[Any] = ()) -> 
     for cluster in clusters:
         found += cluster
     return found
+
+
+def ejecting(backends: Sequence[Served], *, lrs: bool = False) -> list[Any]:
+    """Cluster ``c`` over ``backends`` behind listener and routes, ejecting an endpoint at its
+    first 5xx (or anything outlier detection counts as one) for a minute; reporting load with
+    ``lrs``."""
+    cluster, assignment = cluster_of("c", backends, lrs=lrs)
+    detection = cluster.outlier_detection
+    detection.consecutive_5xx.value = 1
+    detection.max_ejection_percent.value = 100
+    detection.interval.FromSeconds(60)
+    detection.base_ejection_time.FromSeconds(60)
+    return resources(route_config(vhost("v", ["*"], to("c"))), [cluster, assignment])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -32,24 +32,12 @@ from xdsclient.testing import Behaviour, ControlPlane, HttpBackend, http_backend
 
 from ..lrs.test_end_to_end import _totals
 from .backends import StreamingBackend, streaming_backend
-from .resources import LISTENER, Served, cluster_of, resources, route_config, to, vhost
+from .resources import LISTENER, ejecting
 
 pytestmark = pytest.mark.timeout(30)
 
 #: (cluster, EDS service, zone) of the one cluster's load in the reports
 LOAD = ("c", "", "z-c")
-
-
-def ejecting(backends: Sequence[Served]) -> list[Any]:
-    """Cluster ``c`` over ``backends``, reporting load, ejecting an endpoint at its first
-    5xx (or anything outlier detection counts as one) for a minute."""
-    cluster, assignment = cluster_of("c", backends, lrs=True)
-    detection = cluster.outlier_detection
-    detection.consecutive_5xx.value = 1
-    detection.max_ejection_percent.value = 100
-    detection.interval.FromSeconds(60)
-    detection.base_ejection_time.FromSeconds(60)
-    return resources(route_config(vhost("v", ["*"], to("c"))), [cluster, assignment])
 
 
 @pytest.fixture
@@ -74,7 +62,7 @@ async def test_a_request_cancelled_before_its_response_counts_as_no_failure(
     ejected, the connection's request (HTTP/2: its stream) ended, and the load report counts
     the request issued, neither successful nor in error."""
     async with http_backends(names=("a",)) as (a,):
-        cp.set_all(ejecting([a]))
+        cp.set_all(ejecting([a], lrs=True))
         a.script("/hold", Behaviour(delay=5))
         async with (
             XdsTransport(LISTENER, client=client, http1=not http2, http2=http2) as transport,
@@ -101,7 +89,7 @@ async def test_a_request_cancelled_while_its_body_is_read_counts_by_its_status(
     ejected (a cut body is no reset when the caller cut it), and the load report counts the
     request a success, as Envoy counts it when the headers came."""
     async with streaming_backend() as a:
-        cp.set_all(ejecting([a]))
+        cp.set_all(ejecting([a], lrs=True))
         async with (
             XdsTransport(LISTENER, client=client) as transport,
             httpx.AsyncClient(transport=transport, timeout=10) as http,
@@ -153,7 +141,7 @@ def test_a_sync_callers_read_timeout_before_the_headers_is_an_upstream_timeout(
     a = HttpBackend("a")
     plane.thread.run(a.start())
     try:
-        plane.set(*ejecting([a]))
+        plane.set(*ejecting([a], lrs=True))
         a.script("/hold", Behaviour(delay=5))
         transport = XdsSyncTransport(LISTENER, client=xds)
         with httpx.Client(transport=transport) as http:
@@ -177,7 +165,7 @@ def test_a_sync_reader_giving_up_on_a_body_counts_by_its_status(
     context = streaming_backend()
     a: StreamingBackend = plane.thread.run(context.__aenter__())
     try:
-        plane.set(*ejecting([a]))
+        plane.set(*ejecting([a], lrs=True))
         transport = XdsSyncTransport(LISTENER, client=xds)
         with httpx.Client(transport=transport) as http:
             with pytest.raises(httpx.ReadTimeout):

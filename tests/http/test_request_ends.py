@@ -7,7 +7,6 @@ ejects an endpoint at its first failure, yet the next request is answered."""
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -18,20 +17,9 @@ from xdsclient import XdsClient
 from xdsclient.httpx import XdsTransport, _connections
 from xdsclient.testing import ControlPlane, HttpBackend, http_backends
 
-from .resources import LISTENER, Served, cluster_of, resources, route_config, to, vhost
+from .resources import LISTENER, ejecting
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def ejecting(backends: Sequence[Served]) -> list[Any]:
-    """Cluster ``c`` over ``backends``, ejecting an endpoint at its first failure."""
-    cluster, assignment = cluster_of("c", backends)
-    detection = cluster.outlier_detection
-    detection.consecutive_5xx.value = 1
-    detection.max_ejection_percent.value = 100
-    detection.interval.FromSeconds(60)
-    detection.base_ejection_time.FromSeconds(60)
-    return resources(route_config(vhost("v", ["*"], to("c"))), [cluster, assignment])
 
 
 def connection_of(transport: XdsTransport, backend: HttpBackend) -> _connections.HttpConnection:
