@@ -96,6 +96,9 @@ class Source:
     def resource_lookup(self, type_url: str) -> Callable[[str], ResourceState | None]:
         return partial(self.resource_state, type_url)
 
+    def resource_states(self, type_url: str, names: list[str]) -> list[ResourceState | None]:
+        return [self.resource_state(type_url, name) for name in names]
+
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         return self.tasks.start(coro, name=name)
 
