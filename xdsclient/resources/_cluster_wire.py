@@ -12,14 +12,15 @@ It takes only that shape: a name, ``type`` EDS, ``eds_cluster_config`` whose ``e
 ``ads`` (empty) or ``self`` (perhaps with its API version) and perhaps a
 ``resource_api_version``, a ``service_name``, a ``connect_timeout`` (a Duration, which gRPC
 ignores) and ``lb_policy`` ROUND_ROBIN given as its zero. At anything else (another field, a
-field given twice, an unexpected wire type, an old-style-less ``xdstp:`` name without a service
-name, invalid UTF-8, bytes that do not parse) it returns None and upb and the full reader decide,
-so it never changes a verdict or a NACK's text: tests/resources/test_cluster_wire.py holds what it
-accepts to the full reader's view on generated and mutated clusters, interpreted and compiled.
+field given twice, an unexpected wire type, an ``xdstp:`` name without a service name, invalid
+UTF-8, bytes that do not parse) it returns None, raising nothing (a declined cluster costs about
+0.1 us), and upb and the full reader decide, so it never changes a verdict or a NACK's text:
+tests/resources/test_cluster_wire.py holds what it accepts to the full reader's view on
+generated, mutated and byte-edited clusters, interpreted and compiled.
 
-The view's module lends the view class, its slot setters, the values of the common view and the
-upb decoder with `bind_view` (it imports this module, not the other way round): a compiled module
-cannot define the attrs classes itself.
+The view's module lends the view class, its slot setters and the values of the common view with
+`bind_view`, and `decode` is handed the upb decoder (it imports this module, not the other way
+round): a compiled module cannot define the attrs classes itself.
 """
 
 from __future__ import annotations
@@ -55,148 +56,154 @@ class _Lent:
 _LENT: Final = _Lent()
 
 
-class _Unusual(Exception):
-    """Something this reader leaves to upb."""
+# Every reader below takes the message's bytes and the bounds of the part it reads. None of them
+# raises at what it leaves to upb: it returns a position of -1 (or None), as compiled a raised
+# exception costs more than reading a whole common cluster (a traceback entry per frame).
+_NO: Final = -1
 
 
 def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    """(value, position after it); a value of 63 bits at most (a longer one is `_Unusual`)."""
+    """(value, position after it); the position is -1 past ``end`` or beyond 63 bits."""
     result: i64 = 0
     shift: i64 = 0
-    while True:
-        if pos >= end or shift > 56:
-            raise _Unusual
+    while pos < end and shift <= 56:
         byte: i64 = data[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
             return result, pos
         shift += 7
-
-
-def _key(data: bytes, pos: i64) -> tuple[i64, i64]:
-    """The next field's key (number << 3 | wire type) and the position of its value: one byte,
-    as every field this reader takes has a number under 16 (a longer key is `_Unusual`)."""
-    key: i64 = data[pos]
-    if key >= 0x80:
-        raise _Unusual
-    return key, pos + 1
+    return 0, _NO
 
 
 def _span(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    """A length-delimited value's (start, end)."""
+    """A length-delimited value's (start, end); (-1, -1) when it does not fit."""
     size, pos = _varint(data, pos, end)
     stop = pos + size
-    if stop > end:
-        raise _Unusual
+    if pos < 0 or stop > end:
+        return _NO, _NO
     return pos, stop
 
 
-def _text(data: bytes, start: i64, stop: i64) -> str:
+def _text(data: bytes, start: i64, stop: i64) -> str | None:
+    """The UTF-8 text, None when invalid (upb rejects it)."""
     try:
         return data[start:stop].decode()
     except UnicodeDecodeError:
-        raise _Unusual from None
+        return None
 
 
-def _varints(data: bytes, pos: i64, end: i64, allowed: i64) -> None:
-    """A message of varint fields only, each of field numbers 1 to 7 in ``allowed`` (a bit
-    set) and each at most once (a Duration, a SelfConfigSource)."""
+def _varints(data: bytes, pos: i64, end: i64, allowed: i64) -> bool:
+    """Whether the message is varint fields only, of field numbers 1 to 15 in ``allowed`` (a
+    bit set), each at most once (a Duration, a SelfConfigSource)."""
     seen: i64 = 0
     while pos < end:
-        key, pos = _key(data, pos)
+        key: i64 = data[pos]
         bit: i64 = 1 << (key >> 3)
-        if key & 7 != 0 or not (allowed & bit) or seen & bit:
-            raise _Unusual
+        if key >= 0x80 or key & 7 != 0 or not (allowed & bit) or seen & bit:
+            return False
         seen |= bit
-        _, pos = _varint(data, pos, end)
+        _, pos = _varint(data, pos + 1, end)
+        if pos < 0:
+            return False
+    return True
 
 
-def _config_source(data: bytes, pos: i64, end: i64) -> None:
-    """An ``eds_config`` of ``ads`` (empty) or ``self``, perhaps with ``resource_api_version``."""
-    found: i64 = 0
+def _config_source(data: bytes, pos: i64, end: i64) -> bool:
+    """Whether it is ``ads`` (empty) or ``self``, perhaps with ``resource_api_version``."""
+    found = False
     version = False
     while pos < end:
-        key, pos = _key(data, pos)
+        key: i64 = data[pos]
         if key == 0x1A or key == 0x2A:  # ads (3), self (5): length-delimited
-            start, pos = _span(data, pos, end)
-            if found:
-                raise _Unusual
-            found = 1
+            start, pos = _span(data, pos + 1, end)
+            if start < 0 or found:
+                return False
+            found = True
             if key == 0x1A and start != pos:
-                raise _Unusual  # an AggregatedConfigSource has no fields
-            _varints(data, start, pos, 1 << 1)  # transport_api_version
+                return False  # an AggregatedConfigSource has no fields
+            if not _varints(data, start, pos, 1 << 1):  # transport_api_version
+                return False
         elif key == 0x30 and not version:  # resource_api_version (6): varint
             version = True
-            _, pos = _varint(data, pos, end)
+            _, pos = _varint(data, pos + 1, end)
+            if pos < 0:
+                return False
         else:
-            raise _Unusual
-    if not found:
-        raise _Unusual
+            return False
+    return found
 
 
-def _eds_config(data: bytes, pos: i64, end: i64) -> str:
-    """An ``eds_cluster_config``'s service name, once its ``eds_config`` checked."""
+def _eds_config(data: bytes, pos: i64, end: i64) -> str | None:
+    """An ``eds_cluster_config``'s service name once its ``eds_config`` checked; None when
+    it is not the common one."""
     service: str | None = None
     source = False
     while pos < end:
-        key, pos = _key(data, pos)
-        start, pos = _span(data, pos, end) if key & 7 == 2 else (pos, pos)
-        if key == 0x0A and not source:  # eds_config (1)
+        key: i64 = data[pos]
+        if key != 0x0A and key != 0x12:  # eds_config (1), service_name (2)
+            return None
+        start, pos = _span(data, pos + 1, end)
+        if start < 0:
+            return None
+        if key == 0x0A and not source:
             source = True
-            _config_source(data, start, pos)
-        elif key == 0x12 and service is None:  # service_name (2)
+            if not _config_source(data, start, pos):
+                return None
+        elif key == 0x12 and service is None:
             service = _text(data, start, pos)
+            if service is None:
+                return None
         else:
-            raise _Unusual
+            return None
     if not source:
-        raise _Unusual
+        return None
     return "" if service is None else service
 
 
-def _cluster(data: bytes, end: i64) -> tuple[str, str]:
-    """(name, service name) of the common EDS cluster; `_Unusual` for anything else."""
-    name: str | None = None
+def _cluster(data: bytes, end: i64) -> tuple[str, str] | None:
+    """(name, service name) of the common EDS cluster; None for anything else."""
+    name: str | None = ""
     service: str | None = None
     seen: i64 = 0
     pos: i64 = 0
     while pos < end:
-        key, pos = _key(data, pos)
+        key: i64 = data[pos]
         bit: i64 = 1 << (key >> 3)
-        if seen & bit:
-            raise _Unusual
+        if key >= 0x80 or seen & bit:
+            return None  # a field numbered 16 or more, or one given twice
         seen |= bit
         if key == 0x10 or key == 0x30:  # type (2), lb_policy (6): varints
-            value, pos = _varint(data, pos, end)
-            if value != (_EDS if key == 0x10 else 0):
-                raise _Unusual
+            value, pos = _varint(data, pos + 1, end)
+            if pos < 0 or value != (_EDS if key == 0x10 else 0):
+                return None
             continue
         if key & 7 != 2:
-            raise _Unusual
-        start, pos = _span(data, pos, end)
+            return None
+        start, pos = _span(data, pos + 1, end)
+        if start < 0:
+            return None
         if key == 0x0A:  # name (1)
             name = _text(data, start, pos)
         elif key == 0x1A:  # eds_cluster_config (3)
             service = _eds_config(data, start, pos)
         elif key == 0x22:  # connect_timeout (4): a Duration's seconds and nanos
-            _varints(data, start, pos, 1 << 1 | 1 << 2)
+            if not _varints(data, start, pos, 1 << 1 | 1 << 2):
+                return None
         else:
-            raise _Unusual
-    if service is None or not seen & (1 << 2):
-        raise _Unusual  # not EDS (an unset type is STATIC), or no eds_cluster_config
-    if name is None:
-        name = ""
+            return None
+        if name is None or (key == 0x1A and service is None):
+            return None
+    if service is None or not seen & (1 << 2) or name is None:
+        return None  # not EDS (an unset type is STATIC), or no eds_cluster_config
     if not service and name.startswith("xdstp:"):
-        raise _Unusual  # the full reader rejects it
+        return None  # the full reader rejects it
     return name, service
 
 
 def read(data: bytes) -> tuple[str, str] | None:
     """(name, service name as given) of a common EDS cluster, or None: upb decides."""
-    try:
-        return _cluster(data, len(data))
-    except (_Unusual, IndexError):  # IndexError: a key cut off at the end
-        return None
+    return _cluster(data, len(data))
 
 
 def bind_view(
@@ -215,10 +222,10 @@ def bind_view(
 def decode(fallback: Callable[[bytes], tuple[str, Any]], data: bytes) -> tuple[str, Any]:
     """The CLUSTER decoder of the compiled build: bytes -> (name, view), the common cluster's
     view built here through its slots; ``fallback`` (upb and the full reader) for the rest."""
-    try:
-        name, service = _cluster(data, len(data))
-    except (_Unusual, IndexError):
+    read = _cluster(data, len(data))
+    if read is None:
         return fallback(data)
+    name, service = read
     return name, _view(name, service, data)
 
 
