@@ -119,6 +119,8 @@ class Result:
     #: of the full load: the control plane's time, and the client's CPU time (ours only)
     load_server: float | None = None
     load_cpu: float | None = None
+    #: of the full load: the CPU time of the client's event loop thread (ours only)
+    load_loop_cpu: float | None = None
     #: RSS once the package was imported, before any resource (ours only)
     import_rss_mib: float | None = None
     #: the full load's time to the ACK in each sample (None: not in time), in the order taken
@@ -178,13 +180,15 @@ async def _until(predicate: Any, timeout: float) -> bool:
 
 class Snapshots:
     """Reads the worker's lines: ``import-rss <KiB>`` once imported, ``snapshot <monotonic
-    time> <sum of generations>``, ``load-cpu <seconds>`` (the CPU time of its full load), then
+    time> <sum of generations>``, ``load-cpu <seconds>`` (the CPU time of its full load),
+    ``load-loop-cpu <seconds>`` (its event loop thread's part of it), then
     ``rss <KiB>`` at exit."""
 
     def __init__(self, stream: asyncio.StreamReader) -> None:
         self.seen: list[tuple[float, int]] = []
         self.rss_kib: int | None = None
         self.load_cpu: float | None = None
+        self.load_loop_cpu: float | None = None
         self.import_rss_kib: int | None = None
         self._task = asyncio.ensure_future(self._read(stream))
 
@@ -197,6 +201,8 @@ class Snapshots:
                 self.rss_kib = int(values[0])
             elif kind == "load-cpu":
                 self.load_cpu = float(values[0])
+            elif kind == "load-loop-cpu":
+                self.load_loop_cpu = float(values[0])
             elif kind == "import-rss" and int(values[0]) > 0:
                 self.import_rss_kib = int(values[0])
 
@@ -461,6 +467,7 @@ async def measure(
             len(cp.nacks()),
             run.server,
             lines.load_cpu,
+            lines.load_loop_cpu,
             None if lines.import_rss_kib is None else lines.import_rss_kib / 1024,
             (run.acks["full load"],),
         )
@@ -488,6 +495,7 @@ def combine(samples: list[Result]) -> Result:
         settled=median_of("settled"),
         load_server=_median([r.load_server for r in samples]),
         load_cpu=_median([r.load_cpu for r in samples]),
+        load_loop_cpu=_median([r.load_loop_cpu for r in samples]),
         load_samples=tuple(t for r in samples for t in r.load_samples),
     )
 
@@ -608,6 +616,8 @@ def main() -> None:
         print(f"N={n}: decode floor (parse the response, unpack every Any) {_fmt(floor)}")
     for r in results:
         cpu = "" if r.load_cpu is None else f"; the client's CPU time {_fmt(r.load_cpu)}"
+        if r.load_loop_cpu is not None:
+            cpu += f" (its event loop's thread {_fmt(r.load_loop_cpu)})"
         print(f"N={r.n} {r.client} full load: the control plane's share {_fmt(r.load_server)}{cpu}")
     for r in results:
         if len(r.load_samples) > 1:
