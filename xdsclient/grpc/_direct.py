@@ -15,6 +15,8 @@ draw is repeated.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import time
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
@@ -31,6 +33,11 @@ from ._tls import TlsError
 
 __all__ = ["DirectCall", "unary_call"]
 
+#: grpc.aio's unary call class and what its invocation uses (private to grpc.aio, untyped)
+_AioUnaryUnaryCall: Any = importlib.import_module("grpc.aio._call").UnaryUnaryCall
+_serialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").serialize
+_deserialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").deserialize
+_EOF: Any = grpc.aio.EOF
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
@@ -38,11 +45,12 @@ _CLOSED_CODE = status_code(CLOSED.code)
 _PICK_AGAIN: Any = object()
 
 
-class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
-    """A direct unary call: grpc.aio's ``call`` on the picked endpoint's connection."""
+class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, untyped
+    """A direct unary call: grpc.aio's own unary call on the picked endpoint's channel, made
+    by `_send` from grpc.aio's multi-callable for it, whose end's bookkeeping is one done
+    callback on its Cython call, and whose invocation ends it when gRPC refuses to send it."""
 
     __slots__ = (
-        "_call",
         "_closed",
         "_connection",
         "_core",
@@ -55,19 +63,29 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
 
     def __init__(
         self,
-        call: Any,
+        multicallable: Any,
+        request: Any,
+        timeout: float | None,
+        metadata: Any,
+        credentials: grpc.CallCredentials | None,
         core: ChannelCore,
         picked: PickResult,
         connection: Connection,
-        load: Any,
         started: float,
         registry: set[Any],
     ) -> None:
-        self._call = call
+        # grpc.aio's `UnaryUnaryMultiCallable.__call__`, for this class: its deadline by the
+        # wall clock, as grpc.aio's (metadata stays a tuple: grpc.aio's call makes it one)
+        m = multicallable
+        super().__init__(
+            request, None if timeout is None else time.time() + timeout, metadata,
+            credentials, False, m._channel, m._method, m._request_serializer,
+            m._response_deserializer, m._loop, m._registered_call_handle,
+        )  # fmt: skip
         self._core = core
         self._picked = picked
         self._connection = connection
-        self._load = load
+        self._load: Any = None
         self._started = started
         #: the channel's calls still running: the call leaves it when it ends
         self._registry = registry
@@ -76,30 +94,43 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
         self._ended_future: asyncio.Future[None] | None = None
         # grpc.aio's own `add_done_callback` would wrap the callback in a partial of its call:
         # the Cython call's takes one without arguments
-        call._cython_call.add_done_callback(self._finished)
-        # grpc.aio's invocation can fail before the call has a status (metadata gRPC refuses,
-        # a request that is not bytes): no done callback runs then, so end the call with it
-        call._invocation_task.add_done_callback(self._invoked)
+        self._cython_call.add_done_callback(self._finished)
+
+    async def _invoke(self) -> Any:
+        """grpc.aio's invocation of the call (serialize, send, read the reply), which also
+        ends a call gRPC refuses to send (metadata it rejects, a request that is not bytes):
+        that raises here before the call has a status, so no done callback would run. It is
+        cancelled (a status, so `_finished` runs, once) and the caller gets the error."""
+        cython = self._cython_call
+        try:
+            response = await cython.unary_unary(
+                _serialize(self._request, self._request_serializer), self._metadata, self._context
+            )
+        except asyncio.CancelledError:
+            if not cython.cancelled():
+                self.cancel()
+            return _EOF
+        except BaseException:
+            if not cython.done():
+                cython.cancel("the call could not be sent")
+            raise
+        if cython.is_ok():
+            return _deserialize(response, self._response_deserializer)
+        return _EOF
 
     def __await__(self) -> Generator[Any, None, Any]:
         try:
-            return (yield from self._call.__await__())
+            return (yield from super().__await__())
         except asyncio.CancelledError:
             if self._closed:
                 raise rpc_error(CLOSED) from None
             raise
 
-    def _invoked(self, _task: Any) -> None:
-        """grpc.aio's invocation ended: if it raised before the call had a status, cancel the
-        call, which gives it one and runs `_finished` (the caller still gets the error)."""
-        if not self._call._cython_call.done():
-            self._call._cython_call.cancel("the call could not be sent")
-
     def _finished(self) -> None:
         """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
         core = self._core
         picked = self._picked
-        cython = self._call._cython_call
+        cython = self._cython_call
         ok = cython.is_ok()
         report = None
         if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
@@ -120,60 +151,39 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
         if future is not None and not future.done():
             future.set_result(None)
 
-    # --- grpc.aio's call interface ---
+    # --- grpc.aio's call interface, where the channel's close or the wrapper differ ---
 
     def cancelled(self) -> bool:
-        return not self._closed and bool(self._call.cancelled())
-
-    def done(self) -> bool:
-        return bool(self._call.done())
-
-    def time_remaining(self) -> float | None:
-        remaining: float | None = self._call.time_remaining()
-        return remaining
-
-    def cancel(self) -> bool:
-        return bool(self._call.cancel())
+        return not self._closed and bool(self._cython_call.cancelled())
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
-        if self._call.done():
+        if self._cython_call.done():
             asyncio.get_running_loop().call_soon(callback, self)
         else:
-            self._call.add_done_callback(lambda _: callback(self))
-
-    async def initial_metadata(self) -> grpc.aio.Metadata:
-        metadata: grpc.aio.Metadata = await self._call.initial_metadata()
-        return metadata
-
-    async def trailing_metadata(self) -> grpc.aio.Metadata:
-        metadata: grpc.aio.Metadata = await self._call.trailing_metadata()
-        return metadata
+            super().add_done_callback(callback)
 
     async def code(self) -> grpc.StatusCode:
-        code: grpc.StatusCode = await self._call.code()
+        code: grpc.StatusCode = await super().code()
         return _CLOSED_CODE if self._closed else code
 
     async def details(self) -> str:
-        details: str = await self._call.details()
+        details: str = await super().details()
         return CLOSED.details if self._closed else details
-
-    async def wait_for_connection(self) -> None:
-        await self._call.wait_for_connection()
 
     # --- the channel's hooks ---
 
     def close_by_channel(self) -> None:
         """The channel closes: the call ends CANCELLED (``Channel closed!``)."""
-        if not self._call.done():
+        if not self._cython_call.done():
             self._closed = True
-            self._call.cancel()
+            self.cancel()
 
     def ended(self) -> asyncio.Future[None]:
         """A future done once the call has ended."""
         future = self._ended_future
         if future is None:
             future = self._ended_future = asyncio.get_running_loop().create_future()
-            if self._call.done():
+            if self._cython_call.done():
                 future.set_result(None)
         return future
 
@@ -268,24 +278,21 @@ def _send(
         multicallable = multicallables[channel] = core.multicallable(
             channel, (method, False, False, registered), serializer, deserializer
         )
+    if compression:  # grpc.aio's multi-callable adds the compression's metadata
+        metadata = multicallable._init_metadata(metadata, compression)
     try:
-        call = multicallable(
-            request,
-            timeout=timeout,
-            metadata=metadata,
-            credentials=credentials,
-            wait_for_ready=False,
-            compression=compression,
-        )
+        call = DirectCall(
+            multicallable, request, timeout, metadata, credentials, core, picked, connection,
+            now, registry,
+        )  # fmt: skip
     except Exception:  # the `XdsCall` sends it again and fails as it does
         return None
+    multicallable._python_channel._register_call(call)  # as grpc.aio's multi-callable does
     connection.calls += 1  # `Connections.call_started`, inline
     load = core.load_of(picked.cluster)
     locality = picked.locality
     if load is not None and locality is not None:
         load.call_started(locality)
-    else:
-        load = None
-    direct = DirectCall(call, core, picked, connection, load, now, registry)
-    registry.add(direct)
-    return direct
+        call._load = load
+    registry.add(call)
+    return call
