@@ -362,6 +362,45 @@ async def test_a_direct_unary_call_nobody_awaits_releases_its_counts_exactly_onc
         assert leaf.counter.in_flight == 0
 
 
+@pytest.mark.parametrize("failing", ["multicallable", "load_of"])
+async def test_a_unary_call_whose_send_raises_after_its_pick_hands_the_pick_back(
+    plane: ControlPlane, client: XdsClient, failing: str
+) -> None:
+    """When making the endpoint's grpc.aio multi-callable or finding the cluster's load
+    reporter raises once a unary call has its pick, the call fails with that error and every
+    pick it made ends: circuit breaking's and the connection's counts are back to zero, the
+    channel forgets the call, and later calls go through."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="x"), timeout=5)).value == "a:x"
+            core = channel._core
+            connection = core.connections.connect(("127.0.0.1", a.port))
+            leaf = core.picker._leaves["c"]
+            ends = _count_ends(channel)
+            working = getattr(core, failing)
+
+            def broken(*args: Any) -> Any:
+                raise RuntimeError(f"{failing} is broken")
+
+            setattr(core, failing, broken)
+            fresh = channel.unary_unary(  # a multi-callable of its own: nothing made yet
+                SAY,
+                request_serializer=Text.SerializeToString,
+                response_deserializer=Text.FromString,
+            )
+            with pytest.raises(RuntimeError, match="is broken"):
+                await fresh(Text(value="y"), timeout=5)
+            await until(lambda: not channel._calls)
+            assert leaf.counter.in_flight == 0
+            assert connection.calls == 0
+            assert ends  # picked, then handed back
+            setattr(core, failing, working)
+            assert (await fresh(Text(value="z"), timeout=5)).value == "a:z"
+            assert dict(a.calls) == {SAY: 2}
+
+
 async def test_a_unary_call_nobody_awaits_ends_with_its_callbacks_and_counts_released(
     plane: ControlPlane, client: XdsClient
 ) -> None:

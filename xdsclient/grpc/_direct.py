@@ -24,7 +24,7 @@ import grpc
 
 from .._call import CallConfig, LazyHeaderView, Status
 from ..lb import PickOutcome, PickResult
-from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, Starter, XdsCall
+from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, CallTarget, XdsCall
 from ._connections import Connection
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
@@ -189,27 +189,23 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
 
 
 def unary_call(
-    core: ChannelCore,
-    method: str,
+    target: CallTarget,
     request: Any,
-    serializer: Callable[[Any], bytes] | None,
-    deserializer: Callable[[bytes], Any] | None,
     timeout: float | None,
     metadata: Iterable[tuple[str, str | bytes]] | None,
     credentials: grpc.CallCredentials | None,
     wait_for_ready: bool | None,
     compression: grpc.Compression | None,
-    registry: set[Any],
-    multicallables: dict[Any, Any],
-    starter: Starter,
-    registered: bool,
 ) -> Any:
-    """A unary call: a `DirectCall` sent at once when its route decides only its cluster and
-    the pick completes now, else an `XdsCall` (given the pick if one was made)."""
+    """A unary call of ``target``'s multi-callable: a `DirectCall` sent at once when its route
+    decides only its cluster and the pick completes now, else an `XdsCall` (given the pick if
+    one was made)."""
     picked: Any = None
+    core = target.core
     config = core.config
     if config.__class__ is CallConfig and not core.closed and (timeout is None or timeout > 0):
         metadata = tuple(metadata) if metadata else ()
+        method = target.method
         direct = (core.metadata_directs if metadata else core.directs).get(method, _UNKNOWN)
         if direct is _UNKNOWN:
             direct = core.direct(config, method, bool(metadata))
@@ -221,22 +217,21 @@ def unary_call(
             picked = core.pick_now(direct, headers, request_hash, deadline, bool(wait_for_ready))
             if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
                 sent = _send(
-                    core, picked, now, method, request, serializer, deserializer, timeout,
-                    metadata, credentials, compression, registry, multicallables, registered,
+                    core, picked, now, target, request, timeout, metadata, credentials,
+                    compression,
                 )  # fmt: skip
                 if sent is _PICK_AGAIN:
                     picked = None
                 elif sent is not None:
                     return sent
     call = XdsCall(
-        core, method, request, _UNARY, serializer, deserializer, timeout, metadata,
-        credentials, wait_for_ready, compression, registry, multicallables, starter, registered,
-    )  # fmt: skip
+        target, _UNARY, request, timeout, metadata, credentials, wait_for_ready, compression
+    )
     if picked is not None and not isinstance(picked, Status):
         call._picked = picked
         call._picked_in = direct
         call._request_hash = request_hash
-    registry.add(call)
+    target.registry.add(call)
     return call
 
 
@@ -244,21 +239,17 @@ def _send(
     core: ChannelCore,
     picked: PickResult,
     now: float,
-    method: str,
+    target: CallTarget,
     request: Any,
-    serializer: Callable[[Any], bytes] | None,
-    deserializer: Callable[[bytes], Any] | None,
     timeout: float | None,
     metadata: tuple[tuple[str, str | bytes], ...],
     credentials: grpc.CallCredentials | None,
     compression: grpc.Compression | None,
-    registry: set[Any],
-    multicallables: dict[Any, Any],
-    registered: bool,
 ) -> Any:
     """Send the call picked at ``now`` on the pick's connection: its `DirectCall`;
-    `_PICK_AGAIN` when the connection just left READY (the pick is ended: the `XdsCall` picks
-    again); None when it cannot be sent now (the `XdsCall` handed the pick decides)."""
+    `_PICK_AGAIN` when the connection just left READY or the call could not be made (the pick
+    is handed back: the `XdsCall` picks again); None when TLS is refused (the `XdsCall` handed
+    the pick decides)."""
     endpoint = picked.endpoint
     assert endpoint is not None
     connections = core.connections
@@ -270,29 +261,42 @@ def _send(
     if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
         core.picker.call_abandoned(picked)  # unused: no outcome, as C-core re-queues it
         return _PICK_AGAIN
-    channel = connection.channel
-    multicallable = multicallables.get(channel)
-    if multicallable is None:
-        if len(multicallables) >= _ENDPOINTS_KEPT:
-            multicallables.clear()  # the channels of closed connections are not held for long
-        multicallable = multicallables[channel] = core.multicallable(
-            channel, (method, False, False, registered), serializer, deserializer
-        )
-    if compression:  # grpc.aio's multi-callable adds the compression's metadata
-        metadata = multicallable._init_metadata(metadata, compression)
-    try:
+    try:  # a raise here must not keep the pick: it is handed back and the `XdsCall` picks
+        multicallable = target.multicallables.get(connection.channel)
+        if multicallable is None:
+            multicallable = _multicallable(target, connection.channel)
+        if compression:  # grpc.aio's multi-callable adds the compression's metadata
+            metadata = multicallable._init_metadata(metadata, compression)
+        load = core.load_of(picked.cluster)
         call = DirectCall(
             multicallable, request, timeout, metadata, credentials, core, picked, connection,
-            now, registry,
+            now, target.registry,
         )  # fmt: skip
-    except Exception:  # the `XdsCall` sends it again and fails as it does
-        return None
-    multicallable._python_channel._register_call(call)  # as grpc.aio's multi-callable does
+    except Exception:  # unused: no outcome; the `XdsCall` sends it again and fails as it does
+        core.picker.call_abandoned(picked)
+        return _PICK_AGAIN
+    # the call is out and ends through `DirectCall._finished`: nothing below raises
     connection.calls += 1  # `Connections.call_started`, inline
-    load = core.load_of(picked.cluster)
     locality = picked.locality
     if load is not None and locality is not None:
         load.call_started(locality)
         call._load = load
-    registry.add(call)
+    multicallable._python_channel._register_call(call)  # as grpc.aio's multi-callable does
+    target.registry.add(call)
     return call
+
+
+def _multicallable(target: CallTarget, channel: Any) -> Any:
+    """grpc.aio's multi-callable of ``target``'s method on an endpoint's ``channel``, kept in
+    the target's (started over past `_ENDPOINTS_KEPT`: the channels of closed connections are
+    not held for long)."""
+    multicallables = target.multicallables
+    if len(multicallables) >= _ENDPOINTS_KEPT:
+        multicallables.clear()
+    made = multicallables[channel] = target.core.multicallable(
+        channel,
+        (target.method, False, False, target.registered),
+        target.serializer,
+        target.deserializer,
+    )
+    return made
