@@ -1,15 +1,21 @@
-"""The direct unary call: grpc.aio's own call to the picked endpoint, wrapped thinly.
+"""The direct unary call: grpc.aio's own unary call to the picked endpoint, as a subclass.
 
 Why a second call object: most calls are unary and their route decides only the cluster
 (`ChannelCore.direct`): their plan would be one attempt with nothing to wait out. Such a call
 needs no driver. When the channel has its configuration and the pick completes at once, the
 call is picked and sent as it is made (grpc.aio's call starts then too) and the caller gets a
-`DirectCall`: grpc.aio's call with the bookkeeping of its end (circuit breaking and the pick's
-outcome to the picker, load reporting, the connection's count of calls) done in one done
-callback that reads the finished call's status synchronously. Awaiting it is awaiting
-grpc.aio's call. Any other case (no configuration yet, a pick that queues, fails or drops, a
-connection not ready, TLS refused) is an `XdsCall`, handed the pick already made so that no
-draw is repeated.
+`DirectCall`: grpc.aio's call itself, made as the endpoint channel's multi-callable makes it,
+with the bookkeeping of its end (circuit breaking and the pick's outcome to the picker, load
+reporting, the connection's count of calls) done in one done callback that reads the finished
+call's status synchronously. Awaiting it is awaiting grpc.aio's call.
+
+Why a subclass and not a wrapper: no second object per call, and the one place a call gRPC
+refuses to send (metadata C-core rejects, a request that is not bytes) can be seen is its
+invocation, which raises before the call has a status, so no done callback would run: the
+subclass's invocation ends such a call there, at no cost to the calls that are sent.
+
+Any other case (no configuration yet, a pick that queues, fails or drops, a connection not
+ready, TLS refused) is an `XdsCall`, handed the pick already made so that no draw is repeated.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ _EOF: Any = grpc.aio.EOF
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
-#: `_send`'s answer when the pick named a connection that just left READY
+#: `_send`'s answer when the pick was handed back (its connection just left READY, or the
+#: call could not be made): the `XdsCall` picks again
 _PICK_AGAIN: Any = object()
 
 
