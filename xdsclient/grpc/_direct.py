@@ -44,6 +44,9 @@ _AioUnaryUnaryCall: Any = importlib.import_module("grpc.aio._call").UnaryUnaryCa
 _serialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").serialize
 _deserialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").deserialize
 _EOF: Any = grpc.aio.EOF
+#: whether grpc.aio's channel keeps a registry of its calls (its close cancels them; an older
+#: grpc.aio finds them by their invocation's frame, which a `DirectCall`'s is too)
+_REGISTERS = hasattr(importlib.import_module("grpc.aio._channel").Channel, "_register_call")
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
@@ -288,7 +291,8 @@ def _send(
     if load is not None and locality is not None:
         load.call_started(locality)
         call._load = load
-    multicallable._python_channel._register_call(call)  # as grpc.aio's multi-callable does
+    if _REGISTERS:  # as grpc.aio's multi-callable does
+        multicallable._python_channel._register_call(call)
     target.registry.add(call)
     return call
 
