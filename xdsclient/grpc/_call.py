@@ -601,8 +601,10 @@ class XdsCall(
         if load is not None and locality is not None:
             load.call_started(locality)
         ok = False
+        sent = True  # False: gRPC refused it, or it could not be made (no outcome, as C-core)
         self._load_report = None
         started = core.clock()
+        call = None
         try:
             call = self._send(connection.channel, number, deadline, started)
             if self._request_streaming or self._response_streaming:
@@ -621,12 +623,22 @@ class XdsCall(
                         self._load_report = load_report_of(await call.trailing_metadata())
                     outcome = _OK
             ok = outcome.code is Code.OK
+        except Exception:  # not grpc.aio's answer: the call never went out if it has no status
+            sent = _went_out(call)
+            raise
         finally:
-            now = core.clock()
-            report = self._load_report
-            core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
-            if load is not None and locality is not None:
-                load.call_finished(locality, ok, named_metrics(report))
+            if sent:
+                now = core.clock()
+                report = self._load_report
+                core.picker.call_finished(
+                    picked, ok, now, elapsed=now - started, load_report=report
+                )
+                if load is not None and locality is not None:
+                    load.call_finished(locality, ok, named_metrics(report))
+            else:  # C-core refuses it before any pick: the pick handed back, nothing counted
+                core.picker.call_abandoned(picked)
+                if load is not None and locality is not None:
+                    load.call_not_sent(locality)
             if connection.held:  # `Connections.call_ended`, inline: a held one stays open
                 connection.calls -= 1
             else:
@@ -769,6 +781,18 @@ class XdsCall(
             if not self._running():
                 self._start_on_task()
             await asyncio.shield(self.ended())
+
+
+def _went_out(call: Any) -> bool:
+    """Whether grpc.aio's ``call``, whose use raised an error of no gRPC status, was sent:
+    False when it was never made (None) or gRPC refused it (metadata C-core rejects, a request
+    that is not bytes: it raises before the call has a status, which is then cancelled)."""
+    if call is None:
+        return False
+    if call.done():
+        return True
+    call.cancel()
+    return False
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
