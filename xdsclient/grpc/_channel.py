@@ -22,6 +22,7 @@ from ..lb import ConnectivityState
 from ._call import Starter, XdsCall
 from ._core import ChannelCore
 from ._direct import DirectCall, unary_call
+from ._direct_stream import DirectStream, stream_call
 from ._intercept import InterceptedCall, applicable
 
 __all__ = ["XdsChannel"]
@@ -77,7 +78,7 @@ class XdsChannel(grpc.aio.Channel):
             fallback=fallback_credentials,
         )
         self._interceptors = tuple(interceptors)
-        self._calls: set[XdsCall | DirectCall] = set()
+        self._calls: set[XdsCall | DirectCall | DirectStream] = set()
         self._starter = Starter()
         self._closing: asyncio.Task[None] | None = None
 
@@ -325,10 +326,17 @@ class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: 
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
     ) -> Any:
-        return self._channel._call(
-            (False, True), self._method, request, self._serializer, self._deserializer,
-            timeout, metadata, credentials, wait_for_ready, compression,
-            self._multicallables, self._registered,
+        channel = self._channel
+        if channel._interceptors:
+            return channel._call(
+                (False, True), self._method, request, self._serializer, self._deserializer,
+                timeout, metadata, credentials, wait_for_ready, compression,
+                self._multicallables, self._registered,
+            )  # fmt: skip
+        return stream_call(  # the usual stream
+            channel._core, self._method, request, self._serializer, self._deserializer,
+            timeout, metadata, credentials, wait_for_ready, compression, channel._calls,
+            self._multicallables, channel._starter, self._registered,
         )  # fmt: skip
 
 
