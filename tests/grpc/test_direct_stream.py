@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -23,6 +24,17 @@ from .echo import COUNT, EchoBackend, EchoStub, Text, until
 from .test_custom_policies import ZonePolicy, made, policy_cluster, resources, typed_struct
 
 __all__ = ["made"]  # the fixture, used here
+
+
+class _CountingRandom(random.Random):
+    """A seeded `random.Random` that counts the request hashes drawn from it."""
+
+    draws = 0
+
+    def getrandbits(self, k: int, /) -> int:
+        self.draws += 1
+        return super().getrandbits(k)
+
 
 METADATA = (("x-user", "42"), ("x-request-id", "7f3c"), ("trace-bin", b"\x00\x01\x02"))
 
@@ -318,4 +330,31 @@ async def test_a_stream_whose_route_decides_more_than_its_cluster_takes_the_full
             assert isinstance(call, DirectStream if direct else XdsCall)
             assert [m.value async for m in call] == ["a:0", "a:1"]
             await until(lambda: not channel._calls)
+            _assert_released(channel, a)
+
+
+async def test_a_stream_made_while_its_pick_queues_waits_for_it_and_is_answered_once(
+    plane: ControlPlane, client: XdsClient, made: list[ZonePolicy]
+) -> None:
+    """A stream made while its endpoint is down (the policy queues the pick) is a planned
+    `XdsCall` given that pick, and its draw: once the backend is back it is answered on its
+    one attempt with no second draw, the policy hears one end for it, and its counts are
+    released."""
+    rng = _CountingRandom(7)
+    async with stream_backend() as a:
+        _zone_cluster(plane, a)
+        async with XdsChannel("xds:///svc", client=client, rng=rng) as channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="warm"), timeout=5)).value == "a:warm"
+            await a.stop(keep_port=True)
+            await until(lambda: channel.get_state() is not grpc.ChannelConnectivity.READY)
+            drawn = rng.draws
+            call = stub.Count(Text(value="2"), timeout=10)
+            assert isinstance(call, XdsCall)
+            await a.start()
+            assert [m.value async for m in call] == ["a:0", "a:1"]
+            assert rng.draws == drawn + 1
+            assert a.calls[COUNT] == 1
+            await until(lambda: not channel._calls)
+            assert [e.ok for _, e in made[0].ends] == [True, True]
             _assert_released(channel, a)
