@@ -242,9 +242,9 @@ async def test_closing_the_channel_ends_a_direct_stream_as_channel_closed_and_re
 async def test_a_direct_streams_metadata_reaches_the_backend_as_through_grpc_aio(
     plane: ControlPlane, client: XdsClient, made: list[ZonePolicy]
 ) -> None:
-    """The metadata of a direct stream (text and ``-bin`` values) reaches the backend key by
-    key, in order, as the same stream's through a plain grpc.aio channel; its initial and
-    trailing metadata, code and details read as grpc.aio's."""
+    """The metadata of a direct stream (text and ``-bin`` values, and gzip compression's)
+    reaches the backend key by key, in order, as the same stream's through a plain grpc.aio
+    channel; its initial and trailing metadata, code and details read as grpc.aio's."""
     async with stream_backend() as a:
         _zone_cluster(plane, a)
         async with (
@@ -254,7 +254,9 @@ async def test_a_direct_streams_metadata_reaches_the_backend_as_through_grpc_aio
             assert (await EchoStub(channel).Say(Text(value="warm"), timeout=5)).value == "a:warm"
             seen = []
             for each in (plain, channel):
-                call = EchoStub(each).Count(Text(value="1"), timeout=5, metadata=METADATA)
+                call = EchoStub(each).Count(
+                    Text(value="1"), timeout=5, metadata=METADATA, compression=grpc.Compression.Gzip
+                )
                 await call.wait_for_connection()
                 assert 0 < (call.time_remaining() or 0) <= 5
                 assert [m.value async for m in call] == ["a:0"]

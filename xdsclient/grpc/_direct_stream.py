@@ -1,51 +1,59 @@
-"""The direct server-streaming call: grpc.aio's own stream to the picked endpoint, wrapped thinly.
+"""The direct server-streaming call: grpc.aio's own stream to the picked endpoint, as a subclass.
 
 Why: a server-streaming call whose route decides only its cluster (`ChannelCore.direct`) has
 a plan of one attempt with nothing to wait out, as the usual unary call has. Driving it costs a
 task, a queue between that task and the reader, and a turn of the loop per message. When the
 channel has its configuration and the pick completes at once, the call is picked and sent as
 it is made (grpc.aio's call starts then too) and the caller gets a `DirectStream`: grpc.aio's
-``UnaryStreamCall`` read directly, with the bookkeeping of its end (the pick's outcome and
-circuit breaking to the picker, ORCA, load reporting, the connection's count of calls) done in
-one done callback of grpc.aio's call, which runs however the stream ends: read to its end,
-cancelled, past its deadline, failed, never read, refused by gRPC before it was sent (its
-sending task's end cancels it), or ended by the channel's close. Any other case is an
-`XdsCall`, handed the pick already made so that no draw is repeated.
+``UnaryStreamCall`` itself (as `DirectCall` is its unary call), read as grpc.aio's, with the
+bookkeeping of its end (the pick's outcome and circuit breaking to the picker, ORCA, load
+reporting, the connection's count of calls) done in one done callback of its Cython call,
+which runs however the stream ends: read to its end, cancelled, past its deadline, failed,
+never read (it ends at its deadline: gRPC gives the status once the messages are read),
+ended by the channel's close, or refused by gRPC as it is sent (metadata it rejects before
+the call has a status: its sending task ends the call then). Any other case is an `XdsCall`,
+handed the pick already made so that no draw is repeated.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+import importlib
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
 
 from .._call import CallConfig, LazyHeaderView, Status
 from ..lb import PickOutcome, PickResult
-from ._call import _NO_METADATA_HEADERS, _UNKNOWN, Starter, XdsCall
+from ._call import _NO_METADATA_HEADERS, _UNKNOWN, CallTarget, XdsCall
 from ._connections import Connection
 from ._core import CLOSED, ChannelCore
+from ._direct import _REGISTERS, _serialize
 from ._orca import load_report_of, named_metrics
 from ._status import rpc_error, status_code
 from ._tls import TlsError
 
 __all__ = ["DirectStream", "stream_call"]
 
+#: grpc.aio's server-streaming call class (private to grpc.aio, untyped)
+_AioUnaryStreamCall: Any = importlib.import_module("grpc.aio._call").UnaryStreamCall
 _KIND = (False, True)
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
-#: `_send`'s answer when the pick named a connection that just left READY
+#: `_send`'s answer when the pick was handed back (its connection just left READY, or the
+#: call could not be made): the `XdsCall` picks again
 _PICK_AGAIN: Any = object()
 
 
-class DirectStream(grpc.aio.UnaryStreamCall):  # type: ignore[type-arg]
-    """A direct server-streaming call: grpc.aio's ``unary_stream`` call on the picked
-    endpoint's connection."""
+class DirectStream(_AioUnaryStreamCall):  # type: ignore[misc]  # grpc.aio's call, untyped
+    """A direct server-streaming call: grpc.aio's own ``unary_stream`` call on the picked
+    endpoint's channel, made by `_send` from grpc.aio's multi-callable for it, whose end's
+    bookkeeping is one done callback on its Cython call."""
 
     __slots__ = (
-        "_call",
         "_closed",
         "_connection",
         "_core",
@@ -58,19 +66,29 @@ class DirectStream(grpc.aio.UnaryStreamCall):  # type: ignore[type-arg]
 
     def __init__(
         self,
-        call: Any,
+        multicallable: Any,
+        request: Any,
+        timeout: float | None,
+        metadata: Any,
+        credentials: grpc.CallCredentials | None,
         core: ChannelCore,
         picked: PickResult,
         connection: Connection,
-        load: Any,
         started: float,
         registry: set[Any],
     ) -> None:
-        self._call = call
+        # grpc.aio's `UnaryStreamMultiCallable.__call__`, for this class: its deadline by the
+        # wall clock, as grpc.aio's
+        m = multicallable
+        super().__init__(
+            request, None if timeout is None else time.time() + timeout, metadata,
+            credentials, False, m._channel, m._method, m._request_serializer,
+            m._response_deserializer, m._loop, m._registered_call_handle,
+        )  # fmt: skip
         self._core = core
         self._picked = picked
         self._connection = connection
-        self._load = load
+        self._load: Any = None
         self._started = started
         #: the channel's calls still running: the call leaves it when it ends
         self._registry = registry
@@ -79,25 +97,39 @@ class DirectStream(grpc.aio.UnaryStreamCall):  # type: ignore[type-arg]
         self._ended_future: asyncio.Future[None] | None = None
         # the Cython call's done callback takes no argument (grpc.aio's own wraps it in a
         # partial of its call), and runs however the call gets its status
-        call._cython_call.add_done_callback(self._finished)
-        # gRPC can refuse the call as its sending task sends it (metadata it refuses, a
-        # request the serializer fails on): no status then, so no done callback either
-        call._send_unary_request_task.add_done_callback(self._sent)
+        self._cython_call.add_done_callback(self._finished)
 
-    def _sent(self, task: Any) -> None:
-        """grpc.aio's sending task ended (the request sent, or the call cancelled): if it
-        failed before the call had a status, cancel the call, which gives it one and runs
-        `_finished` (the reader still gets the error, from the task)."""
-        if task.cancelled() or task.exception() is None:
-            return
-        if not self._call._cython_call.done():
-            self._call._cython_call.cancel("the call could not be sent")
+    async def _send_unary_request(self) -> None:
+        """grpc.aio's sending of the request, which also ends a call gRPC refuses to send (a
+        ``-bin`` key with a text value): that raises here before the call has a status, so no
+        done callback would run. It is cancelled (a status, so `_finished` runs, once) and
+        the reader gets the error."""
+        cython = self._cython_call
+        try:
+            await cython.initiate_unary_stream(
+                _serialize(self._request, self._request_serializer), self._metadata, self._context
+            )
+        except asyncio.CancelledError:
+            if not cython.cancelled():
+                self.cancel()
+            raise
+        except BaseException:
+            if not cython.done():
+                cython.cancel("the call could not be sent")
+            raise
+
+    async def _raise_for_status(self) -> None:
+        """grpc.aio's end of a read past the last message: the channel's close is CANCELLED
+        ``Channel closed!`` (an `AioRpcError`, as from a planned call), not `CancelledError`."""
+        if self._closed:
+            raise rpc_error(CLOSED)
+        await super()._raise_for_status()
 
     def _finished(self) -> None:
         """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
         core = self._core
         picked = self._picked
-        cython = self._call._cython_call
+        cython = self._cython_call
         ok = cython.is_ok()
         report = None
         if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
@@ -118,109 +150,61 @@ class DirectStream(grpc.aio.UnaryStreamCall):  # type: ignore[type-arg]
         if future is not None and not future.done():
             future.set_result(None)
 
-    # --- grpc.aio's stream interface ---
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Any]:
-        try:
-            async for message in self._call:
-                yield message
-        except asyncio.CancelledError:
-            if self._closed:
-                raise rpc_error(CLOSED) from None
-            raise
-
-    async def read(self) -> Any:
-        """The next response message, or ``grpc.aio.EOF`` after the last."""
-        try:
-            return await self._call.read()
-        except asyncio.CancelledError:
-            if self._closed:
-                raise rpc_error(CLOSED) from None
-            raise
-
-    # --- grpc.aio's call interface ---
+    # --- grpc.aio's call interface, where the channel's close or the subclass differ ---
 
     def cancelled(self) -> bool:
-        return not self._closed and bool(self._call.cancelled())
-
-    def done(self) -> bool:
-        return bool(self._call.done())
-
-    def time_remaining(self) -> float | None:
-        remaining: float | None = self._call.time_remaining()
-        return remaining
-
-    def cancel(self) -> bool:
-        return bool(self._call.cancel())
+        return not self._closed and bool(self._cython_call.cancelled())
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
-        if self._call.done():
+        if self._cython_call.done():
             asyncio.get_running_loop().call_soon(callback, self)
         else:
-            self._call.add_done_callback(lambda _: callback(self))
-
-    async def initial_metadata(self) -> grpc.aio.Metadata:
-        metadata: grpc.aio.Metadata = await self._call.initial_metadata()
-        return metadata
-
-    async def trailing_metadata(self) -> grpc.aio.Metadata:
-        metadata: grpc.aio.Metadata = await self._call.trailing_metadata()
-        return metadata
+            super().add_done_callback(callback)
 
     async def code(self) -> grpc.StatusCode:
-        code: grpc.StatusCode = await self._call.code()
+        code: grpc.StatusCode = await super().code()
         return _CLOSED_CODE if self._closed else code
 
     async def details(self) -> str:
-        details: str = await self._call.details()
+        details: str = await super().details()
         return CLOSED.details if self._closed else details
-
-    async def wait_for_connection(self) -> None:
-        await self._call.wait_for_connection()
 
     # --- the channel's hooks ---
 
     def close_by_channel(self) -> None:
         """The channel closes: the call ends CANCELLED (``Channel closed!``)."""
-        if not self._call.done():
+        if not self._cython_call.done():
             self._closed = True
-            self._call.cancel()
+            self.cancel()
 
     def ended(self) -> asyncio.Future[None]:
         """A future done once the call has ended."""
         future = self._ended_future
         if future is None:
             future = self._ended_future = asyncio.get_running_loop().create_future()
-            if self._call.done():
+            if self._cython_call.done():
                 future.set_result(None)
         return future
 
 
 def stream_call(
-    core: ChannelCore,
-    method: str,
+    target: CallTarget,
     request: Any,
-    serializer: Callable[[Any], bytes] | None,
-    deserializer: Callable[[bytes], Any] | None,
     timeout: float | None,
     metadata: Iterable[tuple[str, str | bytes]] | None,
     credentials: grpc.CallCredentials | None,
     wait_for_ready: bool | None,
     compression: grpc.Compression | None,
-    registry: set[Any],
-    multicallables: dict[Any, Any],
-    starter: Starter,
-    registered: bool,
 ) -> Any:
-    """A server-streaming call: a `DirectStream` sent at once when its route decides only its
-    cluster and the pick completes now, else an `XdsCall` (given the pick if one was made)."""
+    """A server-streaming call of ``target``'s multi-callable: a `DirectStream` sent at once
+    when its route decides only its cluster and the pick completes now, else an `XdsCall`
+    (given the pick if one was made)."""
     picked: Any = None
+    core = target.core
     config = core.config
     if config.__class__ is CallConfig and not core.closed and (timeout is None or timeout > 0):
         metadata = tuple(metadata) if metadata else ()
+        method = target.method
         direct = (core.metadata_directs if metadata else core.directs).get(method, _UNKNOWN)
         if direct is _UNKNOWN:
             direct = core.direct(config, method, bool(metadata))
@@ -232,22 +216,21 @@ def stream_call(
             picked = core.pick_now(direct, headers, request_hash, deadline, bool(wait_for_ready))
             if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
                 sent = _send(
-                    core, picked, now, method, request, serializer, deserializer, timeout,
-                    metadata, credentials, compression, registry, multicallables, registered,
+                    core, picked, now, target, request, timeout, metadata, credentials,
+                    compression,
                 )  # fmt: skip
                 if sent is _PICK_AGAIN:
                     picked = None
                 elif sent is not None:
                     return sent
     call = XdsCall(
-        core, method, request, _KIND, serializer, deserializer, timeout, metadata,
-        credentials, wait_for_ready, compression, registry, multicallables, starter, registered,
-    )  # fmt: skip
+        target, _KIND, request, timeout, metadata, credentials, wait_for_ready, compression
+    )
     if picked is not None and not isinstance(picked, Status):
         call._picked = picked  # its driver runs at the loop's next turn: it takes the pick
         call._picked_in = direct
         call._request_hash = request_hash
-    registry.add(call)
+    target.registry.add(call)
     return call
 
 
@@ -255,21 +238,17 @@ def _send(
     core: ChannelCore,
     picked: PickResult,
     now: float,
-    method: str,
+    target: CallTarget,
     request: Any,
-    serializer: Callable[[Any], bytes] | None,
-    deserializer: Callable[[bytes], Any] | None,
     timeout: float | None,
     metadata: tuple[tuple[str, str | bytes], ...],
     credentials: grpc.CallCredentials | None,
     compression: grpc.Compression | None,
-    registry: set[Any],
-    multicallables: dict[Any, Any],
-    registered: bool,
 ) -> Any:
     """Send the stream picked at ``now`` on the pick's connection: its `DirectStream`;
-    `_PICK_AGAIN` when the connection just left READY (the pick is ended: the `XdsCall` picks
-    again); None when it cannot be sent now (the `XdsCall` handed the pick decides)."""
+    `_PICK_AGAIN` when the connection just left READY or the call could not be made (the pick
+    is handed back: the `XdsCall` picks again); None when TLS is refused (the `XdsCall` handed
+    the pick decides)."""
     endpoint = picked.endpoint
     assert endpoint is not None
     connections = core.connections
@@ -281,32 +260,40 @@ def _send(
     if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
         core.picker.call_abandoned(picked)  # unused: no outcome, as C-core re-queues it
         return _PICK_AGAIN
-    channel = connection.channel
-    multicallable = multicallables.get(channel)
-    if multicallable is None:
-        if len(multicallables) >= _ENDPOINTS_KEPT:
-            multicallables.clear()  # the channels of closed connections are not held for long
-        multicallable = multicallables[channel] = core.multicallable(
-            channel, (method, *_KIND, registered), serializer, deserializer
-        )
-    try:
-        call = multicallable(
-            request,
-            timeout=timeout,
-            metadata=metadata,
-            credentials=credentials,
-            wait_for_ready=False,
-            compression=compression,
-        )
-    except Exception:  # the `XdsCall` sends it again and fails as it does
-        return None
+    try:  # a raise here must not keep the pick: it is handed back and the `XdsCall` picks
+        multicallable = target.multicallables.get(connection.channel)
+        if multicallable is None:
+            multicallable = _multicallable(target, connection.channel)
+        if compression:  # grpc.aio's multi-callable adds the compression's metadata
+            metadata = multicallable._init_metadata(metadata, compression)
+        load = core.load_of(picked.cluster)
+        call = DirectStream(
+            multicallable, request, timeout, metadata, credentials, core, picked, connection,
+            now, target.registry,
+        )  # fmt: skip
+    except Exception:  # unused: no outcome; the `XdsCall` sends it again and fails as it does
+        core.picker.call_abandoned(picked)
+        return _PICK_AGAIN
+    # the call is out and ends through `DirectStream._finished`: nothing below raises
     connection.calls += 1  # `Connections.call_started`, inline
-    load = core.load_of(picked.cluster)
     locality = picked.locality
     if load is not None and locality is not None:
         load.call_started(locality)
-    else:
-        load = None
-    stream = DirectStream(call, core, picked, connection, load, now, registry)
-    registry.add(stream)
-    return stream
+        call._load = load
+    if _REGISTERS:  # as grpc.aio's multi-callable does
+        multicallable._python_channel._register_call(call)
+    target.registry.add(call)
+    return call
+
+
+def _multicallable(target: CallTarget, channel: Any) -> Any:
+    """grpc.aio's server-streaming multi-callable of ``target``'s method on an endpoint's
+    ``channel``, kept in the target's (started over past `_ENDPOINTS_KEPT`: the channels of
+    closed connections are not held for long)."""
+    multicallables = target.multicallables
+    if len(multicallables) >= _ENDPOINTS_KEPT:
+        multicallables.clear()
+    made = multicallables[channel] = target.core.multicallable(
+        channel, (target.method, *_KIND, target.registered), target.serializer, target.deserializer
+    )
+    return made
