@@ -175,6 +175,8 @@ class Snapshots:
         self.rss_kib: int | None = None
         self.load_cpu: float | None = None
         self.import_rss_kib: int | None = None
+        #: ``--update-timeline``: (read, receive, received, write, written, CPU) per response
+        self.steps: list[tuple[float, ...]] = []
         self._task = asyncio.ensure_future(self._read(stream))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
@@ -188,6 +190,8 @@ class Snapshots:
                 self.load_cpu = float(values[0])
             elif kind == "import-rss" and int(values[0]) > 0:
                 self.import_rss_kib = int(values[0])
+            elif kind == "steps":
+                self.steps.append(tuple(map(float, values)))
 
     async def when(self, generations: int, after: float, timeout: float) -> float | None:
         """When the first snapshot holding ``generations`` came after ``after``."""
@@ -368,10 +372,17 @@ class Run:
         return None if when is None else when - since
 
     async def update(self, case: str, names: set[str], messages: list[Any], gens: int) -> bool:
+        start = time.monotonic()
         pushed = await _push(self.cp, names, messages, self.timeout)
         if pushed is None:
             return False
         since, acked = pushed
+        if UPDATE_TIMELINE[0] and self.snapshots is not None:
+            print(
+                f"    {case}: {update_timeline(start, since, acked, self.snapshots.steps)}",
+                file=sys.stderr,
+                flush=True,
+            )
         snap = None if case == "resend unchanged" else await self._snapshot(gens, since)
         settled = await self._settle(since, acked, snap)
         self._keep(case, acked - since, snap, settled)
@@ -396,6 +407,31 @@ class Run:
 
 #: ``--timeline``: print each full load's round trips (`load_timeline`) as it is measured
 TIMELINE: list[bool] = [False]
+#: ``--update-timeline``: print each update's steps (`update_timeline`) as it is measured
+UPDATE_TIMELINE: list[bool] = [False]
+
+
+def update_timeline(start: float, sent: float, acked: float, steps: list[tuple[float, ...]]) -> str:
+    """One update as both sides saw it, in ms from the push (``set_all``): the control plane
+    building its response (to the write), the client's read (the transfer, gRPC's read and
+    parse, the hand-off to the loop), its ``receive``, what runs before the ACK's write
+    (publish), the write, then the ACK reaching the control plane; and the client loop's CPU
+    time from its read to the written ACK. From the worker's ``steps`` (ours only)."""
+    mine = next((s for s in steps if sent <= s[0] <= acked), None)
+    if mine is None:
+        return f"response {(sent - start) * 1e3:.2f}, ACK {(acked - start) * 1e3:.2f} (no steps)"
+    read, receive, received, write, written, cpu = mine
+    parts = [
+        ("server", sent - start),
+        ("to read", read - sent),
+        ("to receive", receive - read),
+        ("receive", received - receive),
+        ("to write", write - received),
+        ("write", written - write),
+        ("to the control plane", acked - written),
+    ]
+    shown = ", ".join(f"{label} {value * 1e3:.2f}" for label, value in parts)
+    return f"{shown}; ACK at {(acked - start) * 1e3:.2f} ms; client CPU {cpu * 1e3:.2f} ms"
 
 
 async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
@@ -490,11 +526,18 @@ def main() -> None:
     parser.add_argument(
         "--timeline", action="store_true", help="print each full load's round trips (stderr)"
     )
+    parser.add_argument(
+        "--update-timeline", action="store_true", help="print each update's steps (stderr)"
+    )
     args = parser.parse_args()
     TIMELINE[0] = args.timeline
     if args.before:
         add_before(args.before)
         args.clients = [*args.clients, *(c for c in BEFORE if c not in args.clients)]
+    if args.update_timeline:
+        UPDATE_TIMELINE[0] = True
+        for environment in ENVIRONMENTS.values():
+            environment["XDSCLIENT_BENCH_TIMELINE"] = "1"
     results: list[Result] = []
     floors: dict[int, float] = {}
     for n in args.sizes:
