@@ -26,14 +26,19 @@ the cached bytes of a held value reuses that value instead of being decoded and 
 (a SotW resend of N unchanged resources then costs the parse and N dict lookups). It still goes
 through `TypeState.apply_valid` like any valid resource, so it is ACKed, refreshes its TTL,
 clears its does-not-exist timer and a previous error; it is not announced again. A bare SotW
-body names itself only once decoded, so SotW looks its bytes up in an index of the cached
-bytes, built once per response that is not much smaller than the cache.
+body names itself only once decoded, so SotW finds the cached entry by the name its bytes
+begin with (`leading_name`: field 1, where every built-in type keeps its name) and compares the
+bytes; where the bytes do not begin with such a field (or interpreted, where reading it costs
+more than hashing the bytes), it looks the bytes up in an index of the cached bytes, built once
+per response that is not much smaller than the cache. Either way a hit is a resource whose bytes
+equal a held value's, so both find the same ones for the built-in types; a leading name that
+names no entry, or one with other bytes, is decoded as any changed resource is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Container
-from typing import Any
+from typing import Any, Final
 
 from .._errors import ResourceDecodeError
 from .._names import WILDCARD
@@ -49,6 +54,8 @@ ttl_none: float | None = None
 
 #: SotW indexes the cached bytes only for responses of at least 1/_INDEX_RATIO of the cache
 _INDEX_RATIO = 8
+#: Whether this module runs compiled (mypyc): then SotW finds unchanged bytes by `leading_name`
+COMPILED: Final = not __file__.endswith(".py")
 
 __all__ = ["BodilessItem", "Classifier", "ValidItem", "key_of", "name_too_long"]
 
@@ -68,6 +75,29 @@ def key_of(name: str, type_url: str) -> str:
         return canonical_name(name, type_url)
     except InvalidNameError:
         return name
+
+
+def leading_name(raw: bytes) -> str | None:
+    """The text of ``raw``'s first field when it is field 1, length-delimited, under 16 KiB and
+    valid UTF-8 (a built-in resource's name, as its serializer writes it first), else None.
+    Only a guess to look the cache up by: a hit still needs the cached bytes to be ``raw``."""
+    size = len(raw)
+    if size < 2 or raw[0] != 10:
+        return None
+    length = raw[1]
+    start = 2
+    if length >= 128:
+        if size < 3 or raw[2] >= 128:
+            return None
+        length = (length & 127) | (raw[2] << 7)
+        start = 3
+    end = start + length
+    if end > size:
+        return None
+    try:
+        return raw[start:end].decode()
+    except UnicodeDecodeError:
+        return None
 
 
 class Classifier:
@@ -174,7 +204,9 @@ class Classifier:
         wrapper, or a wrong type) goes to ``other(index, packed)``. Same rules as `body`."""
         decode, max_name = self._decode, self._max_name
         seen, valid, invalid = self.seen, self.valid, self.invalid
-        known = self._known_bytes(len(resources))
+        by_name = COMPILED and self._reuse and bool(self._entries)
+        # compiled, the index is built only for bytes that do not begin with a name
+        known = None if by_name else self._known_bytes(len(resources))
         entries = self._entries
         for index, packed in enumerate(resources):
             if packed.type_url != type_url:
@@ -182,7 +214,16 @@ class Classifier:
                 continue
             raw = packed.value
             reason: str | None = None
-            hit = known.get(raw) if known else None
+            hit: str | None = None
+            guess = leading_name(raw) if by_name else None
+            if guess is not None:
+                cached = entries.get(guess)
+                if cached is not None and cached.raw == raw and cached.status.holds_value:
+                    hit = guess
+            elif by_name or known:
+                if known is None:
+                    known = self._known_bytes(len(resources))
+                hit = known.get(raw)
             if hit is not None:
                 name, value = hit, entries[hit].value  # unchanged: its cached name and value
             else:
