@@ -45,8 +45,14 @@ Ours runs twice: as installed (``xdsclient``: compiled where the build is) and a
 ``--before PATH`` the package of another checkout (an older commit, built the same way) runs
 both ways too (``before``, ``before-pure``), in the same run.
 
+``--update-timeline`` prints each update of ours as both sides saw it (stderr): the control
+plane building its response, the client's read (the transfer, gRPC's read and parse, the
+hand-off to the loop), its ``receive``, the steps before the ACK's write, the write and the ACK
+reaching the control plane, and the client loop's CPU time from the read to the written ACK
+(the worker notes them with ``XDSCLIENT_BENCH_TIMELINE=1``).
+
     python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient xdsclient-pure grpcio]
-        [--rounds 3] [--before PATH] [--timeline]
+        [--rounds 3] [--before PATH] [--timeline] [--update-timeline]
 """
 
 from __future__ import annotations
@@ -377,15 +383,12 @@ class Run:
         if pushed is None:
             return False
         since, acked = pushed
-        if UPDATE_TIMELINE[0] and self.snapshots is not None:
-            print(
-                f"    {case}: {update_timeline(start, since, acked, self.snapshots.steps)}",
-                file=sys.stderr,
-                flush=True,
-            )
         snap = None if case == "resend unchanged" else await self._snapshot(gens, since)
         settled = await self._settle(since, acked, snap)
         self._keep(case, acked - since, snap, settled)
+        if UPDATE_TIMELINE[0] and self.snapshots is not None:  # its steps have come by now
+            steps = update_timeline(start, since, acked, self.snapshots.steps)
+            print(f"    {case}: {steps}", file=sys.stderr, flush=True)
         return True
 
     async def updates(self, rounds: int) -> None:
@@ -412,26 +415,31 @@ UPDATE_TIMELINE: list[bool] = [False]
 
 
 def update_timeline(start: float, sent: float, acked: float, steps: list[tuple[float, ...]]) -> str:
-    """One update as both sides saw it, in ms from the push (``set_all``): the control plane
-    building its response (to the write), the client's read (the transfer, gRPC's read and
-    parse, the hand-off to the loop), its ``receive``, what runs before the ACK's write
-    (publish), the write, then the ACK reaching the control plane; and the client loop's CPU
-    time from its read to the written ACK. From the worker's ``steps`` (ours only)."""
+    """One update as both sides saw it, in ms from the control plane's write of its response
+    (where the ACK's time starts): the client's read (the transfer, gRPC's read and parse, the
+    hand-off to the loop), the wait until its ``receive``, the receive, the steps until the
+    ACK's write starts (the events handed to the watchers, the ACK built), and from there the
+    ACK reaching the control plane (gRPC's write, the transfer, the server's read); then the
+    control plane's own build before its write (from ``set_all``), how long the client's write
+    took to return, and the client loop's CPU time from its read to the written ACK. From the
+    worker's ``steps`` (ours only)."""
     mine = next((s for s in steps if sent <= s[0] <= acked), None)
     if mine is None:
-        return f"response {(sent - start) * 1e3:.2f}, ACK {(acked - start) * 1e3:.2f} (no steps)"
+        return f"ACK {(acked - sent) * 1e3:.2f} ms (no steps)"
     read, receive, received, write, written, cpu = mine
     parts = [
-        ("server", sent - start),
-        ("to read", read - sent),
+        ("read", read - sent),
         ("to receive", receive - read),
         ("receive", received - receive),
-        ("to write", write - received),
-        ("write", written - write),
-        ("to the control plane", acked - written),
+        ("to the write", write - received),
+        ("to the ACK", acked - write),
     ]
     shown = ", ".join(f"{label} {value * 1e3:.2f}" for label, value in parts)
-    return f"{shown}; ACK at {(acked - start) * 1e3:.2f} ms; client CPU {cpu * 1e3:.2f} ms"
+    return (
+        f"{shown} = {(acked - sent) * 1e3:.2f} ms; the control plane's build before it "
+        f"{(sent - start) * 1e3:.2f}, the write's return {(written - write) * 1e3:.2f}, the "
+        f"client loop's CPU {cpu * 1e3:.2f}"
+    )
 
 
 async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:

@@ -53,7 +53,9 @@ def name_too_long(name: str, limit: int) -> str:
     return f"name of {len(name)} characters exceeds max_name_length ({limit})"
 
 
-ttl_none: float | None = None
+ttl_none: Final[float | None] = None
+#: compiled, a C static, not a lookup in the module's dict per resource
+_XDSTP: Final = XDSTP_PREFIX
 
 #: SotW indexes the cached bytes only for responses of at least 1/_INDEX_RATIO of the cache
 _INDEX_RATIO = 8
@@ -301,7 +303,7 @@ class Classifier:
         resources: Sequence[Any],
         values: list[bytes | None],
         version: str,
-        wanted: Container[str] | None,
+        wanted: dict[str, None] | None,
         other: Callable[[int, Any], None],
     ) -> None:
         """The resources of a SotW response: each ``Any`` of the type, whose value is in
@@ -343,7 +345,7 @@ class Classifier:
                 self._unnamed_body(index, name, reason)
             elif (
                 hit is None
-                and name.startswith(XDSTP_PREFIX)
+                and name.startswith(_XDSTP)
                 and not (name := self.canonical(index, name))
             ):
                 pass  # an xdstp name that is not one of this type: the NACK says why
