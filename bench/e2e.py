@@ -36,6 +36,14 @@ compiled build checks an update's assignments before the ACK and builds their lo
 first read: that building is in the snapshot's time, not the ACK's). Updates run ``--rounds``
 times; the best is shown.
 
+The full load is sampled ``--load-samples`` times for ours (default 3) and
+``--grpcio-load-samples`` times for grpcio (default 1: one takes 0.7 s and more), each in a
+fresh client process against a fresh control plane, the clients taking turns (sample 1 of every
+client, then sample 2, ...), so a moment when the machine is busy falls on one sample rather
+than on one client. The table shows the median of a client's samples (its ACK, snapshot and
+CPU time each), and a line below it their spread; the first sample's process then runs the
+updates, and its peak RSS is the one shown.
+
 The decode floor, printed beside them and as a ratio, is parsing one SotW response of N
 assignments and unpacking every ``Any`` with protobuf alone, in this process. grpcio's client
 runs up to ``--grpcio-max`` (default 1,000: at 10,000 it does not finish in minutes).
@@ -52,7 +60,8 @@ reaching the control plane, and the client loop's CPU time from the read to the 
 (the worker notes them with ``XDSCLIENT_BENCH_TIMELINE=1``).
 
     python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient xdsclient-pure grpcio]
-        [--rounds 3] [--before PATH] [--timeline] [--update-timeline]
+        [--rounds 3] [--load-samples 3] [--grpcio-load-samples 1] [--before PATH] [--timeline]
+        [--update-timeline]
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import time
 from typing import Any
@@ -116,8 +126,12 @@ class Result:
     #: of the full load: the control plane's time, and the client's CPU time (ours only)
     load_server: float | None = None
     load_cpu: float | None = None
+    #: of the full load: the CPU time of the client's event loop thread (ours only)
+    load_loop_cpu: float | None = None
     #: RSS once the package was imported, before any resource (ours only)
     import_rss_mib: float | None = None
+    #: the full load's time to the ACK in each sample (None: not in time), in the order taken
+    load_samples: tuple[float | None, ...] = ()
 
 
 class Coverage:
@@ -173,13 +187,15 @@ async def _until(predicate: Any, timeout: float) -> bool:
 
 class Snapshots:
     """Reads the worker's lines: ``import-rss <KiB>`` once imported, ``snapshot <monotonic
-    time> <sum of generations>``, ``load-cpu <seconds>`` (the CPU time of its full load), then
+    time> <sum of generations>``, ``load-cpu <seconds>`` (the CPU time of its full load),
+    ``load-loop-cpu <seconds>`` (its event loop thread's part of it), then
     ``rss <KiB>`` at exit."""
 
     def __init__(self, stream: asyncio.StreamReader) -> None:
         self.seen: list[tuple[float, int]] = []
         self.rss_kib: int | None = None
         self.load_cpu: float | None = None
+        self.load_loop_cpu: float | None = None
         self.import_rss_kib: int | None = None
         #: ``--update-timeline``: (read, receive, received, write, written, CPU) per response
         self.steps: list[tuple[float, ...]] = []
@@ -194,6 +210,8 @@ class Snapshots:
                 self.rss_kib = int(values[0])
             elif kind == "load-cpu":
                 self.load_cpu = float(values[0])
+            elif kind == "load-loop-cpu":
+                self.load_loop_cpu = float(values[0])
             elif kind == "import-rss" and int(values[0]) > 0:
                 self.import_rss_kib = int(values[0])
             elif kind == "steps":
@@ -442,7 +460,11 @@ def update_timeline(start: float, sent: float, acked: float, steps: list[tuple[f
     )
 
 
-async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
+async def measure(
+    client: str, n: int, timeout: float, rounds: int, *, updates: bool = True
+) -> Result:
+    """One client process against a fresh control plane: the full load, then (``updates``)
+    the updates."""
     async with ControlPlane() as cp:
         cp.set(cfg.listener())
         cp.set(cfg.route_configuration(n))
@@ -470,7 +492,8 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
                 if TIMELINE[0]:
                     print(f"  {client} N={n} full load (ms):", file=sys.stderr)
                     print("\n".join(run.timeline), file=sys.stderr, flush=True)
-                await run.updates(rounds)
+                if updates:
+                    await run.updates(rounds)
         finally:
             cpu.close()
             assert process.stdin is not None
@@ -489,8 +512,50 @@ async def measure(client: str, n: int, timeout: float, rounds: int) -> Result:
             len(cp.nacks()),
             run.server,
             lines.load_cpu,
+            lines.load_loop_cpu,
             None if lines.import_rss_kib is None else lines.import_rss_kib / 1024,
+            (run.acks["full load"],),
         )
+
+
+def _median(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def combine(samples: list[Result]) -> Result:
+    """One client's result from its full-load samples: the first sample's (its updates, its
+    peak RSS), with the full load's ACK, snapshot, settled, control plane's share and CPU time
+    the median of all samples' (a sample that timed out counts only in `Result.load_samples`)."""
+    first, case = samples[0], CASES[0]
+
+    def median_of(kept: str) -> dict[str, float | None]:
+        values = [getattr(r, kept)[case] for r in samples]
+        return {**getattr(first, kept), case: _median(values)}
+
+    return attrs.evolve(
+        first,
+        times=median_of("times"),
+        snapshots=median_of("snapshots"),
+        settled=median_of("settled"),
+        load_server=_median([r.load_server for r in samples]),
+        load_cpu=_median([r.load_cpu for r in samples]),
+        load_loop_cpu=_median([r.load_loop_cpu for r in samples]),
+        load_samples=tuple(t for r in samples for t in r.load_samples),
+    )
+
+
+def sample_all(n: int, clients: list[str], wanted: dict[str, int], args: Any) -> list[Result]:
+    """Each client's ``wanted[client]`` full loads of N, each in a fresh process, the clients
+    taking turns; the first sample of each also runs the updates."""
+    samples: dict[str, list[Result]] = {client: [] for client in clients}
+    for k in range(max((wanted[c] for c in clients), default=0)):
+        for client in (c for c in clients if k < wanted[c]):
+            result = asyncio.run(measure(client, n, args.timeout, args.rounds, updates=k == 0))
+            samples[client].append(result)
+            shown = result.times if k == 0 else result.times[CASES[0]]
+            print(f"  measured {client} N={n} sample {k + 1}: {shown}", file=sys.stderr, flush=True)
+    return [combine(samples[client]) for client in clients if samples[client]]
 
 
 def decode_floor(n: int, repeat: int = 7) -> float:
@@ -527,6 +592,15 @@ def main() -> None:
         "--grpcio-max", type=int, default=1_000, help="largest N grpcio's client is run at"
     )
     parser.add_argument("--rounds", type=int, default=3, help="updates of each kind (best)")
+    parser.add_argument(
+        "--load-samples",
+        type=int,
+        default=3,
+        help="full loads of ours, each in a fresh process (median shown)",
+    )
+    parser.add_argument(
+        "--grpcio-load-samples", type=int, default=1, help="full loads of grpcio's client"
+    )
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument(
         "--before", metavar="PATH", help="also run the package of the checkout at PATH"
@@ -550,12 +624,11 @@ def main() -> None:
     floors: dict[int, float] = {}
     for n in args.sizes:
         floors[n] = decode_floor(n)
-        for client in args.clients:
-            if client == "grpcio" and n > args.grpcio_max:
-                continue
-            result = asyncio.run(measure(client, n, args.timeout, args.rounds))
-            results.append(result)
-            print(f"  measured {client} N={n}: {result.times}", file=sys.stderr, flush=True)
+        clients = [c for c in args.clients if c != "grpcio" or n <= args.grpcio_max]
+        wanted = {
+            c: args.grpcio_load_samples if c == "grpcio" else args.load_samples for c in clients
+        }
+        results.extend(sample_all(n, clients, wanted, args))
     line = "{:>7}  {:<14} {:<17} {:>10} {:>8} {:>11} {:>8} {:>10} {:>9} {:>5}"
     print(
         line.format(
@@ -595,7 +668,18 @@ def main() -> None:
         print(f"N={n}: decode floor (parse the response, unpack every Any) {_fmt(floor)}")
     for r in results:
         cpu = "" if r.load_cpu is None else f"; the client's CPU time {_fmt(r.load_cpu)}"
+        if r.load_loop_cpu is not None:
+            cpu += f" (its event loop's thread {_fmt(r.load_loop_cpu)})"
         print(f"N={r.n} {r.client} full load: the control plane's share {_fmt(r.load_server)}{cpu}")
+    for r in results:
+        if len(r.load_samples) > 1:
+            each = ", ".join("timeout" if t is None else _fmt(t) for t in r.load_samples)
+            print(
+                f"N={r.n} {r.client} full load to the ACK: median {_fmt(r.times[CASES[0]])} of "
+                f"{len(r.load_samples)} samples ({each})"
+            )
+    print("(full load: the median of its samples, each in a fresh client process; the control")
+    print("plane's share and the client's CPU time are medians too)")
     print("(full load: the control plane's share is its time from each type's first request to")
     print("its response; the client's CPU time runs from its start to its first snapshot)")
     print("ACK: from the control plane's first endpoint response to the ACK covering the update;")

@@ -6,7 +6,8 @@ It loads the listener, its route configuration, every cluster and every endpoint
 keeps watching until its standard input closes, then prints its peak RSS (KiB) and exits. Ours
 also prints its RSS once ``xdsclient`` is imported, before any resource (``import-rss``).
 Ours watches the complete configuration (the dependency walk) and prints a line per snapshot,
-and after the first (the full load) the CPU time the process spent on it.
+and after the first (the full load) the CPU time the process spent on it, all threads and the
+event loop's thread alone.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ async def run_xdsclient(address: str) -> None:
         _note_steps()
     _LOAD_PROFILE.start()
     _LOAD_CPU.append(time.process_time())
+    _LOOP_CPU.append(time.thread_time())
     async with XdsClient(address, node_id="bench-xdsclient") as client:
         stop = asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         async with client.watch_config(cfg.LISTENER) as configs:
@@ -56,6 +58,7 @@ async def _report(configs: Any, config_class: type) -> None:
                 if len(_LOAD_CPU) == 1:  # the full load ends with the first snapshot
                     _LOAD_PROFILE.stop()
                     print(f"load-cpu {time.process_time() - _LOAD_CPU[0]}", flush=True)
+                    print(f"load-loop-cpu {time.thread_time() - _LOOP_CPU[0]}", flush=True)
                     _LOAD_CPU.append(now)
                 profile.start()  # after the full load: the updates only
     finally:
@@ -89,6 +92,9 @@ class _Profile:
 _LOAD_PROFILE = _Profile(os.environ.get("XDSCLIENT_BENCH_PROFILE_LOAD"))
 #: the CPU time when the client started (then when its full load ended)
 _LOAD_CPU: list[float] = []
+#: the loop thread's CPU time when the client started (what the full load's own path costs,
+#: without gRPC's threads)
+_LOOP_CPU: list[float] = []
 
 
 def _note_steps() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import pytest
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.extensions.clusters.aggregate.v3 import cluster_pb2 as aggregate_pb2
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from tests.builders import cluster, endpoints, listener, routes
 from tests.fuzz import examples
 from xdsclient import ResourceDoesNotExistError, ResourceState, ResourceStatus, XdsError
+from xdsclient._watch import _dependencies
 from xdsclient._watch._dependencies import (
     ClusterConfig,
     XdsConfig,
@@ -409,3 +411,90 @@ def test_an_eds_entry_built_through_its_slots_is_the_one_init_builds() -> None:
             assert type(value_built) is type(value_expected), field.name
         assert built == expected
         assert repr(built) == repr(expected)
+
+
+def _logical_dns(name: str) -> Any:
+    message = cluster_pb2.Cluster(name=name, type=cluster_pb2.Cluster.LOGICAL_DNS)
+    socket = message.load_assignment.endpoints.add().lb_endpoints.add()
+    socket.endpoint.address.socket_address.address = "dns.example.com"
+    socket.endpoint.address.socket_address.port_value = 443
+    return message
+
+
+_ROOTS = ["a", "b", "c", "d", "e"]
+#: What a root cluster is: absent, missing, EDS with its own or a shared assignment (present,
+#: absent or missing), LOGICAL_DNS, or an aggregate of two others.
+_KINDS = st.sampled_from(
+    ["absent", "missing", "eds", "eds", "eds-shared", "eds-no-endpoints", "eds-gone", "dns", "agg"]
+)
+
+
+def _mixed_cache(kinds: list[str]) -> Cache:
+    cache = Cache()
+    cache.put(LISTENER, listener("l"))
+    cache.put(ROUTE_CONFIGURATION, routes(*_ROOTS))
+    cache.put(ENDPOINT, endpoints("shared"))
+    for name, kind in zip(_ROOTS, kinds, strict=True):
+        if kind == "missing":
+            cache.missing(C, name)
+        elif kind.startswith("eds"):
+            message = cluster(name)
+            if kind == "eds-shared":
+                message.eds_cluster_config.service_name = "shared"
+            cache.put(CLUSTER, message)
+            if kind == "eds":
+                cache.put(ENDPOINT, endpoints(name))
+            elif kind == "eds-gone":
+                cache.missing(E, name)
+        elif kind == "dns":
+            cache.put(CLUSTER, _logical_dns(name))
+        elif kind == "agg":
+            cache.put(CLUSTER, aggregate(name, *[n for n in _ROOTS if n != name][:2]))
+    return cache
+
+
+def _as_text(result: Any) -> Any:
+    """A walk's result with its errors as text (errors are not part of equality)."""
+    config = result.config
+    clusters = None
+    if isinstance(config, XdsConfig):
+        clusters = [
+            (name, entry, str(entry.error), str(entry.endpoints_error))
+            for name, entry in config.clusters.items()
+        ]
+    return dict(result.needed), clusters, None if clusters is not None else str(config)
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(kinds=st.lists(_KINDS, min_size=5, max_size=5), by_names=st.booleans())
+def test_the_roots_read_one_type_at_a_time_give_the_walk_of_one_root_at_a_time(
+    kinds: list[str], by_names: bool
+) -> None:
+    """Reading the roots' clusters, then their assignments, one type per pass gives the walk
+    each root resolved in turn gives: the same entries in the same order, the same errors and
+    needs, and the previous snapshot's entries reused alike."""
+    cache = _mixed_cache(kinds)
+
+    def states(type_url: str, names: list[str]) -> list[_dependencies.Resolved | None]:
+        return [cache.lookup(type_url, name) for name in names]
+
+    def walked(previous: XdsConfig | None = None) -> Any:
+        return walk("l", "x", cache.lookup, previous, by_names=states if by_names else None)
+
+    bulk = walked()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_dependencies, "_resolve_eds_roots", lambda *args: None)
+        each = walked()
+        assert _as_text(bulk) == _as_text(each)
+        again_each = walked(each.config if isinstance(each.config, XdsConfig) else None)
+    again = walked(bulk.config if isinstance(bulk.config, XdsConfig) else None)
+    assert _as_text(again) == _as_text(again_each)
+    if isinstance(again.config, XdsConfig):  # the same entries reused (the same views)
+        assert isinstance(bulk.config, XdsConfig)
+        assert isinstance(each.config, XdsConfig)
+        assert isinstance(again_each.config, XdsConfig)
+        assert [
+            again.config.clusters[n] is bulk.config.clusters[n] for n in bulk.config.clusters
+        ] == [
+            again_each.config.clusters[n] is each.config.clusters[n] for n in each.config.clusters
+        ]

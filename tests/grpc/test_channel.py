@@ -4,6 +4,7 @@ test control plane and real backends, with metadata, and the channel's lifecycle
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import tempfile
@@ -14,6 +15,7 @@ import pytest
 
 from xdsclient import XdsClient
 from xdsclient.grpc import XdsChannel
+from xdsclient.grpc._direct import DirectCall
 from xdsclient.testing import ControlPlane, bootstrap, builders
 
 from .echo import CHAT, COLLECT, COUNT, SAY, EchoStub, Text, echo_backends, simple, until
@@ -299,6 +301,103 @@ async def test_a_unary_call_grpc_refuses_to_send_fails_and_releases_its_counts(
             leaf = channel._core.picker._leaves["c"]
             assert leaf.counter.in_flight == 0
             assert (await stub.Say(Text(value="z"), timeout=5)).value == "a:z"
+            assert dict(a.calls) == {SAY: 2}
+
+
+def _count_ends(channel: XdsChannel) -> list[Any]:
+    """The picks the channel's picker is told ended (with an outcome or handed back), in order."""
+    picker: Any = channel._core.picker  # its hooks wrapped below
+    ends: list[Any] = []
+    finish, abandon = picker.call_finished, picker.call_abandoned
+
+    def call_finished(picked: Any, *args: Any, **kwargs: Any) -> None:
+        ends.append(picked)
+        finish(picked, *args, **kwargs)
+
+    def call_abandoned(picked: Any) -> None:
+        ends.append(picked)
+        abandon(picked)
+
+    picker.call_finished = call_finished
+    picker.call_abandoned = call_abandoned
+    return ends
+
+
+@pytest.mark.parametrize("refused", [True, False], ids=["refused", "sendable"])
+@pytest.mark.parametrize("end", ["unawaited", "cancelled-at-once", "channel-closed-at-once"])
+async def test_a_direct_unary_call_nobody_awaits_releases_its_counts_exactly_once(
+    plane: ControlPlane, client: XdsClient, refused: bool, end: str
+) -> None:
+    """A direct unary call nobody awaits, whose metadata gRPC refuses or not, left to run,
+    cancelled or closed with the channel before its first turn of the loop: its pick is ended
+    once, the channel forgets it, the connection's and circuit breaking's counts are back to
+    zero, and neither the channel's close nor the call's garbage ends it again."""
+    metadata = [("X-Upper", "1")] if refused else [("x-lower", "1")]
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        channel = XdsChannel("xds:///svc", client=client)
+        async with channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="x"), timeout=5)).value == "a:x"
+            ends = _count_ends(channel)
+            connection = channel._core.connections.connect(("127.0.0.1", a.port))
+            leaf = channel._core.picker._leaves["c"]
+            call = stub.Say(Text(value="y"), timeout=5, metadata=metadata)
+            assert isinstance(call, DirectCall)  # picked and sent as it was made
+            picked = call._picked
+            if end == "cancelled-at-once":
+                assert call.cancel()
+            elif end == "channel-closed-at-once":
+                await channel.close()
+            ended: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            call.add_done_callback(ended.set_result)
+            assert await asyncio.wait_for(ended, 5) is call
+            await until(lambda: not channel._calls)
+            del call
+            gc.collect()
+        gc.collect()
+        assert len(ends) == 1
+        assert ends[0] is picked
+        assert connection.calls == 0
+        assert leaf.counter.in_flight == 0
+
+
+@pytest.mark.parametrize("failing", ["multicallable", "load_of"])
+async def test_a_unary_call_whose_send_raises_after_its_pick_hands_the_pick_back(
+    plane: ControlPlane, client: XdsClient, failing: str
+) -> None:
+    """When making the endpoint's grpc.aio multi-callable or finding the cluster's load
+    reporter raises once a unary call has its pick, the call fails with that error and every
+    pick it made ends: circuit breaking's and the connection's counts are back to zero, the
+    channel forgets the call, and later calls go through."""
+    async with echo_backends("a") as (a,):
+        plane.set_all(simple("svc", [("c", [a])]))
+        async with XdsChannel("xds:///svc", client=client) as channel:
+            stub = EchoStub(channel)
+            assert (await stub.Say(Text(value="x"), timeout=5)).value == "a:x"
+            core = channel._core
+            connection = core.connections.connect(("127.0.0.1", a.port))
+            leaf = core.picker._leaves["c"]
+            ends = _count_ends(channel)
+            working = getattr(core, failing)
+
+            def broken(*args: Any) -> Any:
+                raise RuntimeError(f"{failing} is broken")
+
+            setattr(core, failing, broken)
+            fresh = channel.unary_unary(  # a multi-callable of its own: nothing made yet
+                SAY,
+                request_serializer=Text.SerializeToString,
+                response_deserializer=Text.FromString,
+            )
+            with pytest.raises(RuntimeError, match="is broken"):
+                await fresh(Text(value="y"), timeout=5)
+            await until(lambda: not channel._calls)
+            assert leaf.counter.in_flight == 0
+            assert connection.calls == 0
+            assert ends  # picked, then handed back
+            setattr(core, failing, working)
+            assert (await fresh(Text(value="z"), timeout=5)).value == "a:z"
             assert dict(a.calls) == {SAY: 2}
 
 

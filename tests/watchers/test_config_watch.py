@@ -36,7 +36,7 @@ from xdsclient import (
 )
 from xdsclient._errors import ResourceDoesNotExistError
 from xdsclient._runtime._tasks import TaskOwner
-from xdsclient._watch._dependencies import walk
+from xdsclient._watch._dependencies import Resolved, walk
 from xdsclient._watch._watchers import Dispatcher, ResourceWatcher, WatchHandle, replay_events
 from xdsclient.resources import CLUSTER, ENDPOINT, LISTENER, ROUTE_CONFIGURATION, ResourceType
 from xdsclient.testing import FakeClock
@@ -95,6 +95,9 @@ class Source:
 
     def resource_lookup(self, type_url: str) -> Callable[[str], ResourceState | None]:
         return partial(self.resource_state, type_url)
+
+    def resource_states(self, type_url: str, names: list[str]) -> list[Resolved | None]:
+        return [self.resource_state(type_url, name) for name in names]
 
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
         return self.tasks.start(coro, name=name)

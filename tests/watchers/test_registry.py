@@ -305,9 +305,34 @@ async def test_the_walks_lookup_of_one_type_answers_as_resource_state_for_every_
         assert p.registry.cache.entry(CDS, "good") is not None
 
 
-def assert_same_answers(registry: Registry, lookup: Any, names: list[str]) -> None:
+async def test_the_walks_lookup_of_many_names_answers_as_resource_state_for_each() -> None:
+    """`resource_states` (a walk's reader of many names of one type) gives, in order, what
+    `resource_state` gives each name: old-style names before the type's checks passed (the
+    first name checks it) and after, mixed with xdstp, malformed and empty names or not."""
+    odd = [
+        "xdstp://known/envoy.config.cluster.v3.Cluster/c",
+        "xdstp://elsewhere/envoy.config.cluster.v3.Cluster/c",
+        "",
+    ]
+    async with parts() as p:
+        states = p.registry.resource_states
+        assert_same_answers(p.registry, lambda name: states(CDS, [name])[0], ["good", *odd])
+        p.registry.add_watchers(CDS, ["good", odd[0]], Recorder().watcher)
+        await p.fake.stream()
+        for names in (["good", "other", "good"], ["good", *odd, "other"], [*odd, "good"], []):
+            assert_same_answers(p.registry, iter(states(CDS, names)).__next__, names, one=False)
+        assert states(CDS, ["good", "other"])[0] is p.registry.cache.entry(CDS, "good")
+        assert states(ENDPOINT.type_url, ["never-checked", "e"]) == [None, None]  # checks the type
+
+
+def assert_same_answers(
+    registry: Registry, lookup: Any, names: list[str], *, one: bool = True
+) -> None:
+    """``lookup(name)`` (``one``), or ``lookup()`` in the order of ``names``, answers each name
+    as `resource_state` does."""
     for name in names:
-        found, expected = lookup(name), registry.resource_state(CDS, name)
+        found = lookup(name) if one else lookup()
+        expected = registry.resource_state(CDS, name)
         if expected is None or found is None:
             assert found is expected, name
             continue

@@ -83,6 +83,11 @@ class WatchRegistry(Protocol):
         """`resource_state` for one type (name -> state), asked once per type per walk."""
         ...
 
+    def resource_states(self, type_url: str, names: list[str]) -> list[Resolved | None]:
+        """`resource_state` of each of ``names`` of one type, in order (a walk's thousands of
+        clusters and assignments)."""
+        ...
+
     def start_task(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]: ...
 
 
@@ -288,6 +293,7 @@ class ConfigWatch:
             http_rules=self.http_rules,
             dynamic=dynamic,
             by_type=self._source.resource_lookup,
+            by_names=self._source.resource_states,
         )
         self._watch(result.needed)
         config = result.config

@@ -58,6 +58,7 @@ __all__ = [
     "MAX_AGGREGATE_DEPTH",
     "ClusterConfig",
     "Resolved",
+    "StatesLookup",
     "TypeLookup",
     "Walk",
     "XdsConfig",
@@ -86,6 +87,9 @@ Lookup = Callable[[str, str], "Resolved | None"]
 #: The lookup of one type: type URL -> (name -> cache state). A walk asks for it once per type,
 #: then reads a name with one call (the client's registry reads the type's table directly).
 TypeLookup = Callable[[str], Callable[[str], "Resolved | None"]]
+#: The lookup of many names of one type: (type URL, names) -> their cache states, in order (the
+#: client's registry reads the type's table in C when every name is old-style).
+StatesLookup = Callable[[str, list[str]], list["Resolved | None"]]
 
 
 @attrs.frozen(kw_only=True)
@@ -167,14 +171,16 @@ def walk(
     http_rules: bool = False,
     dynamic: Collection[str] = (),
     by_type: TypeLookup | None = None,
+    by_names: StatesLookup | None = None,
 ) -> Walk:
     """Walk from ``listener_name`` over what ``lookup`` (type URL, name -> cache state) holds;
     ``previous``: the last snapshot, whose unchanged cluster entries are reused; ``http_rules``:
     choose the virtual host and its routes as Envoy's HTTP router does; ``dynamic``: the
     clusters subscribed to at request time (never withholding the snapshot); ``by_type``: the
     same lookup one type at a time (`TypeLookup`, faster for thousands of names), used instead
-    of ``lookup`` when given."""
-    values = _Values(by_type or (lambda type_url: partial(lookup, type_url)))
+    of ``lookup`` when given; ``by_names``: many names of one type at once (`StatesLookup`),
+    for the thousands of clusters and assignments."""
+    values = _Values(by_type or (lambda type_url: partial(lookup, type_url)), by_names)
     value = values.value
 
     def done(config: XdsConfig | XdsError | None) -> Walk:
@@ -217,8 +223,10 @@ def walk(
     clusters: dict[str, ClusterConfig] = {}
     reuse = {} if previous is None else previous.clusters
     # Resolve every root (no short cut) so that everything needed is known in one pass.
-    resolved = [_resolve(root, (), clusters, values, reuse) for root in roots]
-    complete = all(leaves is not None for leaves in resolved)
+    complete = _resolve_eds_roots(list(roots), clusters, values, reuse)
+    if complete is None:  # a root of another kind: each root resolved in turn
+        resolved = [_resolve(root, (), clusters, values, reuse) for root in roots]
+        complete = all(leaves is not None for leaves in resolved)
     if not complete:
         return done(None)
     added = _dynamic(dynamic, clusters, values, reuse)
@@ -238,10 +246,11 @@ class _Values:
     read as needed. One lookup per type per walk (`TypeLookup`); the clusters' and endpoint
     assignments' readers are bound once, as a walk reads one of each per cluster."""
 
-    __slots__ = ("_by_type", "cluster", "endpoint", "needed")
+    __slots__ = ("_by_names", "_by_type", "cluster", "endpoint", "needed")
 
-    def __init__(self, by_type: TypeLookup) -> None:
+    def __init__(self, by_type: TypeLookup, by_names: StatesLookup | None = None) -> None:
         self._by_type = by_type
+        self._by_names = by_names
         self.needed: dict[str, set[str]] = {}
         self.cluster = self.reader(CLUSTER.type_url)
         self.endpoint = self.reader(ENDPOINT.type_url)
@@ -267,6 +276,28 @@ class _Values:
     def value(self, type_url: str, name: str) -> Any:
         """The value of a name of any type (the listener, its routes, a virtual host)."""
         return self.reader(type_url)(name)
+
+    def values(self, type_url: str, names: list[str]) -> list[Any]:
+        """`value` of each of ``names`` (thousands of clusters or assignments), in one loop,
+        their states read in one call (`StatesLookup`) when the walk was given one."""
+        self.needed.setdefault(type_url, set()).update(names)
+        by_names = self._by_names
+        if by_names is None:
+            states: list[Resolved | None] = list(map(self._by_type(type_url), names))
+        else:
+            states = by_names(type_url, names)
+        found: list[Any] = []
+        add = found.append
+        for name, state in zip(names, states, strict=True):
+            if state is None:
+                add(_PENDING)
+            elif state.status.holds_value:
+                add(state.value)
+            elif state.error is None:
+                add(_PENDING)
+            else:
+                add(state.error or ResourceDoesNotExistError(type_url, name, "unavailable"))
+        return found
 
 
 def _roots(
@@ -336,6 +367,51 @@ def _on_demand_virtual_host(
     if found is _PENDING:
         return _PENDING
     return None if isinstance(found, XdsError) else found.virtual_host
+
+
+def _resolve_eds_roots(
+    names: list[str],
+    clusters: MutableMapping[str, ClusterConfig],
+    values: _Values,
+    reuse: Mapping[str, ClusterConfig],
+) -> bool | None:
+    """`_resolve` of every root (``names``, none in ``clusters`` yet) when each is an EDS
+    cluster, an error or pending, as in a walk of thousands of EDS clusters: each type read in
+    one pass (`_Values.values`) and no call per cluster but its entry's. Whether all resolved;
+    None, with nothing added, when a root is of another kind (`_resolve` then walks them)."""
+    found = values.values(CLUSTER.type_url, names)
+    eds = _EDS
+    for cluster in found:
+        if (
+            cluster is not _PENDING
+            and not isinstance(cluster, XdsError)
+            and cluster.type is not eds
+        ):
+            return None
+    services = [
+        cluster.eds_service_name
+        for cluster in found
+        if cluster is not _PENDING and not isinstance(cluster, XdsError)
+    ]
+    endpoints_of = iter(values.values(ENDPOINT.type_url, services))
+    complete = True
+    for name, cluster in zip(names, found, strict=True):
+        if cluster is _PENDING:
+            complete = False
+        elif isinstance(cluster, XdsError):
+            clusters[name] = ClusterConfig(name=name, error=cluster)
+        elif (endpoints := next(endpoints_of)) is _PENDING:
+            complete = False
+        else:
+            old = reuse.get(name)
+            if old is not None and old.cluster is cluster and _holds(old, endpoints):
+                clusters[name] = old  # the same views: the same entry
+            else:
+                clusters[name] = _eds_entry(name, cluster, endpoints)
+    return complete
+
+
+_EDS = ClusterType.EDS
 
 
 def _resolve(

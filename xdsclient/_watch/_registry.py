@@ -381,6 +381,20 @@ class Registry:
 
         return lookup
 
+    def resource_states(self, type_url: str, names: list[str]) -> list[Resolved | None]:
+        """`resource_lookup` of each of ``names``, in order: the type's table read in C (no
+        Python call per name) when every name is old-style and the type's checks passed (the
+        first name's, here or before)."""
+        if not self._open:
+            self.check_open()
+        head: list[Resolved | None] = []
+        if names and type_url not in self._plain:  # the first name checks the type, once
+            head, names = [self.resource_state(type_url, names[0])], names[1:]
+        if not self._is_plain(type_url, names):
+            return head + list(map(self.resource_lookup(type_url), names))
+        table = self.cache.table(OLD_AUTHORITY, type_url)
+        return head + list(map((_NO_TABLE if table is None else table).get, names))
+
     def resource_state(self, type_url: str, name: str) -> Resolved | None:
         """The walk's lookup: the cache's live entry (no snapshot copy: a walk reads one per
         resource it needs), or the unusable state of a name that cannot be fetched."""

@@ -65,7 +65,7 @@ from ._requests import RequestStream, RetryBuffer, metadata_size
 from ._status import outcome_of, rpc_error
 from ._tls import TlsError
 
-__all__ = ["Starter", "XdsCall"]
+__all__ = ["CallTarget", "Starter", "XdsCall"]
 
 _PREVIOUS = "grpc-previous-rpc-attempts"
 _UNARY = (False, False)
@@ -79,6 +79,27 @@ _UNKNOWN: Any = object()
 #: the key of an endpoint's multi-callable sending bytes (a retried stream serializes itself)
 _BYTES = object()
 Metadata = tuple[tuple[str, str | bytes], ...]
+
+
+@attrs.frozen(kw_only=True)
+class CallTarget:
+    """What every call made by one multi-callable shares, built once with it (the arguments
+    of `XdsCall` and `unary_call` besides grpc.aio's per-call ones)."""
+
+    #: the channel's core
+    core: ChannelCore
+    method: str
+    serializer: Callable[[Any], bytes] | None
+    deserializer: Callable[[bytes], Any] | None
+    #: the channel's calls still running (a call leaves it when it ends)
+    registry: set[Any]
+    #: endpoint channel -> grpc.aio's multi-callable of `method` on it, shared by the calls
+    multicallables: dict[Any, Any]
+    #: starts the unary calls nobody awaited by the loop's next turn
+    starter: Starter
+    #: whether generated code registered the method (``_registered_method``): its calls on
+    #: the endpoints' channels are registered calls too
+    registered: bool = False
 
 
 class XdsCall(
@@ -137,47 +158,40 @@ class XdsCall(
 
     def __init__(
         self,
-        core: ChannelCore,
-        method: str,
-        request: Any,
+        target: CallTarget,
         kind: tuple[bool, bool],
-        serializer: Callable[[Any], bytes] | None,
-        deserializer: Callable[[bytes], Any] | None,
+        request: Any,
         timeout: float | None,
         metadata: Iterable[tuple[str, str | bytes]] | None,
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
-        registry: set[Any] | None = None,
-        multicallables: dict[Any, Any] | None = None,
-        starter: Starter | None = None,
-        registered: bool = False,
     ) -> None:
-        """A call of ``kind`` (request streaming, response streaming) to ``method``, with
-        grpc.aio's arguments. (Its makers pass every argument by position: a class called
-        with keywords builds a dict of them per call.)"""
-        self._core = core
-        self._method = method
+        """A call of ``kind`` (request streaming, response streaming) made by ``target``'s
+        multi-callable, with grpc.aio's arguments. (Its makers pass every argument by
+        position: a class called with keywords builds a dict of them per call.)"""
+        core = self._core = target.core
+        self._method = target.method
         self._request = request
         self._kind = kind
         self._request_streaming, self._response_streaming = kind
-        self._serializer = serializer
-        self._deserializer = deserializer
+        self._serializer = target.serializer
+        self._deserializer = target.deserializer
         self._deadline = None if timeout is None else core.clock() + timeout
         self._metadata: Metadata = tuple(metadata) if metadata else ()
         self._credentials = credentials
         self._wait_for_ready = bool(wait_for_ready)
         self._compression = compression
         #: the calls of the channel still running: the call leaves it when it ends
-        self._registry = registry
+        self._registry = target.registry
         #: endpoint channel -> grpc.aio's multi-callable for this call's method (kept by the
         #: channel's multi-callable, shared by its calls)
-        self._multicallables = multicallables if multicallables is not None else {}
-        if registered:
+        self._multicallables = target.multicallables
+        if target.registered:
             self._registered = True
         if kind == _UNARY:
             self._kick = True
-            (starter if starter is not None else Starter()).add(self)
+            target.starter.add(self)
         else:
             if self._response_streaming:
                 self._responses = asyncio.Queue()
@@ -389,8 +403,7 @@ class XdsCall(
             self._release_pick()
         if self._requests is not None:
             self._requests.close()
-        if self._registry is not None:
-            self._registry.discard(self)
+        self._registry.discard(self)
         if self._ended_future is not None and not self._ended_future.done():
             self._ended_future.set_result(None)
         if self._callbacks:
@@ -578,8 +591,12 @@ class XdsCall(
         if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
             core.picker.call_abandoned(picked)  # unused: no outcome, as C-core re-queues it
             return await self._try(cluster, headers, request_hash, deadline, number)
+        try:
+            load = core.load_of(picked.cluster)
+        except BaseException:
+            core.picker.call_abandoned(picked)  # unused: no outcome
+            raise
         connection.calls += 1  # `Connections.call_started`, inline
-        load = core.load_of(picked.cluster)
         locality = picked.locality
         if load is not None and locality is not None:
             load.call_started(locality)

@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
+import attrs
 import grpc
 
 from .. import XdsClient
 from ..lb import ConnectivityState
-from ._call import Starter, XdsCall
+from ._call import CallTarget, Starter, XdsCall
 from ._core import ChannelCore
 from ._direct import DirectCall, unary_call
 from ._intercept import InterceptedCall, applicable
@@ -208,36 +209,34 @@ class XdsChannel(grpc.aio.Channel):
     def _call(
         self,
         kind: tuple[bool, bool],
-        method: str,
+        target: CallTarget,
         request: Any,
-        serializer: Callable[[Any], bytes] | None,
-        deserializer: Callable[[bytes], Any] | None,
         timeout: float | None,
         metadata: MetadataType | None,
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
-        multicallables: dict[Any, Any] | None = None,
-        registered: bool = False,
     ) -> grpc.aio.Call:
         interceptors = applicable(self._interceptors, kind) if self._interceptors else []
         if not interceptors:
             return self._direct(
-                kind, method, request, serializer, deserializer,
-                timeout, metadata, credentials, wait_for_ready, compression, multicallables,
-                registered,
-            )  # fmt: skip
+                kind, target, request, timeout, metadata, credentials, wait_for_ready, compression
+            )
 
         def make(details: grpc.aio.ClientCallDetails, request: Any) -> XdsCall:
             name: Any = details.method  # bytes from grpc.aio, str from some interceptors
+            name = name.decode() if isinstance(name, bytes) else name
+            # an interceptor may call another method: its calls share no multi-callables
+            made = target
+            if name != target.method:
+                made = attrs.evolve(target, method=name, multicallables={})
             return self._direct(
-                kind, name.decode() if isinstance(name, bytes) else name, request,
-                serializer, deserializer, details.timeout, details.metadata,
-                details.credentials, details.wait_for_ready, compression, None, registered,
+                kind, made, request, details.timeout, details.metadata, details.credentials,
+                details.wait_for_ready, compression,
             )  # fmt: skip
 
         details = grpc.aio.ClientCallDetails(
-            method.encode(),  # type: ignore[arg-type]  # grpc.aio passes bytes
+            target.method.encode(),  # type: ignore[arg-type]  # grpc.aio passes bytes
             timeout,
             grpc.aio.Metadata(*metadata) if metadata is not None else None,
             credentials,
@@ -248,23 +247,17 @@ class XdsChannel(grpc.aio.Channel):
     def _direct(
         self,
         kind: tuple[bool, bool],
-        method: str,
+        target: CallTarget,
         request: Any,
-        serializer: Callable[[Any], bytes] | None,
-        deserializer: Callable[[bytes], Any] | None,
         timeout: float | None,
         metadata: MetadataType | None,
         credentials: grpc.CallCredentials | None,
         wait_for_ready: bool | None,
         compression: grpc.Compression | None,
-        multicallables: dict[Any, Any] | None = None,
-        registered: bool = False,
     ) -> XdsCall:
         call = XdsCall(
-            self._core, method, request, kind, serializer, deserializer, timeout, metadata,
-            credentials, wait_for_ready, compression, self._calls, multicallables, self._starter,
-            registered,
-        )  # fmt: skip
+            target, kind, request, timeout, metadata, credentials, wait_for_ready, compression
+        )
         self._calls.add(call)
         return call
 
@@ -279,14 +272,17 @@ class _MultiCallable:
         registered: bool,
     ) -> None:
         self._channel = channel
-        self._method = method
-        self._serializer = serializer
-        self._deserializer = deserializer
-        #: whether generated code registered the method (``_registered_method``): its calls
-        #: on each endpoint's channel are registered calls too
-        self._registered = registered
-        #: grpc.aio's multi-callable of this method per endpoint channel, for the calls
-        self._multicallables: dict[Any, Any] = {}
+        #: what its calls share (grpc.aio's multi-callables per endpoint channel among them)
+        self._target = CallTarget(
+            core=channel._core,
+            method=method,
+            serializer=serializer,
+            deserializer=deserializer,
+            registry=channel._calls,
+            multicallables={},
+            starter=channel._starter,
+            registered=registered,
+        )
 
 
 class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ignore[type-arg]
@@ -303,15 +299,12 @@ class _UnaryUnary(_MultiCallable, grpc.aio.UnaryUnaryMultiCallable):  # type: ig
         channel = self._channel
         if channel._interceptors:
             return channel._call(
-                _UNARY, self._method, request, self._serializer, self._deserializer,
-                timeout, metadata, credentials, wait_for_ready, compression,
-                self._multicallables, self._registered,
+                _UNARY, self._target, request, timeout, metadata, credentials, wait_for_ready,
+                compression,
             )  # fmt: skip
         return unary_call(  # the usual call
-            channel._core, self._method, request, self._serializer, self._deserializer,
-            timeout, metadata, credentials, wait_for_ready, compression, channel._calls,
-            self._multicallables, channel._starter, self._registered,
-        )  # fmt: skip
+            self._target, request, timeout, metadata, credentials, wait_for_ready, compression
+        )
 
 
 class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: ignore[type-arg]
@@ -326,9 +319,8 @@ class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: 
         compression: grpc.Compression | None = None,
     ) -> Any:
         return self._channel._call(
-            (False, True), self._method, request, self._serializer, self._deserializer,
-            timeout, metadata, credentials, wait_for_ready, compression,
-            self._multicallables, self._registered,
+            (False, True), self._target, request, timeout, metadata, credentials,
+            wait_for_ready, compression,
         )  # fmt: skip
 
 
@@ -347,9 +339,8 @@ class _StreamRequests(_MultiCallable):
         compression: grpc.Compression | None = None,
     ) -> Any:
         return self._channel._call(
-            self._kind, self._method, request_iterator, self._serializer, self._deserializer,
-            timeout, metadata, credentials, wait_for_ready, compression,
-            self._multicallables, self._registered,
+            self._kind, self._target, request_iterator, timeout, metadata, credentials,
+            wait_for_ready, compression,
         )  # fmt: skip
 
 

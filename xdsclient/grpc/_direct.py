@@ -1,20 +1,28 @@
-"""The direct unary call: grpc.aio's own call to the picked endpoint, wrapped thinly.
+"""The direct unary call: grpc.aio's own unary call to the picked endpoint, as a subclass.
 
 Why a second call object: most calls are unary and their route decides only the cluster
 (`ChannelCore.direct`): their plan would be one attempt with nothing to wait out. Such a call
 needs no driver. When the channel has its configuration and the pick completes at once, the
 call is picked and sent as it is made (grpc.aio's call starts then too) and the caller gets a
-`DirectCall`: grpc.aio's call with the bookkeeping of its end (circuit breaking and the pick's
-outcome to the picker, load reporting, the connection's count of calls) done in one done
-callback that reads the finished call's status synchronously. Awaiting it is awaiting
-grpc.aio's call. Any other case (no configuration yet, a pick that queues, fails or drops, a
-connection not ready, TLS refused) is an `XdsCall`, handed the pick already made so that no
-draw is repeated.
+`DirectCall`: grpc.aio's call itself, made as the endpoint channel's multi-callable makes it,
+with the bookkeeping of its end (circuit breaking and the pick's outcome to the picker, load
+reporting, the connection's count of calls) done in one done callback that reads the finished
+call's status synchronously. Awaiting it is awaiting grpc.aio's call.
+
+Why a subclass and not a wrapper: no second object per call, and the one place a call gRPC
+refuses to send (metadata C-core rejects, a request that is not bytes) can be seen is its
+invocation, which raises before the call has a status, so no done callback would run: the
+subclass's invocation ends such a call there, at no cost to the calls that are sent.
+
+Any other case (no configuration yet, a pick that queues, fails or drops, a connection not
+ready, TLS refused) is an `XdsCall`, handed the pick already made so that no draw is repeated.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import time
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
@@ -22,7 +30,7 @@ import grpc
 
 from .._call import CallConfig, LazyHeaderView, Status
 from ..lb import PickOutcome, PickResult
-from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, Starter, XdsCall
+from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, CallTarget, XdsCall
 from ._connections import Connection
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
@@ -31,18 +39,28 @@ from ._tls import TlsError
 
 __all__ = ["DirectCall", "unary_call"]
 
+#: grpc.aio's unary call class and what its invocation uses (private to grpc.aio, untyped)
+_AioUnaryUnaryCall: Any = importlib.import_module("grpc.aio._call").UnaryUnaryCall
+_serialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").serialize
+_deserialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").deserialize
+_EOF: Any = grpc.aio.EOF
+#: whether grpc.aio's channel keeps a registry of its calls (its close cancels them; an older
+#: grpc.aio finds them by their invocation's frame, which a `DirectCall`'s is too)
+_REGISTERS = hasattr(importlib.import_module("grpc.aio._channel").Channel, "_register_call")
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
-#: `_send`'s answer when the pick named a connection that just left READY
+#: `_send`'s answer when the pick was handed back (its connection just left READY, or the
+#: call could not be made): the `XdsCall` picks again
 _PICK_AGAIN: Any = object()
 
 
-class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
-    """A direct unary call: grpc.aio's ``call`` on the picked endpoint's connection."""
+class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, untyped
+    """A direct unary call: grpc.aio's own unary call on the picked endpoint's channel, made
+    by `_send` from grpc.aio's multi-callable for it, whose end's bookkeeping is one done
+    callback on its Cython call, and whose invocation ends it when gRPC refuses to send it."""
 
     __slots__ = (
-        "_call",
         "_closed",
         "_connection",
         "_core",
@@ -55,19 +73,29 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
 
     def __init__(
         self,
-        call: Any,
+        multicallable: Any,
+        request: Any,
+        timeout: float | None,
+        metadata: Any,
+        credentials: grpc.CallCredentials | None,
         core: ChannelCore,
         picked: PickResult,
         connection: Connection,
-        load: Any,
         started: float,
         registry: set[Any],
     ) -> None:
-        self._call = call
+        # grpc.aio's `UnaryUnaryMultiCallable.__call__`, for this class: its deadline by the
+        # wall clock, as grpc.aio's (metadata stays a tuple: grpc.aio's call makes it one)
+        m = multicallable
+        super().__init__(
+            request, None if timeout is None else time.time() + timeout, metadata,
+            credentials, False, m._channel, m._method, m._request_serializer,
+            m._response_deserializer, m._loop, m._registered_call_handle,
+        )  # fmt: skip
         self._core = core
         self._picked = picked
         self._connection = connection
-        self._load = load
+        self._load: Any = None
         self._started = started
         #: the channel's calls still running: the call leaves it when it ends
         self._registry = registry
@@ -76,30 +104,43 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
         self._ended_future: asyncio.Future[None] | None = None
         # grpc.aio's own `add_done_callback` would wrap the callback in a partial of its call:
         # the Cython call's takes one without arguments
-        call._cython_call.add_done_callback(self._finished)
-        # grpc.aio's invocation can fail before the call has a status (metadata gRPC refuses,
-        # a request that is not bytes): no done callback runs then, so end the call with it
-        call._invocation_task.add_done_callback(self._invoked)
+        self._cython_call.add_done_callback(self._finished)
+
+    async def _invoke(self) -> Any:
+        """grpc.aio's invocation of the call (serialize, send, read the reply), which also
+        ends a call gRPC refuses to send (metadata it rejects, a request that is not bytes):
+        that raises here before the call has a status, so no done callback would run. It is
+        cancelled (a status, so `_finished` runs, once) and the caller gets the error."""
+        cython = self._cython_call
+        try:
+            response = await cython.unary_unary(
+                _serialize(self._request, self._request_serializer), self._metadata, self._context
+            )
+        except asyncio.CancelledError:
+            if not cython.cancelled():
+                self.cancel()
+            return _EOF
+        except BaseException:
+            if not cython.done():
+                cython.cancel("the call could not be sent")
+            raise
+        if cython.is_ok():
+            return _deserialize(response, self._response_deserializer)
+        return _EOF
 
     def __await__(self) -> Generator[Any, None, Any]:
         try:
-            return (yield from self._call.__await__())
+            return (yield from super().__await__())
         except asyncio.CancelledError:
             if self._closed:
                 raise rpc_error(CLOSED) from None
             raise
 
-    def _invoked(self, _task: Any) -> None:
-        """grpc.aio's invocation ended: if it raised before the call had a status, cancel the
-        call, which gives it one and runs `_finished` (the caller still gets the error)."""
-        if not self._call._cython_call.done():
-            self._call._cython_call.cancel("the call could not be sent")
-
     def _finished(self) -> None:
         """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
         core = self._core
         picked = self._picked
-        cython = self._call._cython_call
+        cython = self._cython_call
         ok = cython.is_ok()
         report = None
         if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
@@ -120,86 +161,61 @@ class DirectCall(grpc.aio.UnaryUnaryCall):  # type: ignore[type-arg]
         if future is not None and not future.done():
             future.set_result(None)
 
-    # --- grpc.aio's call interface ---
+    # --- grpc.aio's call interface, where the channel's close or the wrapper differ ---
 
     def cancelled(self) -> bool:
-        return not self._closed and bool(self._call.cancelled())
-
-    def done(self) -> bool:
-        return bool(self._call.done())
-
-    def time_remaining(self) -> float | None:
-        remaining: float | None = self._call.time_remaining()
-        return remaining
-
-    def cancel(self) -> bool:
-        return bool(self._call.cancel())
+        return not self._closed and bool(self._cython_call.cancelled())
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
-        if self._call.done():
+        if self._cython_call.done():
             asyncio.get_running_loop().call_soon(callback, self)
         else:
-            self._call.add_done_callback(lambda _: callback(self))
-
-    async def initial_metadata(self) -> grpc.aio.Metadata:
-        metadata: grpc.aio.Metadata = await self._call.initial_metadata()
-        return metadata
-
-    async def trailing_metadata(self) -> grpc.aio.Metadata:
-        metadata: grpc.aio.Metadata = await self._call.trailing_metadata()
-        return metadata
+            super().add_done_callback(callback)
 
     async def code(self) -> grpc.StatusCode:
-        code: grpc.StatusCode = await self._call.code()
+        code: grpc.StatusCode = await super().code()
         return _CLOSED_CODE if self._closed else code
 
     async def details(self) -> str:
-        details: str = await self._call.details()
+        details: str = await super().details()
         return CLOSED.details if self._closed else details
-
-    async def wait_for_connection(self) -> None:
-        await self._call.wait_for_connection()
 
     # --- the channel's hooks ---
 
     def close_by_channel(self) -> None:
         """The channel closes: the call ends CANCELLED (``Channel closed!``)."""
-        if not self._call.done():
+        if not self._cython_call.done():
             self._closed = True
-            self._call.cancel()
+            self.cancel()
 
     def ended(self) -> asyncio.Future[None]:
         """A future done once the call has ended."""
         future = self._ended_future
         if future is None:
             future = self._ended_future = asyncio.get_running_loop().create_future()
-            if self._call.done():
+            if self._cython_call.done():
                 future.set_result(None)
         return future
 
 
 def unary_call(
-    core: ChannelCore,
-    method: str,
+    target: CallTarget,
     request: Any,
-    serializer: Callable[[Any], bytes] | None,
-    deserializer: Callable[[bytes], Any] | None,
     timeout: float | None,
     metadata: Iterable[tuple[str, str | bytes]] | None,
     credentials: grpc.CallCredentials | None,
     wait_for_ready: bool | None,
     compression: grpc.Compression | None,
-    registry: set[Any],
-    multicallables: dict[Any, Any],
-    starter: Starter,
-    registered: bool,
 ) -> Any:
-    """A unary call: a `DirectCall` sent at once when its route decides only its cluster and
-    the pick completes now, else an `XdsCall` (given the pick if one was made)."""
+    """A unary call of ``target``'s multi-callable: a `DirectCall` sent at once when its route
+    decides only its cluster and the pick completes now, else an `XdsCall` (given the pick if
+    one was made)."""
     picked: Any = None
+    core = target.core
     config = core.config
     if config.__class__ is CallConfig and not core.closed and (timeout is None or timeout > 0):
         metadata = tuple(metadata) if metadata else ()
+        method = target.method
         direct = (core.metadata_directs if metadata else core.directs).get(method, _UNKNOWN)
         if direct is _UNKNOWN:
             direct = core.direct(config, method, bool(metadata))
@@ -211,22 +227,21 @@ def unary_call(
             picked = core.pick_now(direct, headers, request_hash, deadline, bool(wait_for_ready))
             if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
                 sent = _send(
-                    core, picked, now, method, request, serializer, deserializer, timeout,
-                    metadata, credentials, compression, registry, multicallables, registered,
+                    core, picked, now, target, request, timeout, metadata, credentials,
+                    compression,
                 )  # fmt: skip
                 if sent is _PICK_AGAIN:
                     picked = None
                 elif sent is not None:
                     return sent
     call = XdsCall(
-        core, method, request, _UNARY, serializer, deserializer, timeout, metadata,
-        credentials, wait_for_ready, compression, registry, multicallables, starter, registered,
-    )  # fmt: skip
+        target, _UNARY, request, timeout, metadata, credentials, wait_for_ready, compression
+    )
     if picked is not None and not isinstance(picked, Status):
         call._picked = picked
         call._picked_in = direct
         call._request_hash = request_hash
-    registry.add(call)
+    target.registry.add(call)
     return call
 
 
@@ -234,21 +249,17 @@ def _send(
     core: ChannelCore,
     picked: PickResult,
     now: float,
-    method: str,
+    target: CallTarget,
     request: Any,
-    serializer: Callable[[Any], bytes] | None,
-    deserializer: Callable[[bytes], Any] | None,
     timeout: float | None,
     metadata: tuple[tuple[str, str | bytes], ...],
     credentials: grpc.CallCredentials | None,
     compression: grpc.Compression | None,
-    registry: set[Any],
-    multicallables: dict[Any, Any],
-    registered: bool,
 ) -> Any:
     """Send the call picked at ``now`` on the pick's connection: its `DirectCall`;
-    `_PICK_AGAIN` when the connection just left READY (the pick is ended: the `XdsCall` picks
-    again); None when it cannot be sent now (the `XdsCall` handed the pick decides)."""
+    `_PICK_AGAIN` when the connection just left READY or the call could not be made (the pick
+    is handed back: the `XdsCall` picks again); None when TLS is refused (the `XdsCall` handed
+    the pick decides)."""
     endpoint = picked.endpoint
     assert endpoint is not None
     connections = core.connections
@@ -260,32 +271,43 @@ def _send(
     if not connections.still_ready(connection):  # closed, not yet told: pick again (C-core)
         core.picker.call_abandoned(picked)  # unused: no outcome, as C-core re-queues it
         return _PICK_AGAIN
-    channel = connection.channel
-    multicallable = multicallables.get(channel)
-    if multicallable is None:
-        if len(multicallables) >= _ENDPOINTS_KEPT:
-            multicallables.clear()  # the channels of closed connections are not held for long
-        multicallable = multicallables[channel] = core.multicallable(
-            channel, (method, False, False, registered), serializer, deserializer
-        )
-    try:
-        call = multicallable(
-            request,
-            timeout=timeout,
-            metadata=metadata,
-            credentials=credentials,
-            wait_for_ready=False,
-            compression=compression,
-        )
-    except Exception:  # the `XdsCall` sends it again and fails as it does
-        return None
+    try:  # a raise here must not keep the pick: it is handed back and the `XdsCall` picks
+        multicallable = target.multicallables.get(connection.channel)
+        if multicallable is None:
+            multicallable = _multicallable(target, connection.channel)
+        if compression:  # grpc.aio's multi-callable adds the compression's metadata
+            metadata = multicallable._init_metadata(metadata, compression)
+        load = core.load_of(picked.cluster)
+        call = DirectCall(
+            multicallable, request, timeout, metadata, credentials, core, picked, connection,
+            now, target.registry,
+        )  # fmt: skip
+    except Exception:  # unused: no outcome; the `XdsCall` sends it again and fails as it does
+        core.picker.call_abandoned(picked)
+        return _PICK_AGAIN
+    # the call is out and ends through `DirectCall._finished`: nothing below raises
     connection.calls += 1  # `Connections.call_started`, inline
-    load = core.load_of(picked.cluster)
     locality = picked.locality
     if load is not None and locality is not None:
         load.call_started(locality)
-    else:
-        load = None
-    direct = DirectCall(call, core, picked, connection, load, now, registry)
-    registry.add(direct)
-    return direct
+        call._load = load
+    if _REGISTERS:  # as grpc.aio's multi-callable does
+        multicallable._python_channel._register_call(call)
+    target.registry.add(call)
+    return call
+
+
+def _multicallable(target: CallTarget, channel: Any) -> Any:
+    """grpc.aio's multi-callable of ``target``'s method on an endpoint's ``channel``, kept in
+    the target's (started over past `_ENDPOINTS_KEPT`: the channels of closed connections are
+    not held for long)."""
+    multicallables = target.multicallables
+    if len(multicallables) >= _ENDPOINTS_KEPT:
+        multicallables.clear()
+    made = multicallables[channel] = target.core.multicallable(
+        channel,
+        (target.method, False, False, target.registered),
+        target.serializer,
+        target.deserializer,
+    )
+    return made

@@ -23,7 +23,8 @@ decodes with, and `XdsClient` uses it. Without them (``None``: `CLUSTER`, `decod
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
+from functools import partial
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias
 
@@ -44,6 +45,7 @@ from udpa.type.v1 import typed_struct_pb2 as udpa_typed_struct_pb2
 from xds.type.v3 import typed_struct_pb2
 
 from .._slots import slot_setters
+from . import _cluster_wire
 from ._lb_registry import lb_policy_type_registered
 from ._type import ResourceType
 from ._view import View, check_instance, invalid, metadata_dict, parse, unpack
@@ -731,15 +733,47 @@ def _upstream_tls(name: str, socket: Any, providers: Set[str] | None) -> Upstrea
     )
 
 
+def _decode_upb(
+    data: bytes, certificate_providers: Set[str] | None = None
+) -> tuple[str, ClusterView]:
+    """bytes -> (name, view) through upb and `ClusterView.from_proto`: the decoder of the
+    pure-Python build, and of every cluster the compiled wire reader leaves to upb."""
+    message = parse(cluster_pb2.Cluster, data)
+    return message.name, ClusterView.from_proto(
+        message, data, certificate_providers=certificate_providers
+    )
+
+
+def _wire_decoder(
+    fallback: Callable[[bytes], tuple[str, ClusterView]],
+) -> Callable[[bytes], tuple[str, ClusterView]]:
+    """The compiled wire reader in front of ``fallback`` when it runs compiled (see
+    `_cluster_wire`: `xdsclient._compiled` decides whether it does), else ``fallback`` alone:
+    interpreted, the reader is no faster than upb."""
+    if not _cluster_wire.COMPILED:
+        return fallback
+    return partial(_cluster_wire.decode, fallback)
+
+
+def _bind_wire_reader() -> None:
+    """Lend the wire reader the view class, its slot setters and the common view's values."""
+    _cluster_wire.bind_view(
+        ClusterView, slot_setters(ClusterView), (ClusterType.EDS, _ROUND_ROBIN, _NO_MAPPING)
+    )
+
+
+_bind_wire_reader()
+_DECODE: Callable[[bytes], tuple[str, ClusterView]] = _wire_decoder(_decode_upb)
+
+
 def decode_cluster(
     data: bytes, certificate_providers: Set[str] | None = None
 ) -> tuple[str, ClusterView]:
     """The CLUSTER type's decoder: bytes -> (name, view); ``certificate_providers`` as
     `ClusterView.from_proto` takes them."""
-    message = parse(cluster_pb2.Cluster, data)
-    return message.name, ClusterView.from_proto(
-        message, data, certificate_providers=certificate_providers
-    )
+    if certificate_providers is None:
+        return _DECODE(data)
+    return _decode_upb(data, certificate_providers)
 
 
 _CLUSTER_URL = "type.googleapis.com/" + cluster_pb2.Cluster.DESCRIPTOR.full_name
@@ -750,10 +784,7 @@ def cluster_type(certificate_providers: Iterable[str]) -> ResourceType[ClusterVi
     instance names; none: an empty iterable) decodes it: a cluster whose TLS context names
     another instance is NACKed (gRFC A29, as gRPC does), naming the field and the instance.
     `XdsClient` decodes clusters with the type of its own bootstrap; it equals `CLUSTER`."""
-    names = frozenset(certificate_providers)
-
-    def decode(data: bytes) -> tuple[str, ClusterView]:
-        message = parse(cluster_pb2.Cluster, data)
-        return message.name, ClusterView.from_proto(message, data, certificate_providers=names)
-
+    decode = _wire_decoder(
+        partial(_decode_upb, certificate_providers=frozenset(certificate_providers))
+    )
     return ResourceType(type_url=_CLUSTER_URL, decode=decode, all_resources_required_in_sotw=True)
