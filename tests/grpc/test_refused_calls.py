@@ -184,3 +184,33 @@ async def test_a_driven_attempt_whose_multicallable_raises_hands_its_pick_back(
             core.multicallable = working
             assert (await fresh(Text(value="z"), timeout=5)).value == "a:z"
             assert finished == [True]
+
+
+async def test_refused_streams_eject_nothing_and_count_nowhere_in_the_load_report(
+    plane: ControlPlane, client: XdsClient, unary_path: str
+) -> None:
+    """Server-streaming calls gRPC refuses (direct streams, and `XdsCall`s with the guard
+    forced off): 20 of them and 3 read to their end leave the endpoint in at the sweep, and
+    the LRS server receives issued 3, succeeded 3, errored 0."""
+    plane.load_reporting.configure(send_all_clusters=True, interval=1)
+    async with echo_backends("a") as (a,):
+        resources = _ejecting_cluster(a)
+        resources[2].lrs_server.self.SetInParent()
+        plane.set_all(resources)
+        async with _channel(client, unary_path) as channel:
+            stub = EchoStub(channel)
+            for _ in range(20):
+                call = stub.Count(Text(value="1"), timeout=5, metadata=_REFUSED)
+                with pytest.raises(grpc.aio.AioRpcError) as refused:  # C-core's own status
+                    await call.read()
+                assert refused.value.code() is grpc.StatusCode.INTERNAL
+                assert refused.value.details() == "Invalid metadata"
+            for _ in range(3):
+                assert [m.value async for m in stub.Count(Text(value="1"), timeout=5)] == ["a:0"]
+            core = channel._core
+            (detector,) = core.picker._leaves["c"].detectors
+            detector.sweep(random.Random(0), core.clock())
+            assert not detector.ejected()
+            await eventually(
+                lambda: _totals(plane.load_reports).get(("c", "", "z-c")) == [3, 3, 0], 8
+            )

@@ -62,7 +62,7 @@ from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
 from ._requests import RequestStream, RetryBuffer, metadata_size
-from ._status import outcome_of, rpc_error
+from ._status import outcome_of, refused_by_core, rpc_error
 from ._tls import TlsError
 
 __all__ = ["CallTarget", "Starter", "XdsCall"]
@@ -440,7 +440,7 @@ class XdsCall(
                 raise self._failed(config)
             direct = None
             metadata = self._metadata
-            if self._kind == _UNARY:
+            if not self._request_streaming:  # a unary or server-streaming call
                 # `ChannelCore.direct`'s memo
                 direct = (core.metadata_directs if metadata else core.directs).get(
                     self._method, _UNKNOWN
@@ -623,6 +623,10 @@ class XdsCall(
                         self._load_report = load_report_of(await call.trailing_metadata())
                     outcome = _OK
             ok = outcome.code is Code.OK
+            if not ok and outcome.code is Code.INTERNAL and self._error is not None:
+                # C-core's own refusal of the metadata (a stream's): never sent, never picked
+                failed = self._error
+                sent = not refused_by_core(failed.details(), failed.debug_error_string())
         except Exception:  # not grpc.aio's answer: the call never went out if it has no status
             sent = _went_out(call)
             raise
