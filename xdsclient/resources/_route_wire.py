@@ -113,6 +113,17 @@ def _one_varint(data: bytes, pos: i64, end: i64) -> bool:
     return pos == end
 
 
+def _utf8(data: bytes, start: i64, stop: i64) -> bool:
+    """Whether the text is valid UTF-8 (upb rejects it otherwise): ASCII checked byte by byte,
+    with no allocation; anything else decoded."""
+    pos = start
+    while pos < stop:
+        if data[pos] >= 0x80:
+            return _text(data, start, stop) is not None
+        pos += 1
+    return True
+
+
 def _one_text(data: bytes, pos: i64, end: i64) -> bool:
     """Whether the message is at most one valid UTF-8 string numbered 1 (a Decorator's
     operation)."""
@@ -121,39 +132,43 @@ def _one_text(data: bytes, pos: i64, end: i64) -> bool:
     if data[pos] != 0x0A:
         return False
     start, stop = _span(data, pos + 1, end)
-    return start >= 0 and stop == end and _text(data, start, stop) is not None
+    return start >= 0 and stop == end and _utf8(data, start, stop)
 
 
-def _match(data: bytes, pos: i64, end: i64) -> tuple[str | None, bool]:
-    """A RouteMatch of a prefix (field 1) or a path (field 2) alone: (the text, whether it is
-    a prefix); (None, False) for anything else."""
+def _match(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
+    """A RouteMatch of a prefix (field 1) or a path (field 2) alone: the text's (start, end),
+    its start negated minus one for a path; (-1, -1) for anything else."""
     if pos >= end:
-        return None, False
+        return _NO, _NO
     key: i64 = data[pos]
     if key != 0x0A and key != 0x12:
-        return None, False
+        return _NO, _NO
     start, stop = _span(data, pos + 1, end)
-    if start < 0 or stop != end:
-        return None, False
-    return _text(data, start, stop), key == 0x0A
+    if start < 0 or stop != end or not _utf8(data, start, stop):
+        return _NO, _NO
+    return (start if key == 0x0A else -2 - start), stop
 
 
-def _cluster(data: bytes, pos: i64, end: i64) -> str | None:
-    """A RouteAction of a non-empty cluster (field 1) alone; None for anything else."""
+def _cluster(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
+    """A RouteAction of a non-empty cluster (field 1) alone: the name's (start, end); (-1, -1)
+    for anything else."""
     if pos >= end or data[pos] != 0x0A:
-        return None
+        return _NO, _NO
     start, stop = _span(data, pos + 1, end)
-    if start < 0 or stop != end or start == stop:
-        return None
-    return _text(data, start, stop)
+    if start < 0 or stop != end or start == stop or not _utf8(data, start, stop):
+        return _NO, _NO
+    return start, stop
 
 
-def _route(data: bytes, pos: i64, end: i64) -> Any:
-    """The common route's value, built through the lent slot setters; None for any other."""
-    path: str | None = None
-    prefix = False
-    cluster: str | None = None
-    name: str | None = ""
+def _route(data: bytes, pos: i64, end: i64, build: bool) -> Any:
+    """The common route's value, built through the lent slot setters (True when not
+    ``build``ing: checked only); None for any other."""
+    path_at: i64 = _NO
+    path_end: i64 = _NO
+    cluster_at: i64 = _NO
+    cluster_end: i64 = _NO
+    name_at: i64 = 0
+    name_end: i64 = 0
     seen: i64 = 0
     while pos < end:
         key: i64 = data[pos]
@@ -165,25 +180,35 @@ def _route(data: bytes, pos: i64, end: i64) -> Any:
         if start < 0:
             return None
         if key == 0x0A:  # match (1)
-            path, prefix = _match(data, start, pos)
-            if path is None:
+            path_at, path_end = _match(data, start, pos)
+            if path_end < 0:
                 return None
         elif key == 0x12:  # route (2)
-            cluster = _cluster(data, start, pos)
-            if cluster is None:
+            cluster_at, cluster_end = _cluster(data, start, pos)
+            if cluster_at < 0:
                 return None
         elif key == 0x72:  # name (14)
-            name = _text(data, start, pos)
-            if name is None:
+            if not _utf8(data, start, pos):
                 return None
+            name_at, name_end = start, pos
         elif key == 0x2A:  # decorator (5): an operation alone, which gRPC ignores
             if not _one_text(data, start, pos):
                 return None
         else:
             return None
-    if path is None or cluster is None or name is None:
+    if path_end < 0 or cluster_at < 0:
         return None
-    return _new_route(path, prefix, cluster, name)
+    if not build:
+        return True
+    prefix = path_at >= 0
+    if not prefix:
+        path_at = -2 - path_at
+    return _new_route(
+        data[path_at:path_end].decode(),
+        prefix,
+        data[cluster_at:cluster_end].decode(),
+        data[name_at:name_end].decode() if name_end > name_at else "",
+    )
 
 
 def _new_route(path: str, prefix: bool, cluster: str, name: str) -> Any:
@@ -241,15 +266,26 @@ def _new_route(path: str, prefix: bool, cluster: str, name: str) -> Any:
     return route
 
 
-def _valid_domain(domain: str) -> bool:
-    """As `_route._valid_domain` (C-core's classes): ``*``, ``*suffix``, ``prefix*`` or exact."""
-    return len(domain) > 0 and (domain[0] == "*" or domain[-1] == "*" or "*" not in domain)
+def _valid_domain(data: bytes, start: i64, stop: i64) -> bool:
+    """As `_route._valid_domain` (C-core's classes) on the UTF-8 bytes: ``*``, ``*suffix``,
+    ``prefix*`` or exact without ``*`` (a byte of a multi-byte character is never ``*``)."""
+    if start == stop:
+        return False
+    if data[start] == 0x2A or data[stop - 1] == 0x2A:
+        return True
+    pos = start
+    while pos < stop:
+        if data[pos] == 0x2A:
+            return False
+        pos += 1
+    return True
 
 
-def _virtual_host(data: bytes, pos: i64, end: i64) -> Any:
-    """The common virtual host's value; None for any other (or an invalid one)."""
-    name: str | None = ""
-    named = False
+def _virtual_host(data: bytes, pos: i64, end: i64, build: bool) -> Any:
+    """The common virtual host's value (True when not ``build``ing: checked only); None for
+    any other (or an invalid one)."""
+    name_at: i64 = _NO
+    name_end: i64 = _NO
     flagged = False
     domains: list[str] = []
     routes: list[Any] = []
@@ -267,28 +303,30 @@ def _virtual_host(data: bytes, pos: i64, end: i64) -> Any:
         if start < 0:
             return None
         if key == 0x1A:  # routes (3)
-            route = _route(data, start, pos)
+            route = _route(data, start, pos, build)
             if route is None:
                 return None
-            routes.append(route)
+            if build:
+                routes.append(route)
         elif key == 0x12:  # domains (2)
-            domain = _text(data, start, pos)
-            if domain is None or not _valid_domain(domain):
+            if build:
+                domains.append(data[start:pos].decode())
+            elif _valid_domain(data, start, pos) and _utf8(data, start, pos):
+                domains.append("")  # counted only
+            else:
                 return None
-            domains.append(domain)
-        elif named:  # name (1), given twice
+        elif name_at >= 0 or not _utf8(data, start, pos):  # name (1), given twice or invalid
             return None
         else:
-            named = True
-            name = _text(data, start, pos)
-            if name is None:
-                return None
+            name_at, name_end = start, pos
     if not domains:
         return None  # the full reader rejects it
+    if not build:
+        return True
     kept = tuple(routes)
     no_configs = _LENT.no_configs
     return _LENT.virtual_host(
-        name=name,
+        name=data[name_at:name_end].decode() if name_at >= 0 else "",
         domains=tuple(domains),
         routes=kept,
         retry_policy=None,
@@ -299,10 +337,11 @@ def _virtual_host(data: bytes, pos: i64, end: i64) -> Any:
     )
 
 
-def _configuration(data: bytes, end: i64) -> tuple[str, tuple[Any, ...], bool] | None:
-    """(name, virtual hosts, ignore_port_in_host_matching) of a common route configuration;
-    None for anything else."""
-    name: str | None = ""
+def _configuration(data: bytes, end: i64, build: bool) -> tuple[str, tuple[Any, ...], bool] | None:
+    """(name, virtual hosts, ignore_port_in_host_matching) of a common route configuration
+    (no virtual hosts when not ``build``ing: checked only); None for anything else."""
+    name_at: i64 = 0
+    name_end: i64 = 0
     ignore_port = False
     seen: i64 = 0
     hosts: list[Any] = []
@@ -314,10 +353,11 @@ def _configuration(data: bytes, end: i64) -> tuple[str, tuple[Any, ...], bool] |
             start, pos = _span(data, pos + 1, end)
             if start < 0:
                 return None
-            host = _virtual_host(data, start, pos)
+            host = _virtual_host(data, start, pos, build)
             if host is None:
                 return None
-            hosts.append(host)
+            if build:
+                hosts.append(host)
             continue
         if key >= 0x80 or seen & bit:
             return None
@@ -334,20 +374,21 @@ def _configuration(data: bytes, end: i64) -> tuple[str, tuple[Any, ...], bool] |
         if start < 0:
             return None
         if key == 0x0A:
-            name = _text(data, start, pos)
-            if name is None:
+            if not _utf8(data, start, pos):
                 return None
+            name_at, name_end = start, pos
         elif not _one_varint(data, start, pos):
             return None
-    if name is None:
-        return None
+    name = data[name_at:name_end].decode() if build and name_end > name_at else ""
     return name, tuple(hosts), ignore_port
 
 
 def read(data: bytes) -> tuple[str, tuple[Any, ...], bool] | None:
     """(name, virtual hosts, ignore_port_in_host_matching) of a common route configuration, or
     None: upb decides."""
-    return _configuration(data, len(data))
+    if _configuration(data, len(data), False) is None:
+        return None
+    return _configuration(data, len(data), True)
 
 
 def bind_views(
@@ -371,7 +412,12 @@ def decode(fallback: Callable[[bytes], tuple[str, Any]], data: bytes) -> tuple[s
     """The ROUTE_CONFIGURATION decoder of the compiled build: bytes -> (name, view), the
     common configuration's view built here; ``fallback`` (upb and the full reader) for the
     rest."""
-    found = _configuration(data, len(data))
+    end = len(data)
+    # checked whole before anything is built: a configuration declined at its last route
+    # costs a scan of its bytes, not the values of every route before it
+    found = _configuration(data, end, False)
+    if found is not None:
+        found = _configuration(data, end, True)
     if found is None:
         return fallback(data)
     name, hosts, ignore_port = found
