@@ -50,12 +50,13 @@ system calls per call by name (``strace -f -c``) and perf stat's task-clock, con
 and CPU migrations per call (a run of twice ``--system-calls`` calls minus a run of
 ``--system-calls``: start-up and warm-up cancel). ``--metadata`` adds, to the paired and the
 counted runs, rows whose unary calls carry `METADATA` (each counted against the plain channel's
-calls with the same metadata).
+calls with the same metadata); ``--streams`` adds rows of server-streaming calls of
+``--stream`` messages (each counted against the plain channel's streams).
 
     python bench/channel.py [--rounds 8] [--latency-calls 300] [--throughput-calls 1500]
                             [--stream 10] [--endpoints 1 2000] [--profile] [--profile-only]
                             [--threads] [--instructions | --instructions-only] [--syscalls]
-                            [--metadata] [--before DIR]
+                            [--metadata] [--streams] [--before DIR]
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ Text = wrappers_pb2.StringValue
 KINDS = ("unary", "stream")
 #: the suffix of a row whose unary calls carry `METADATA`
 WITH_METADATA = ", metadata"
+#: the suffix of a row of server-streaming calls (``--stream`` messages each)
+STREAMS = ", stream"
 #: the first call's timeout at scale (seconds)
 FIRST_CALL_TIMEOUT = 120
 
@@ -426,15 +429,18 @@ async def counted(port: int, bootstrap_path: str, args: argparse.Namespace) -> N
     runs: list[tuple[str, str | None]] = [("plain", None), ("XdsChannel", None)]
     if args.before:
         runs.append(("XdsChannel (before)", args.before))
+    unary = list(runs)
     if args.metadata:
-        runs += [(f"{client}{WITH_METADATA}", path) for client, path in runs]
+        runs += [(f"{client}{WITH_METADATA}", path) for client, path in unary]
+    if args.streams:
+        runs += [(f"{client}{STREAMS}", path) for client, path in unary]
     rows: dict[str, dict[str, float]] = {}
     system: dict[str, dict[str, float]] = {}
     for client, path in runs:
         argv = [
             sys.executable, os.path.abspath(__file__), "--child", client, "--port", str(port),
             "--bootstrap", bootstrap_path, "--counted-calls", str(args.counted_calls),
-            "--blocks", str(args.blocks),
+            "--blocks", str(args.blocks), "--stream", str(args.stream),
         ]  # fmt: skip
         env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
         native = await asyncio.to_thread(
@@ -514,10 +520,10 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     calls = args.counted_calls
     plain = rows["plain"]
     plain_count = plain["instructions"] / calls
-    bases = {False: plain, True: rows.get(f"plain{WITH_METADATA}", plain)}
     rate = plain["cpu"] / plain_count  # us per instruction: the process's CPU (kernel too)
     print(
-        f"\nwhat XdsChannel adds per unary call, each channel alone in a process ({calls} "
+        f"\nwhat XdsChannel adds per call (unary; a stream of {args.stream} messages in the "
+        f"'{STREAMS[2:]}' rows), each channel alone in a process ({calls} "
         "sequential calls after a warm-up; instructions: callgrind, every thread; Python "
         f"calls: cProfile; CPU: native, the best of {args.blocks} blocks)\n"
     )
@@ -530,7 +536,7 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
     for client, row in rows.items():
         count = row["instructions"] / calls
         added = micros = ours = added_calls = added_loop = ""
-        base = bases[client.endswith(WITH_METADATA)]  # the plain call with the same metadata
+        base = rows.get(f"plain{_suffix(client)}", plain)  # the plain channel's same calls
         if not client.startswith("plain"):
             extra = count - base["instructions"] / calls
             own_rate = row["decisions_cpu"] / (row["decisions"] / calls)
@@ -560,10 +566,16 @@ def _print_counted(rows: dict[str, dict[str, float]], args: argparse.Namespace) 
             )
 
 
+def _suffix(client: str) -> str:
+    """The suffix of a row's name that says its calls (`WITH_METADATA`, `STREAMS`, or none)."""
+    return next((end for end in (WITH_METADATA, STREAMS) if client.endswith(end)), "")
+
+
 def paired_child(args: argparse.Namespace) -> None:
     """``--pairs`` paired runs of the plain channel and XdsChannel (`paired_threads`, unary
-    calls, ``--throughput-calls // 3`` calls a run) in this process, whose xdsclient is the one
-    on its path: print {extra: [seconds per call], threads: [[channel, thread, part, s]]}."""
+    calls, or streams with ``--call-streams``, ``--throughput-calls // 3`` calls a run) in this
+    process, whose xdsclient is the one on its path: print {extra: [seconds per call],
+    threads: [[channel, thread, part, s]]}."""
 
     async def run() -> dict[str, Any]:
         async with XdsClient(bootstrap=args.bootstrap) as client:
@@ -571,11 +583,14 @@ def paired_child(args: argparse.Namespace) -> None:
             ours = XdsChannel(f"xds:///{LISTENER}", client=client)
             metadata = METADATA if args.call_metadata else None
             try:
-                stubs = [Stub(plain, 1, metadata), Stub(ours, 1, metadata)]
-                for stub in stubs:
-                    await _calls(stub.unary, 200)  # connect, warm up
+                kind = "stream" if args.call_streams else "unary"
+                calls = [
+                    getattr(Stub(channel, args.stream, metadata), kind) for channel in (plain, ours)
+                ]
+                for call in calls:
+                    await _calls(call, 200)  # connect, warm up
                 extra, threads = await paired_threads(
-                    stubs[0].unary, stubs[1].unary, args.pairs, args.throughput_calls // 3
+                    calls[0], calls[1], args.pairs, args.throughput_calls // 3
                 )
             finally:
                 await plain.close()
@@ -592,8 +607,11 @@ async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespa
     versions: list[tuple[str, str | None]] = [("XdsChannel", None)]
     if args.before:
         versions.append(("XdsChannel (before)", args.before))
+    unary = list(versions)
     if args.metadata:
-        versions += [(f"{name}{WITH_METADATA}", path) for name, path in versions]
+        versions += [(f"{name}{WITH_METADATA}", path) for name, path in unary]
+    if args.streams:
+        versions += [(f"{name}{STREAMS}", path) for name, path in unary]
     extra: dict[str, list[float]] = {name: [] for name, _ in versions}
     threads: dict[str, Threads] = {name: {} for name, _ in versions}
     half = max(1, args.pairs // 2)
@@ -602,8 +620,9 @@ async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespa
             argv = [
                 sys.executable, os.path.abspath(__file__), "--paired-child", "--port", str(port),
                 "--bootstrap", bootstrap_path, "--pairs", str(half),
-                "--throughput-calls", str(args.throughput_calls),
+                "--throughput-calls", str(args.throughput_calls), "--stream", str(args.stream),
                 *(["--call-metadata"] if name.endswith(WITH_METADATA) else []),
+                *(["--call-streams"] if name.endswith(STREAMS) else []),
             ]  # fmt: skip
             env = {**os.environ, **({"PYTHONPATH": path} if path else {})}
             done = await asyncio.to_thread(
@@ -618,14 +637,16 @@ async def paired_children(port: int, bootstrap_path: str, args: argparse.Namespa
                 threads[name][key] = threads[name].get(key, 0.0) + value
     calls = 2 * half * (args.throughput_calls // 3)
     print(
-        f"\npaired CPU per unary call in child processes (XdsChannel minus plain at "
+        f"\npaired CPU per call in child processes (unary; a stream of {args.stream} messages "
+        f"in the '{STREAMS[2:]}' rows; XdsChannel minus plain at "
         f"concurrency {CONCURRENCY}, {2 * half} pairs of {args.throughput_calls // 3} calls "
         f"per code, alternating; load average before: {os.getloadavg()[0]:.2f})\n"
     )
     for name, _ in versions:
         print(f"{name}: {quartiles(extra[name])}")
     for name, _ in versions:
-        _print_threads(f"unary ({name})", threads[name], calls)
+        kind = "stream" if name.endswith(STREAMS) else "unary"
+        _print_threads(f"{kind} ({name})", threads[name], calls)
 
 
 def child(args: argparse.Namespace) -> None:
@@ -662,7 +683,8 @@ async def _opened(
         channel = XdsChannel(f"xds:///{LISTENER}", client=client)
     stack.push_async_callback(channel.close)
     metadata = METADATA if args.child.endswith(WITH_METADATA) else None
-    return channel, Stub(channel, 1, metadata).unary
+    stub = Stub(channel, args.stream, metadata)
+    return channel, stub.stream if args.child.endswith(STREAMS) else stub.unary
 
 
 def _decisions(channel: XdsChannel, count: int) -> None:
@@ -759,6 +781,12 @@ def main() -> None:
     parser.add_argument("--calls-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--call-metadata", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--call-streams", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--streams",
+        action="store_true",
+        help="with --instructions(-only): paired and counted rows of server-streaming calls too",
+    )
     parser.add_argument(
         "--metadata",
         action="store_true",

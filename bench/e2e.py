@@ -53,8 +53,15 @@ Ours runs twice: as installed (``xdsclient``: compiled where the build is) and a
 ``--before PATH`` the package of another checkout (an older commit, built the same way) runs
 both ways too (``before``, ``before-pure``), in the same run.
 
+``--update-timeline`` prints each update of ours as both sides saw it (stderr): the control
+plane building its response, the client's read (the transfer, gRPC's read and parse, the
+hand-off to the loop), its ``receive``, the steps before the ACK's write, the write and the ACK
+reaching the control plane, and the client loop's CPU time from the read to the written ACK
+(the worker notes them with ``XDSCLIENT_BENCH_TIMELINE=1``).
+
     python bench/e2e.py [--sizes 1000 10000 100000] [--clients xdsclient xdsclient-pure grpcio]
         [--rounds 3] [--load-samples 3] [--grpcio-load-samples 1] [--before PATH] [--timeline]
+        [--update-timeline]
 """
 
 from __future__ import annotations
@@ -190,6 +197,8 @@ class Snapshots:
         self.load_cpu: float | None = None
         self.load_loop_cpu: float | None = None
         self.import_rss_kib: int | None = None
+        #: ``--update-timeline``: (read, receive, received, write, written, CPU) per response
+        self.steps: list[tuple[float, ...]] = []
         self._task = asyncio.ensure_future(self._read(stream))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
@@ -205,6 +214,8 @@ class Snapshots:
                 self.load_loop_cpu = float(values[0])
             elif kind == "import-rss" and int(values[0]) > 0:
                 self.import_rss_kib = int(values[0])
+            elif kind == "steps":
+                self.steps.append(tuple(map(float, values)))
 
     async def when(self, generations: int, after: float, timeout: float) -> float | None:
         """When the first snapshot holding ``generations`` came after ``after``."""
@@ -385,6 +396,7 @@ class Run:
         return None if when is None else when - since
 
     async def update(self, case: str, names: set[str], messages: list[Any], gens: int) -> bool:
+        start = time.monotonic()
         pushed = await _push(self.cp, names, messages, self.timeout)
         if pushed is None:
             return False
@@ -392,6 +404,9 @@ class Run:
         snap = None if case == "resend unchanged" else await self._snapshot(gens, since)
         settled = await self._settle(since, acked, snap)
         self._keep(case, acked - since, snap, settled)
+        if UPDATE_TIMELINE[0] and self.snapshots is not None:  # its steps have come by now
+            steps = update_timeline(start, since, acked, self.snapshots.steps)
+            print(f"    {case}: {steps}", file=sys.stderr, flush=True)
         return True
 
     async def updates(self, rounds: int) -> None:
@@ -413,6 +428,36 @@ class Run:
 
 #: ``--timeline``: print each full load's round trips (`load_timeline`) as it is measured
 TIMELINE: list[bool] = [False]
+#: ``--update-timeline``: print each update's steps (`update_timeline`) as it is measured
+UPDATE_TIMELINE: list[bool] = [False]
+
+
+def update_timeline(start: float, sent: float, acked: float, steps: list[tuple[float, ...]]) -> str:
+    """One update as both sides saw it, in ms from the control plane's write of its response
+    (where the ACK's time starts): the client's read (the transfer, gRPC's read and parse, the
+    hand-off to the loop), the wait until its ``receive``, the receive, the steps until the
+    ACK's write starts (the events handed to the watchers, the ACK built), and from there the
+    ACK reaching the control plane (gRPC's write, the transfer, the server's read); then the
+    control plane's own build before its write (from ``set_all``), how long the client's write
+    took to return, and the client loop's CPU time from its read to the written ACK. From the
+    worker's ``steps`` (ours only)."""
+    mine = next((s for s in steps if sent <= s[0] <= acked), None)
+    if mine is None:
+        return f"ACK {(acked - sent) * 1e3:.2f} ms (no steps)"
+    read, receive, received, write, written, cpu = mine
+    parts = [
+        ("read", read - sent),
+        ("to receive", receive - read),
+        ("receive", received - receive),
+        ("to the write", write - received),
+        ("to the ACK", acked - write),
+    ]
+    shown = ", ".join(f"{label} {value * 1e3:.2f}" for label, value in parts)
+    return (
+        f"{shown} = {(acked - sent) * 1e3:.2f} ms; the control plane's build before it "
+        f"{(sent - start) * 1e3:.2f}, the write's return {(written - write) * 1e3:.2f}, the "
+        f"client loop's CPU {cpu * 1e3:.2f}"
+    )
 
 
 async def measure(
@@ -563,11 +608,18 @@ def main() -> None:
     parser.add_argument(
         "--timeline", action="store_true", help="print each full load's round trips (stderr)"
     )
+    parser.add_argument(
+        "--update-timeline", action="store_true", help="print each update's steps (stderr)"
+    )
     args = parser.parse_args()
     TIMELINE[0] = args.timeline
     if args.before:
         add_before(args.before)
         args.clients = [*args.clients, *(c for c in BEFORE if c not in args.clients)]
+    if args.update_timeline:
+        UPDATE_TIMELINE[0] = True
+        for environment in ENVIRONMENTS.values():
+            environment["XDSCLIENT_BENCH_TIMELINE"] = "1"
     results: list[Result] = []
     floors: dict[int, float] = {}
     for n in args.sizes:

@@ -32,6 +32,8 @@ async def run_xdsclient(address: str) -> None:
     from xdsclient import XdsClient, XdsConfig
 
     print(f"import-rss {current_rss_kib()}", flush=True)  # the client's baseline, no resource
+    if os.environ.get("XDSCLIENT_BENCH_TIMELINE"):
+        _note_steps()
     _LOAD_PROFILE.start()
     _LOAD_CPU.append(time.process_time())
     _LOOP_CPU.append(time.thread_time())
@@ -93,6 +95,46 @@ _LOAD_CPU: list[float] = []
 #: the loop thread's CPU time when the client started (what the full load's own path costs,
 #: without gRPC's threads)
 _LOOP_CPU: list[float] = []
+
+
+def _note_steps() -> None:
+    """``XDSCLIENT_BENCH_TIMELINE=1`` (bench/e2e.py ``--update-timeline``): for each endpoint
+    response, print when the client's loop had it read (gRPC's read and parse done), when the
+    session began and ended its ``receive``, and when its ACK's write began and ended (the
+    machine's monotonic clock), and the loop thread's CPU time from the read to the written
+    ACK: ``steps <read> <receive> <received> <write> <written> <cpu>``."""
+    from xdsclient._protocol._session import Session
+    from xdsclient._transports._grpc import GrpcStream
+    from xdsclient.resources import ENDPOINT
+
+    clock, cpu = time.monotonic, time.thread_time
+    pending: dict[str, float] = {}
+    read, write, receive = GrpcStream.read, GrpcStream.write, Session.receive
+
+    async def noted_read(self: Any) -> Any:
+        response = await read(self)
+        if response.type_url == ENDPOINT.type_url:
+            pending.update(read=clock(), cpu=cpu())
+        return response
+
+    def noted_receive(self: Any, response: Any, now: float) -> Any:
+        start = clock()
+        events = receive(self, response, now)
+        if "read" in pending:
+            pending.update(receive=start, received=clock())
+        return events
+
+    async def noted_write(self: Any, request: Any) -> None:
+        start = clock()
+        await write(self, request)
+        if "received" in pending and request.type_url == ENDPOINT.type_url:
+            done, spent = clock(), cpu() - pending["cpu"]
+            steps = [pending[k] for k in ("read", "receive", "received")]
+            print("steps", *steps, start, done, spent, flush=True)
+            pending.clear()
+
+    GrpcStream.read, GrpcStream.write = noted_read, noted_write  # type: ignore[method-assign]
+    Session.receive = noted_receive  # type: ignore[method-assign]
 
 
 def _generations(config: Any) -> int:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from envoy.service.discovery.v3 import discovery_pb2
+from google.protobuf import any_pb2
+
 from tests.builders import (
     CDS,
     EDS,
@@ -17,6 +20,7 @@ from tests.builders import (
     wrapped,
 )
 from xdsclient import AmbientError, DataError, ResourceChanged, ResourceStatus, ResourceType
+from xdsclient._protocol import _classify as classify
 from xdsclient.resources import CLUSTER, ENDPOINT
 
 
@@ -167,8 +171,66 @@ def test_a_small_response_on_a_big_cache_decodes_its_few_resources_and_stays_qui
     s.receive(sotw_response(EDS, [endpoints(n) for n in many], version="1", nonce="n1"), 1.0)
     calls.clear()
     events = s.receive(sotw_response(EDS, [endpoints("e7")], version="2", nonce="n2"), 2.0)
-    assert calls == ["e7"]
+    # Compiled, the cache is looked up by the name the bytes begin with: not even e7 is decoded.
+    assert calls == ([] if classify.COMPILED else ["e7"])
     assert events == []
     state = s.resource_state(EDS, "e7")
     assert state is not None
     assert (state.version, state.last_updated) == ("2", 1.0)
+
+
+def _name_last(name: str, port: int = 8080) -> bytes:
+    """An assignment's bytes with its name written after its localities (valid protobuf: a
+    serializer writes field 1 first, but a reader must take any order)."""
+    body = endpoints(name, port=port)
+    body.ClearField("cluster_name")
+    encoded = name.encode()
+    serialized: bytes = body.SerializeToString()
+    return serialized + bytes([10, len(encoded)]) + encoded
+
+
+def _raw_response(raws: list[bytes], version: str) -> Any:
+    response = discovery_pb2.DiscoveryResponse(type_url=EDS, version_info=version, nonce=version)
+    response.resources.extend(any_pb2.Any(type_url=EDS, value=raw) for raw in raws)
+    return response
+
+
+def test_unchanged_bytes_that_do_not_begin_with_their_name_are_still_not_decoded() -> None:
+    rtype, calls = counting()
+    s, _ = connected(rtype, subscribe={EDS: NAMES})
+    s.receive(_raw_response([_name_last(n) for n in NAMES], "1"), 1.0)
+    s.requests_to_send(1.0)
+    calls.clear()
+    update = [_name_last(n, port=9090 if n == "e1" else 8080) for n in NAMES]
+    events = s.receive(_raw_response(update, "2"), 2.0)
+    assert calls == ["e1"]
+    assert [(type(e), e.name) for e in events] == [(ResourceChanged, "e1")]
+    (ack,) = s.requests_to_send(2.0)
+    assert (ack.version_info, ack.HasField("error_detail")) == ("2", False)
+
+
+def test_bytes_that_begin_with_another_resources_name_are_decoded_not_taken_for_it() -> None:
+    """The leading name only says where to look: e0's bytes under the name e1 at their front
+    are not e1's cached bytes, so they are decoded (and turn out to be e0, a duplicate)."""
+    rtype, calls = counting()
+    s, _ = connected(rtype, subscribe={EDS: ["e0", "e1"]})
+    s.receive(sotw_response(EDS, [endpoints("e0"), endpoints("e1")], version="1", nonce="1"), 1.0)
+    s.requests_to_send(1.0)
+    calls.clear()
+    e0 = endpoints("e0").SerializeToString()
+    disguised = bytes([10, 2]) + b"e1" + e0  # field 1 twice: the last one (e0) is the name
+    s.receive(_raw_response([e0, disguised], "2"), 2.0)
+    assert calls == ["e0"]
+    (nack,) = s.requests_to_send(2.0)
+    assert "duplicate resource name" in nack.error_detail.message
+
+
+def test_the_leading_name_is_read_only_from_a_well_formed_first_field() -> None:
+    long = "x" * 200
+    assert classify.leading_name(bytes([10, 3]) + b"abc" + b"rest") == "abc"
+    assert classify.leading_name(bytes([10, 200 & 127 | 128, 1]) + long.encode()) == long
+    assert classify.leading_name(bytes([18, 3]) + b"abc") is None  # field 2 first
+    assert classify.leading_name(bytes([10, 5]) + b"abc") is None  # cut short
+    assert classify.leading_name(bytes([10, 2, 0xFF, 0xFE])) is None  # not UTF-8
+    assert classify.leading_name(bytes([10, 128, 128, 1])) is None  # a 3-byte length
+    assert classify.leading_name(b"") is None

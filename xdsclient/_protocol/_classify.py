@@ -26,29 +26,41 @@ the cached bytes of a held value reuses that value instead of being decoded and 
 (a SotW resend of N unchanged resources then costs the parse and N dict lookups). It still goes
 through `TypeState.apply_valid` like any valid resource, so it is ACKed, refreshes its TTL,
 clears its does-not-exist timer and a previous error; it is not announced again. A bare SotW
-body names itself only once decoded, so SotW looks its bytes up in an index of the cached
-bytes, built once per response that is not much smaller than the cache.
+body names itself only once decoded, so SotW finds the cached entry by the name its bytes
+begin with (`leading_name`: field 1, where every built-in type keeps its name) and compares the
+bytes; where the bytes do not begin with such a field (or interpreted, where reading it costs
+more than hashing the bytes), it looks the bytes up in an index of the cached bytes, built once
+per response that is not much smaller than the cache. Either way a hit is a resource whose bytes
+equal a held value's, so both find the same ones for the built-in types; a leading name that
+names no entry, or one with other bytes, is decoded as any changed resource is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Container
-from typing import Any
+from collections.abc import Callable, Collection, Container, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import ResourceDecodeError
 from .._names import WILDCARD
 from .._xdstp import XDSTP_PREFIX, InvalidNameError, canonical_name
 from ._cache import Table
 
+if TYPE_CHECKING:  # compiled, positions are native 64-bit integers; plain int as Python
+    from mypy_extensions import i64
+
 
 def name_too_long(name: str, limit: int) -> str:
     return f"name of {len(name)} characters exceeds max_name_length ({limit})"
 
 
-ttl_none: float | None = None
+ttl_none: Final[float | None] = None
+#: compiled, a C static, not a lookup in the module's dict per resource
+_XDSTP: Final = XDSTP_PREFIX
 
 #: SotW indexes the cached bytes only for responses of at least 1/_INDEX_RATIO of the cache
 _INDEX_RATIO = 8
+#: Whether this module runs compiled (mypyc): then SotW finds unchanged bytes by `leading_name`
+COMPILED: Final = not __file__.endswith(".py")
 
 __all__ = ["BodilessItem", "Classifier", "ValidItem", "key_of", "name_too_long"]
 
@@ -68,6 +80,131 @@ def key_of(name: str, type_url: str) -> str:
         return canonical_name(name, type_url)
     except InvalidNameError:
         return name
+
+
+def leading_name(raw: bytes) -> str | None:
+    """The text of ``raw``'s first field when it is field 1, length-delimited, under 16 KiB and
+    valid UTF-8 (a built-in resource's name, as its serializer writes it first), else None.
+    Only a guess to look the cache up by: a hit still needs the cached bytes to be ``raw``."""
+    size = len(raw)
+    if size < 2 or raw[0] != 10:
+        return None
+    length = raw[1]
+    start = 2
+    if length >= 128:
+        if size < 3 or raw[2] >= 128:
+            return None
+        length = (length & 127) | (raw[2] << 7)
+        start = 3
+    end = start + length
+    if end > size:
+        return None
+    try:
+        return raw[start:end].decode()
+    except UnicodeDecodeError:
+        return None
+
+
+class _Odd(Exception):
+    """Bytes `resource_values` does not read: the caller reads the message instead."""
+
+
+def resource_values(wire: bytes, type_url: bytes) -> list[bytes | None] | None:
+    """The resources of a serialized DiscoveryResponse, read from its bytes: in order, each
+    ``Any``'s value when its type URL is ``type_url``, None when it is another type (a
+    `Resource` wrapper, a wrong type). None when the bytes hold anything it does not read (a
+    group, a truncated field): the caller then reads the message.
+
+    Compiled, this is what SotW reads a response's resources with: through upb, each
+    resource is a message wrapper and two field reads, a string made for its type URL
+    (about 0.3 us a resource, more than serializing the whole response again and reading
+    its bytes); interpreted, reading bytes costs more than upb's accessors."""
+    try:
+        return _values(wire, type_url)
+    except (_Odd, IndexError):
+        return None
+
+
+def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
+    result: i64 = 0
+    shift: i64 = 0
+    while True:
+        if pos >= end or shift > 56:
+            raise _Odd
+        byte: i64 = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _skip(data: bytes, wire: i64, pos: i64, end: i64) -> i64:
+    """The position after a field's value of wire type ``wire`` starting at ``pos``."""
+    if wire == 0:
+        _, pos = _varint(data, pos, end)
+    elif wire == 1:
+        pos += 8
+    elif wire == 5:
+        pos += 4
+    elif wire == 2:
+        size, pos = _varint(data, pos, end)
+        pos += size
+    else:
+        raise _Odd  # a group
+    if pos > end:
+        raise _Odd
+    return pos
+
+
+def _values(data: bytes, type_url: bytes) -> list[bytes | None]:
+    values: list[bytes | None] = []
+    pos: i64 = 0
+    end: i64 = len(data)
+    while pos < end:
+        key, pos = _varint(data, pos, end)
+        if key == 0x12:  # field 2 (resources), length-delimited: one Any
+            size, pos = _varint(data, pos, end)
+            stop = pos + size
+            if stop > end:
+                raise _Odd
+            values.append(_any_value(data, pos, stop, type_url))
+            pos = stop
+        else:
+            pos = _skip(data, key & 7, pos, end)
+    return values
+
+
+def _any_value(data: bytes, pos: i64, end: i64, type_url: bytes) -> bytes | None:
+    """An ``Any``'s value when its type URL is ``type_url`` (the last of each field counts,
+    as in upb), else None."""
+    type_start: i64 = 0
+    type_stop: i64 = 0
+    value_start: i64 = 0
+    value_stop: i64 = 0
+    while pos < end:
+        key, pos = _varint(data, pos, end)
+        if key == 0x0A or key == 0x12:  # field 1 (type URL) or 2 (value), length-delimited
+            size, pos = _varint(data, pos, end)
+            stop = pos + size
+            if stop > end:
+                raise _Odd
+            if key == 0x0A:
+                type_start, type_stop = pos, stop
+            else:
+                value_start, value_stop = pos, stop
+            pos = stop
+        else:
+            pos = _skip(data, key & 7, pos, end)
+    if type_stop - type_start != len(type_url) or data[type_start:type_stop] != type_url:
+        return None
+    return data[value_start:value_stop]
+
+
+def upb_values(resources: Collection[Any], type_url: str) -> list[bytes | None]:
+    """`resource_values` through the message: each resource's value when its type URL is
+    ``type_url``, else None."""
+    return [packed.value if packed.type_url == type_url else None for packed in resources]
 
 
 class Classifier:
@@ -163,26 +300,38 @@ class Classifier:
 
     def sotw_bodies(
         self,
-        resources: Collection[Any],
-        type_url: str,
+        resources: Sequence[Any],
+        values: list[bytes | None],
         version: str,
-        wanted: Container[str] | None,
+        wanted: dict[str, None] | None,
         other: Callable[[int, Any], None],
     ) -> None:
-        """The resources of a SotW response: each ``Any`` of ``type_url`` is classified here,
-        in one loop with locals (the hot path of every SotW response); any other (a `Resource`
-        wrapper, or a wrong type) goes to ``other(index, packed)``. Same rules as `body`."""
+        """The resources of a SotW response: each ``Any`` of the type, whose value is in
+        ``values`` (`resource_values`, `upb_values`), is classified here, in one loop with
+        locals (the hot path of every SotW response); any other (a `Resource` wrapper, or a
+        wrong type: None in ``values``) goes to ``other(index, resources[index])``. Same rules
+        as `body`."""
         decode, max_name = self._decode, self._max_name
         seen, valid, invalid = self.seen, self.valid, self.invalid
-        known = self._known_bytes(len(resources))
+        by_name = COMPILED and self._reuse and bool(self._entries)
+        # compiled, the index is built only for bytes that do not begin with a name
+        known = None if by_name else self._known_bytes(len(values))
         entries = self._entries
-        for index, packed in enumerate(resources):
-            if packed.type_url != type_url:
-                other(index, packed)
+        for index, raw in enumerate(values):
+            if raw is None:
+                other(index, resources[index])
                 continue
-            raw = packed.value
             reason: str | None = None
-            hit = known.get(raw) if known else None
+            hit: str | None = None
+            guess = leading_name(raw) if by_name else None
+            if guess is not None:
+                cached = entries.get(guess)
+                if cached is not None and cached.raw == raw and cached.status.holds_value:
+                    hit = guess
+            elif by_name or known:
+                if known is None:
+                    known = self._known_bytes(len(resources))
+                hit = known.get(raw)
             if hit is not None:
                 name, value = hit, entries[hit].value  # unchanged: its cached name and value
             else:
@@ -196,7 +345,7 @@ class Classifier:
                 self._unnamed_body(index, name, reason)
             elif (
                 hit is None
-                and name.startswith(XDSTP_PREFIX)
+                and name.startswith(_XDSTP)
                 and not (name := self.canonical(index, name))
             ):
                 pass  # an xdstp name that is not one of this type: the NACK says why

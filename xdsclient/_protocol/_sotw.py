@@ -20,7 +20,7 @@ from collections.abc import Container
 from typing import Any
 
 from .._names import RESOURCE_WRAPPER_TYPE_URL, WILDCARD
-from ._classify import Classifier
+from ._classify import COMPILED, Classifier, resource_values, upb_values
 from ._events import Event
 from ._messages import DiscoveryRequest, Request, Resource
 from ._status import ResourceStatus
@@ -101,7 +101,13 @@ class SotwTypeState(TypeState):
         def unwrap(index: int, packed: Any) -> None:
             self._unwrap(index, packed, version, classified, wanted)
 
-        classified.sotw_bodies(response.resources, type_url, version, wanted, unwrap)
+        resources = response.resources
+        values = (
+            resource_values(response.SerializeToString(), type_url.encode()) if COMPILED else None
+        )
+        if values is None or len(values) != len(resources):
+            values = upb_values(resources, type_url)
+        classified.sotw_bodies(resources, values, version, wanted, unwrap)
         classified.finish()
         classified.version = version
         self.apply_classified(classified, self._keys, now, events)

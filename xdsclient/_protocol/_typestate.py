@@ -21,7 +21,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -50,9 +50,12 @@ DNE = 0  #: deadline kind: does-not-exist timer
 TTL = 1  #: deadline kind: TTL expiry
 DeadlineKey = tuple[int, str, str]  # (kind, type_url, name)
 
-_REQUESTED = ResourceStatus.REQUESTED
-_IGNORED_DELETION = ResourceStatus.DOES_NOT_EXIST_BUT_CACHED
-_new = object.__new__
+# Final aliases: compiled, they are C statics, not a lookup in the module's dict per resource.
+_REQUESTED: Final = ResourceStatus.REQUESTED
+_IGNORED_DELETION: Final = ResourceStatus.DOES_NOT_EXIST_BUT_CACHED
+_new: Final = object.__new__
+_AFTER_VALID: Final = AFTER_VALID
+_CHANGED: Final = ResourceChanged
 
 
 @attrs.frozen
@@ -284,7 +287,7 @@ class TypeState:
             if old is _REQUESTED:
                 deadlines.cancel((DNE, type_url, name))
                 unsent.discard(name)
-            entry.status = AFTER_VALID[old]
+            entry.status = _AFTER_VALID[old]
             entry.version = version
             if entry.error is not None:
                 entry.error = None
@@ -293,7 +296,7 @@ class TypeState:
                 entry.raw = raw
                 entry.value = value
                 entry.updated_at = stamp
-                event = _new(ResourceChanged)
+                event = _new(_CHANGED)
                 set_type_url(event, type_url)
                 set_name(event, name)
                 set_value(event, value)

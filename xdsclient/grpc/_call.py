@@ -440,7 +440,7 @@ class XdsCall(
                 raise self._failed(config)
             direct = None
             metadata = self._metadata
-            if self._kind == _UNARY:
+            if not self._request_streaming:  # a unary or server-streaming call
                 # `ChannelCore.direct`'s memo
                 direct = (core.metadata_directs if metadata else core.directs).get(
                     self._method, _UNKNOWN

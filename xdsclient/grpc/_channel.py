@@ -23,6 +23,7 @@ from ..lb import ConnectivityState
 from ._call import CallTarget, Starter, XdsCall
 from ._core import ChannelCore
 from ._direct import DirectCall, unary_call
+from ._direct_stream import DirectStream, stream_call
 from ._intercept import InterceptedCall, applicable
 
 __all__ = ["XdsChannel"]
@@ -78,7 +79,7 @@ class XdsChannel(grpc.aio.Channel):
             fallback=fallback_credentials,
         )
         self._interceptors = tuple(interceptors)
-        self._calls: set[XdsCall | DirectCall] = set()
+        self._calls: set[XdsCall | DirectCall | DirectStream] = set()
         self._starter = Starter()
         self._closing: asyncio.Task[None] | None = None
 
@@ -318,9 +319,14 @@ class _UnaryStream(_MultiCallable, grpc.aio.UnaryStreamMultiCallable):  # type: 
         wait_for_ready: bool | None = None,
         compression: grpc.Compression | None = None,
     ) -> Any:
-        return self._channel._call(
-            (False, True), self._target, request, timeout, metadata, credentials,
-            wait_for_ready, compression,
+        channel = self._channel
+        if channel._interceptors:
+            return channel._call(
+                (False, True), self._target, request, timeout, metadata, credentials,
+                wait_for_ready, compression,
+            )  # fmt: skip
+        return stream_call(  # the usual stream
+            self._target, request, timeout, metadata, credentials, wait_for_ready, compression
         )  # fmt: skip
 
 

@@ -34,7 +34,6 @@ from ._endpoint_records import (
     _LOCALITIES,
     _NO_METADATA,
     _PORTS,
-    _UINT32_MAX,
     Endpoint,
     HealthStatus,
     LocalityEndpoints,
@@ -42,6 +41,7 @@ from ._endpoint_records import (
     _locality,
     _new_port,
 )
+from ._endpoint_records import _UINT32_MAX as _RECORDS_UINT32_MAX
 from ._locality import Locality
 from ._view import is_ip_address
 
@@ -59,6 +59,7 @@ _UNKNOWN: Final = HealthStatus.UNKNOWN
 _ENDPOINT: Final = Endpoint
 _LOCALITY_ENDPOINTS: Final = LocalityEndpoints
 _STATUSES: Final = _HEALTH
+_UINT32_MAX: Final = _RECORDS_UINT32_MAX
 _NO_METADATA_MAP: Final = _NO_METADATA
 _object_new: Final = object.__new__
 #: The interned localities (`_endpoint_records._locality`), read here without a Python call
