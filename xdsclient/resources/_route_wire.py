@@ -7,8 +7,8 @@ route a few accessor calls and three values built slot by slot from Python (the 
 `_route`), about 3 us a route; compiled with mypyc (the wheels, ``make compiled``), this module
 checks those few fields on the bytes, the whole configuration before it builds anything (so one
 it declines late costs a scan, not values thrown away), then builds the same values from C,
-with no Python call per route but the slot setters'. Interpreted it is slower than upb and the short path, so the decoder uses it only when it
-is compiled (`COMPILED`).
+with no Python call per route but the slot setters'. Interpreted it is slower than upb and the
+short path, so the decoder uses it only when it is compiled (`COMPILED`).
 
 It takes only that shape: a RouteConfiguration of a ``name``, ``virtual_hosts``, perhaps
 ``validate_clusters`` (a BoolValue gRPC ignores) and ``ignore_port_in_host_matching``; each
