@@ -176,3 +176,28 @@ async def test_an_unread_planned_stream_ends_as_grpc_aios_and_releases_its_count
             assert [e.ok for _, e in made[0].ends] == [True, False]
             await until(lambda: not channel._calls)
             _assert_released(channel, a)
+
+
+async def test_closing_the_channel_drops_an_unread_planned_streams_messages_and_releases_it(
+    plane: ControlPlane, client: XdsClient, made: list[ZonePolicy]
+) -> None:
+    """`close` ends a planned stream holding a message its caller has not read: a later
+    reader gets no message (a plain grpc.aio channel's close drops it too) but CANCELLED
+    ``Channel closed!``, as from every call the channel's close ends, and its counts are
+    released."""
+    async with stream_backend() as a:
+        cluster = policy_cluster("c", typed_struct("test.ZonePolicy", zone="z-a"), lrs=True)
+        listener, _, *rest = resources(cluster, a)
+        plane.set_all([listener, _routes_with(_retried), *rest])
+        channel = XdsChannel("xds:///svc", client=client)
+        stub = EchoStub(channel)
+        assert (await stub.Say(Text(value="warm"), timeout=5)).value == "a:warm"
+        call = stub.Count(Text(value="hold"), timeout=5)
+        assert isinstance(call, XdsCall)
+        await asyncio.wait_for(a.held.wait(), 5)
+        await until(lambda: call._responses is not None and call._responses.qsize() == 1)
+        await asyncio.wait_for(channel.close(), 5)
+        seen = await asyncio.wait_for(_seen(call, []), 5)
+        assert seen == "[] CANCELLED: Channel closed!; CANCELLED: Channel closed!"
+        assert [e.ok for _, e in made[0].ends] == [True, False]
+        _assert_released(channel, None)

@@ -20,6 +20,13 @@ from grpc.aio's call, and its own cancellation count is left as it was. The othe
 messages are read and written from other coroutines while the driver runs) start on a task at
 once.
 
+A response stream is read from the attempt's grpc.aio call one message at a time, the next
+once the caller took the one before (gRPC gives a stream's messages and status only as they
+are read). A stream whose attempt deadline (the caller's, or the route's max stream
+duration) passes with a message unread ends then, DEADLINE_EXCEEDED, as grpc.aio's own does
+whatever it holds unread, and its counts end with it; a stream that fails or is cancelled
+drops the messages its caller has not read, as grpc.aio's does.
+
 A request-streaming call is retried as C-core's retry filter does (gRFC A6): its messages are
 read once from the caller (its iterator or its ``write`` calls) into a `RequestStream`, which
 keeps them for replay and sends each attempt the kept ones first, then the new ones; the call
