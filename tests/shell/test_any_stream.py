@@ -62,7 +62,7 @@ class LoadReporting:
             report.cluster_stats.add(cluster_name=name, total_dropped_requests=0)
         return [report]
 
-    def receive(self, message: Any, now: float) -> list[Any]:
+    def receive(self, message: Any, now: float, raw: bytes | None = None) -> list[Any]:
         self.response_received = True
         self._clusters = tuple(message.clusters)
         self._interval = message.load_reporting_interval.ToTimedelta().total_seconds()

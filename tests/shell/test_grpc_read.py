@@ -1,7 +1,8 @@
-"""The first read of a gRPC stream asks gRPC for the message at once (not after the server's
-headers), over a real control plane: it returns the first response, a first read cancelled
-while it waits ends the call, and a call without grpc.aio's internal receive is read as
-grpc.aio reads it."""
+"""Every read of a gRPC stream receives the response's bytes and decodes them once, handing
+both on; the first asks gRPC for the message at once (not after the server's headers). Over a
+real control plane: the first read returns the first response, every read (the second too) has
+the bytes the message was decoded from, a first read cancelled while it waits ends the call,
+and a call without grpc.aio's internal receive is read as grpc.aio reads it (no bytes)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.builders import cluster
 from xdsclient import ClientOptions, TransportError
 from xdsclient._settings._config import ServerConfig
 from xdsclient._transports import StreamSpec
-from xdsclient._transports._grpc import GrpcStream, GrpcTransport, _first_read
+from xdsclient._transports._grpc import GrpcStream, GrpcTransport, _receive
 from xdsclient.resources import CLUSTER
 from xdsclient.testing import ControlPlane
 
@@ -39,20 +40,18 @@ async def test_the_first_read_asked_before_the_request_returns_the_first_respons
     control_plane: ControlPlane,
 ) -> None:
     """A read started before anything is written (its receive asked before the headers can
-    arrive) returns the response to the request written after it; the next read goes through
-    grpc.aio's own."""
+    arrive) returns the response to the request written after it; the next read too."""
     control_plane.set(cluster("a"))
     transport, stream = await _open(control_plane)
     try:
-        own_first_read = stream._first is not None  # grpc.aio has the receive it relies on
-        assert own_first_read
+        own_receive = stream._receive is not None  # grpc.aio has the receive it relies on
+        assert own_receive
         first = asyncio.ensure_future(stream.read())
         await asyncio.sleep(0)
         await stream.write(_request("a"))
         response = await asyncio.wait_for(first, 10)
         assert response.type_url == CLUSTER.type_url
         assert [r.type_url for r in response.resources] == [CLUSTER.type_url]
-        assert stream._first is None
         control_plane.set(cluster("b"))
         ack = _request("a", "b")
         ack.version_info, ack.response_nonce = response.version_info, response.nonce
@@ -103,11 +102,62 @@ async def test_a_first_read_of_a_stream_the_server_ends_reports_its_status(
 
 
 def test_a_call_without_grpc_aios_internal_receive_is_read_as_grpc_aio_reads_it() -> None:
-    """No ``_cython_call`` (another grpcio, a test double) or no decoder: no first read of
-    our own."""
+    """No ``_cython_call`` (another grpcio, a test double) or no decoder: no receive of our
+    own."""
 
     class Call:
         def cancel(self) -> None: ...
 
-    assert _first_read(Call(), bytes) is None
-    assert _first_read(Call(), None) is None
+    assert _receive(Call(), bytes) is None
+    assert _receive(Call(), None) is None
+
+
+async def _two_responses(stream: GrpcStream, control_plane: ControlPlane) -> list[Any]:
+    """The (response, bytes) of two reads: ``a``, then ``a`` and ``b`` after the ACK."""
+    control_plane.set(cluster("a"))
+    await stream.write(_request("a"))
+    first = await asyncio.wait_for(stream.read_raw(), 10)
+    control_plane.set(cluster("b"))
+    ack = _request("a", "b")
+    ack.version_info, ack.response_nonce = first[0].version_info, first[0].nonce
+    await stream.write(ack)
+    second = await asyncio.wait_for(stream.read_raw(), 10)
+    return [first, second]
+
+
+async def test_every_read_hands_on_the_bytes_the_response_was_decoded_from(
+    control_plane: ControlPlane,
+) -> None:
+    """Not only the first: each read's bytes are the response's own, the ones it decodes to,
+    so a reader of them need not serialize the message again."""
+    transport, stream = await _open(control_plane)
+    try:
+        reads = await _two_responses(stream, control_plane)
+        for response, raw in reads:
+            assert isinstance(raw, bytes)
+            assert discovery_pb2.DiscoveryResponse.FromString(raw) == response
+        assert [len(response.resources) for response, _ in reads] == [1, 2]
+    finally:
+        stream.close()
+        await transport.close()
+
+
+async def test_a_call_without_grpc_aios_internal_receive_reads_every_response_without_bytes(
+    control_plane: ControlPlane,
+) -> None:
+    """The fallback (no receive of our own: grpc.aio's ``read`` decodes): every response still
+    arrives, with no bytes, and the end of the stream is reported as on the other path."""
+    transport = GrpcTransport(ServerConfig(uri=control_plane.address), ClientOptions())
+    own = await asyncio.wait_for(transport.open(SPEC), 10)
+    stream = GrpcStream(own._call, control_plane.address, ClientOptions())
+    try:
+        assert stream._receive is None
+        reads = await _two_responses(stream, control_plane)
+        assert [raw for _, raw in reads] == [None, None]
+        assert [len(response.resources) for response, _ in reads] == [1, 2]
+        control_plane.close_streams(grpc.StatusCode.UNAVAILABLE, "going away")
+        with pytest.raises(TransportError, match="UNAVAILABLE"):
+            await asyncio.wait_for(stream.read(), 10)
+    finally:
+        stream.close()
+        await transport.close()
