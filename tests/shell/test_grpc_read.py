@@ -142,6 +142,34 @@ async def test_every_read_hands_on_the_bytes_the_response_was_decoded_from(
         await transport.close()
 
 
+@pytest.mark.parametrize("type_url", [CLUSTER.type_url, None], ids=["per-type", "ADS"])
+async def test_every_delta_read_hands_on_its_bytes_too(
+    control_plane: ControlPlane, type_url: str | None
+) -> None:
+    """Delta streams, per-type and ADS, read the same way: two responses (a subscription,
+    then another), each with the bytes it was decoded from."""
+    transport = GrpcTransport(ServerConfig(uri=control_plane.address), ClientOptions())
+    stream = await asyncio.wait_for(transport.open(StreamSpec(type_url=type_url, delta=True)), 10)
+    try:
+        control_plane.set(cluster("a"))
+        control_plane.set(cluster("b"))
+        reads = []
+        for name in ("a", "b"):
+            await stream.write(
+                discovery_pb2.DeltaDiscoveryRequest(
+                    type_url=CLUSTER.type_url, resource_names_subscribe=[name], node={"id": "d"}
+                )
+            )
+            reads.append(await asyncio.wait_for(stream.read_raw(), 10))
+        assert [[r.name for r in response.resources] for response, _ in reads] == [["a"], ["b"]]
+        for response, raw in reads:
+            assert raw is not None
+            assert discovery_pb2.DeltaDiscoveryResponse.FromString(raw) == response
+    finally:
+        stream.close()
+        await transport.close()
+
+
 async def test_a_call_without_grpc_aios_internal_receive_reads_every_response_without_bytes(
     control_plane: ControlPlane,
 ) -> None:
