@@ -20,6 +20,13 @@ from grpc.aio's call, and its own cancellation count is left as it was. The othe
 messages are read and written from other coroutines while the driver runs) start on a task at
 once.
 
+A response stream is read from the attempt's grpc.aio call one message at a time, the next
+once the caller took the one before (gRPC gives a stream's messages and status only as they
+are read). A stream whose attempt deadline (the caller's, or the route's max stream
+duration) passes with a message unread ends then, DEADLINE_EXCEEDED, as grpc.aio's own does
+whatever it holds unread, and its counts end with it; a stream that fails or is cancelled
+drops the messages its caller has not read, as grpc.aio's does.
+
 A request-streaming call is retried as C-core's retry filter does (gRFC A6): its messages are
 read once from the caller (its iterator or its ``write`` calls) into a `RequestStream`, which
 keeps them for replay and sends each attempt the kept ones first, then the new ones; the call
@@ -74,6 +81,10 @@ _ENDPOINTS_KEPT = 64
 #: the header view of a call without metadata (the usual call): only gRPC's content-type
 _NO_METADATA_HEADERS = grpc_header_view(())
 _OK = AttemptOutcome(code=Code.OK)
+#: how C-core words the end of a stream whose deadline passed with a message unread
+_UNREAD_AT_DEADLINE = Status(
+    code=Code.DEADLINE_EXCEEDED, details="Stream removed (Deadline Exceeded)"
+)
 _END = object()
 _UNKNOWN: Any = object()
 #: the key of an endpoint's multi-callable sending bytes (a retried stream serializes itself)
@@ -499,7 +510,11 @@ class XdsCall(
             raise self._failed(finish.status)
 
     def _interrupted(self, error: BaseException) -> BaseException | None:
-        """End the call that ``error`` interrupted: what to raise instead (None: ``error``)."""
+        """End the call that ``error`` interrupted: what to raise instead (None: ``error``).
+        Its response messages not yet read are lost, as grpc.aio's are once a call failed or
+        was cancelled."""
+        if self._responses is not None:
+            _drop_unread(self._responses)
         if self._plan is not None and self._plan.state is not CallState.DONE:
             self._plan.cancel()
         if not isinstance(error, asyncio.CancelledError):
@@ -606,7 +621,7 @@ class XdsCall(
         try:
             call = self._send(connection.channel, number, deadline, started)
             if self._request_streaming or self._response_streaming:
-                outcome = await self._exchange_streams(call)
+                outcome = await self._exchange_streams(call, deadline)
             else:  # the usual call, awaited here: no coroutine of its own
                 try:
                     self._response = await call
@@ -688,10 +703,12 @@ class XdsCall(
         self._load_report = load_report_of(error.trailing_metadata())
         return outcome_of(error, committed=self._committed or bool(error.initial_metadata()))
 
-    async def _exchange_streams(self, call: Any) -> AttemptOutcome:
+    async def _exchange_streams(self, call: Any, deadline: float | None) -> AttemptOutcome:
         """The attempt ``call`` of a streaming call: its requests sent by the call's
-        `RequestStream` (kept ones first) while its responses are read; committed by a
-        response message or headers with metadata, or by the request buffer's limit."""
+        `RequestStream` (kept ones first) while its responses are read, each once the caller
+        took the one before (as grpc.aio reads a message when asked); committed by a response
+        message or headers with metadata, or by the request buffer's limit. A message still
+        unread at the attempt's ``deadline`` ends it then (`_expired`)."""
         requests = self._requests
         sending = None
         statuses = None
@@ -699,13 +716,22 @@ class XdsCall(
             statuses = CallStatuses(call)  # our writes may fail as the server ends the call
             sending = asyncio.ensure_future(requests.send(call))
             sending.add_done_callback(_retrieve)
+        timer = None
         try:
             responses = self._responses
             if responses is not None:
+                expiry = _Expiry(responses)
+                if deadline is not None:
+                    delay = max(0.0, deadline - self._core.clock())
+                    timer = asyncio.get_running_loop().call_later(delay, expiry.expire)
                 async for message in call:
                     self._commit()
+                    if expiry.passed:  # it came after the deadline: gRPC's stream ended
+                        return await self._expired(call)
                     responses.put_nowait(message)
                     await responses.join()
+                    if expiry.expired:
+                        return await self._expired(call)
             else:
                 self._response = await call
         except grpc.aio.AioRpcError as error:
@@ -724,6 +750,8 @@ class XdsCall(
             call.cancel()
             raise
         finally:
+            if timer is not None:
+                timer.cancel()
             if sending is not None:
                 sending.cancel()
             if requests is not None:
@@ -731,6 +759,22 @@ class XdsCall(
         self._error = None
         self._load_report = load_report_of(await call.trailing_metadata())
         return _OK
+
+    async def _expired(self, call: Any) -> AttemptOutcome:
+        """The attempt's deadline passed with a response message unread: gRPC ends such a
+        stream then, whatever the server sent after it (its messages and status are given
+        only as they are read), and its unread messages are lost. Its outcome: the attempt's
+        own DEADLINE_EXCEEDED if gRPC's timer ended it first, else C-core's words for it."""
+        if not call.done():
+            call.cancel()
+        code = await call.code()
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            status = Status(code=Code.DEADLINE_EXCEEDED, details=await call.details() or "")
+        else:
+            status = _UNREAD_AT_DEADLINE
+        self._error = rpc_error(status)
+        self._load_report = None
+        return AttemptOutcome(code=status.code, details=status.details, committed=True)
 
     def _commit(self) -> None:
         """A response reached the call: this attempt is its last."""
@@ -769,6 +813,36 @@ class XdsCall(
             if not self._running():
                 self._start_on_task()
             await asyncio.shield(self.ended())
+
+
+class _Expiry:
+    """An attempt's deadline timer for its response stream: once the deadline passes, the
+    stream's unread messages are dropped (which wakes the driver waiting for the caller to
+    take them) and the attempt has expired; with none unread, gRPC's own deadline ends the
+    attempt's call, unless it was read to its end."""
+
+    __slots__ = ("expired", "passed", "responses")
+
+    def __init__(self, responses: asyncio.Queue[Any]) -> None:
+        self.responses = responses
+        #: whether the deadline passed
+        self.passed = False
+        #: whether it passed with a message unread
+        self.expired = False
+
+    def expire(self) -> None:
+        self.passed = True
+        if self.responses.qsize():
+            self.expired = True
+            _drop_unread(self.responses)
+
+
+def _drop_unread(responses: asyncio.Queue[Any]) -> None:
+    """Take every message still queued for the caller (a call that failed loses them, as
+    grpc.aio's does), so that nobody waits for them to be read."""
+    while not responses.empty():
+        responses.get_nowait()
+        responses.task_done()
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
