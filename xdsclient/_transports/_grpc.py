@@ -66,7 +66,7 @@ class GrpcTransport:
             request_serializer=spec.request_serializer,
             response_deserializer=decode,
         )()
-        stream = GrpcStream(call, self._server.uri, self._options, self._memory, first=decode)
+        stream = GrpcStream(call, self._server.uri, self._options, self._memory, decode=decode)
         try:
             await call.wait_for_connection()
         except grpc.aio.AioRpcError as exc:
@@ -91,16 +91,16 @@ class GrpcStream:
         options: ClientOptions,
         memory: MemoryRelease | None = None,
         *,
-        first: Callable[[bytes], Any] | None = None,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> None:
-        """``first``: the response decoder, to receive every response's bytes and decode them
+        """``decode``: the response decoder, to receive every response's bytes and decode them
         here (see `_receive`); None: every read through ``call.read()``."""
         self._call = call
         self._server = server
         self._options = options
         self._statuses = CallStatuses(call)
         self._memory = MemoryRelease(None) if memory is None else memory
-        self._receive = _receive(call, first)
+        self._receive = _receive(call, decode)
 
     async def write(self, request: Any) -> None:
         try:
