@@ -30,7 +30,8 @@ tests/resources/test_route_differential.py holds this one to its verdicts and me
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -39,6 +40,7 @@ from envoy.config.route.v3 import route_components_pb2, route_pb2
 
 from .._errors import ResourceDecodeError
 from .._slots import slot_setters
+from . import _route_wire
 from ._filters import check_duration, validate_override
 from ._http_routing import select_http_virtual_host
 from ._plugins import Plugins, cluster_specifier_plugins
@@ -812,7 +814,37 @@ def _compile(name: str, path: str, pattern: str, *, ignore_case: bool = False) -
         raise invalid(name, path, f"invalid regex {pattern!r}: {exc}") from None
 
 
-def decode_route_configuration(data: bytes) -> tuple[str, RouteConfigurationView]:
-    """The ROUTE_CONFIGURATION type's decoder: bytes -> (name, view)."""
+def _decode_upb(data: bytes) -> tuple[str, RouteConfigurationView]:
+    """bytes -> (name, view) through upb and `RouteConfigurationView.from_proto`: the decoder of
+    the pure-Python build, and of every configuration the compiled wire reader leaves to upb."""
     message = parse(route_pb2.RouteConfiguration, data)
     return message.name, RouteConfigurationView.from_proto(message, data)
+
+
+def _wire_decoder(
+    fallback: Callable[[bytes], tuple[str, RouteConfigurationView]],
+) -> Callable[[bytes], tuple[str, RouteConfigurationView]]:
+    """The compiled wire reader in front of ``fallback`` when it runs compiled (see
+    `_route_wire`: `xdsclient._compiled` decides whether it does), else ``fallback`` alone:
+    interpreted, the reader is slower than upb and the short path."""
+    if not _route_wire.COMPILED:
+        return fallback
+    return partial(_route_wire.decode, fallback)
+
+
+def _bind_wire_reader() -> None:
+    """Lend the wire reader the classes, their slot setters and the shared values."""
+    _route_wire.bind_views(
+        (RouteConfigurationView, VirtualHost, RouteMatch, RouteAction, Route),
+        (slot_setters(RouteMatch), slot_setters(RouteAction), slot_setters(Route)),
+        (_PREFIX, _PATH, _ROUTE, _NO_CONFIGS),
+    )
+
+
+_bind_wire_reader()
+_DECODE: Callable[[bytes], tuple[str, RouteConfigurationView]] = _wire_decoder(_decode_upb)
+
+
+def decode_route_configuration(data: bytes) -> tuple[str, RouteConfigurationView]:
+    """The ROUTE_CONFIGURATION type's decoder: bytes -> (name, view)."""
+    return _DECODE(data)
