@@ -9,9 +9,10 @@ it is made (grpc.aio's call starts then too) and the caller gets a `DirectStream
 bookkeeping of its end (the pick's outcome and circuit breaking to the picker, ORCA, load
 reporting, the connection's count of calls) done in one done callback of its Cython call
 (`DirectBase`, shared with `DirectCall`), which runs however the stream ends: read to its
-end, cancelled, past its deadline, failed, never read (it ends at its deadline: gRPC gives the status once the messages are read),
-ended by the channel's close, or refused by gRPC as it is sent (metadata it rejects before
-the call has a status: its sending task ends the call then). Any other case is an `XdsCall`,
+end, cancelled, past its deadline, failed, never read (it ends at its deadline: gRPC gives
+the status once the messages are read), ended by the channel's close, or refused by gRPC as
+it is sent (metadata it rejects before the call has a status: its sending task ends the call
+then). Any other case is an `XdsCall`,
 handed the pick already made so that no draw is repeated.
 """
 
