@@ -12,8 +12,8 @@ reporting, the connection's count of calls) done in one done callback of its Cyt
 end, cancelled, past its deadline, failed, never read (it ends at its deadline: gRPC gives
 the status once the messages are read), ended by the channel's close, or refused by gRPC as
 it is sent (metadata it rejects before the call has a status: its sending task ends the call
-then). Any other case is an `XdsCall`,
-handed the pick already made so that no draw is repeated.
+then). Any other case is an `XdsCall`, handed the pick already made so that no draw is
+repeated.
 """
 
 from __future__ import annotations
