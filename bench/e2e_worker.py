@@ -109,17 +109,22 @@ def _note_steps() -> None:
 
     clock, cpu = time.monotonic, time.thread_time
     pending: dict[str, float] = {}
-    read, write, receive = GrpcStream.read, GrpcStream.write, Session.receive
+    # the driver reads through ``read_raw`` (the response with its bytes) where the stream has
+    # it; an older checkout's (``--before``) through ``read``
+    with_bytes = hasattr(GrpcStream, "read_raw")
+    read_name = "read_raw" if with_bytes else "read"
+    read, write, receive = getattr(GrpcStream, read_name), GrpcStream.write, Session.receive
 
     async def noted_read(self: Any) -> Any:
-        response = await read(self)
-        if response.type_url == ENDPOINT.type_url:
+        result = await read(self)
+        response = result[0] if with_bytes else result
+        if response is not None and response.type_url == ENDPOINT.type_url:
             pending.update(read=clock(), cpu=cpu())
-        return response
+        return result
 
-    def noted_receive(self: Any, response: Any, now: float) -> Any:
+    def noted_receive(self: Any, response: Any, now: float, *raw: Any) -> Any:
         start = clock()
-        events = receive(self, response, now)
+        events = receive(self, response, now, *raw)
         if "read" in pending:
             pending.update(receive=start, received=clock())
         return events
@@ -133,8 +138,9 @@ def _note_steps() -> None:
             print("steps", *steps, start, done, spent, flush=True)
             pending.clear()
 
-    GrpcStream.read, GrpcStream.write = noted_read, noted_write  # type: ignore[method-assign]
-    Session.receive = noted_receive  # type: ignore[method-assign]
+    setattr(GrpcStream, read_name, noted_read)
+    GrpcStream.write = noted_write  # type: ignore[method-assign]
+    Session.receive = noted_receive  # type: ignore[method-assign,assignment]
 
 
 def _generations(config: Any) -> int:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from xdsclient import XdsClient
+from xdsclient.grpc import _direct
 from xdsclient.testing import ControlPlane
 
 
@@ -20,3 +21,12 @@ def plane(cp: ControlPlane) -> ControlPlane:
 async def client(plane: ControlPlane) -> AsyncIterator[XdsClient]:
     async with XdsClient(plane.address, node_id="xds-channel") as xds_client:
         yield xds_client
+
+
+@pytest.fixture(params=["direct", "fallback"])
+def unary_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each unary call test twice: with direct unary calls, and with the guard on grpc.aio's
+    private parts forced off (every unary call an `XdsCall`, as where those parts differ)."""
+    if request.param == "fallback":
+        monkeypatch.setattr(_direct, "USABLE", False)
+    return str(request.param)

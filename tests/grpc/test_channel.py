@@ -228,7 +228,7 @@ async def test_closing_the_channel_ends_a_call_its_awaiter_is_running_as_channel
 
 
 async def test_a_unary_call_nobody_awaits_is_still_sent(
-    plane: ControlPlane, client: XdsClient
+    plane: ControlPlane, client: XdsClient, unary_path: str
 ) -> None:
     """A unary call made and never awaited goes out as grpc.aio's does, and ends: its done
     callbacks run and its code is OK."""
@@ -238,6 +238,7 @@ async def test_a_unary_call_nobody_awaits_is_still_sent(
             await channel.channel_ready()
             ended = asyncio.Event()
             call = EchoStub(channel).Say(Text(value="unawaited"), timeout=5)
+            assert isinstance(call, DirectCall) is (unary_path == "direct")
             call.add_done_callback(lambda done: ended.set() if done is call else None)
             await asyncio.wait_for(ended.wait(), 5)
             assert a.calls[SAY] == 1
@@ -280,7 +281,7 @@ async def test_connectivity_reports_of_many_endpoints_share_one_pass_over_them(
 
 
 async def test_a_unary_call_grpc_refuses_to_send_fails_and_releases_its_counts(
-    plane: ControlPlane, client: XdsClient
+    plane: ControlPlane, client: XdsClient, unary_path: str
 ) -> None:
     """A direct unary call whose metadata gRPC refuses (an upper-case key) fails as through a
     grpc.aio channel, and still ends: the channel forgets it, the connection's count of calls
@@ -364,7 +365,7 @@ async def test_a_direct_unary_call_nobody_awaits_releases_its_counts_exactly_onc
 
 @pytest.mark.parametrize("failing", ["multicallable", "load_of"])
 async def test_a_unary_call_whose_send_raises_after_its_pick_hands_the_pick_back(
-    plane: ControlPlane, client: XdsClient, failing: str
+    plane: ControlPlane, client: XdsClient, unary_path: str, failing: str
 ) -> None:
     """When making the endpoint's grpc.aio multi-callable or finding the cluster's load
     reporter raises once a unary call has its pick, the call fails with that error and every
@@ -402,7 +403,7 @@ async def test_a_unary_call_whose_send_raises_after_its_pick_hands_the_pick_back
 
 
 async def test_a_unary_call_nobody_awaits_ends_with_its_callbacks_and_counts_released(
-    plane: ControlPlane, client: XdsClient
+    plane: ControlPlane, client: XdsClient, unary_path: str
 ) -> None:
     """A unary call made once the channel is serving and never awaited reaches the backend;
     when it ends its done callback gets the call itself, the channel forgets it and the

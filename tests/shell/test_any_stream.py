@@ -44,6 +44,8 @@ class LoadReporting:
         self._clusters: tuple[str, ...] = ()
         self._interval = 0.0
         self._due: float | None = None
+        #: each response as it came: the message and the bytes the driver handed on with it
+        self.received: list[tuple[Any, bytes | None]] = []
 
     def connect(self, now: float) -> None:
         self._connected, self._node_sent, self.response_received = True, False, False
@@ -62,8 +64,9 @@ class LoadReporting:
             report.cluster_stats.add(cluster_name=name, total_dropped_requests=0)
         return [report]
 
-    def receive(self, message: Any, now: float) -> list[Any]:
+    def receive(self, message: Any, now: float, raw: bytes | None = None) -> list[Any]:
         self.response_received = True
+        self.received.append((message, raw))
         self._clusters = tuple(message.clusters)
         self._interval = message.load_reporting_interval.ToTimedelta().total_seconds()
         self._due = now + self._interval
@@ -143,6 +146,7 @@ async def test_a_load_reporting_stream_runs_through_the_driver_over_the_fake_tra
     driver = _driver(fake(ServerConfig(uri="lrs:1"), ClientOptions()), clock, events)
     async with _running(driver):
         stream = await fake.stream()
+        protocol = driver.protocol
         assert stream.spec.method == METHOD
         assert (await stream.request()).node.id == "n"
         answer = lrs_pb2.LoadStatsResponse(
@@ -151,6 +155,7 @@ async def test_a_load_reporting_stream_runs_through_the_driver_over_the_fake_tra
         stream.respond(answer.SerializeToString())
         await idle()
         assert events.published == [("report", ("c",), 10.0)]
+        assert [raw for _, raw in protocol.received] == [None]  # a fake's read has no bytes
         clock.advance(9.9)
         await idle()
         assert stream.pending_requests() == []
@@ -217,16 +222,21 @@ async def test_a_load_reporting_stream_runs_through_the_driver_over_grpc(
     lrs_server: tuple[str, _LoadReportingServer], clock: FakeClock
 ) -> None:
     """Over grpc.aio the same protocol and driver call the LRS method with the spec's codecs:
-    the server reads the node, answers, and reads a report once the interval has passed."""
+    the server reads the node, answers, and reads a report once the interval has passed; the
+    protocol receives each response with the bytes it was decoded from."""
     address, servicer = lrs_server
     events = Recorder()
     transport = GrpcTransport(ServerConfig(uri=address), ClientOptions())
+    driver = _driver(transport, clock, events)
     try:
-        async with _running(_driver(transport, clock, events)):
+        async with _running(driver):
             first = await asyncio.wait_for(servicer.requests.get(), 5)
             assert first.node.id == "n"
             await asyncio.wait_for(events.changed.wait(), 5)
             assert events.published == [("report", ("c",), 10.0)]
+            ((message, raw),) = driver.protocol.received
+            assert raw is not None
+            assert lrs_pb2.LoadStatsResponse.FromString(raw) == message
             clock.advance(10)
             report = await asyncio.wait_for(servicer.requests.get(), 5)
             assert [s.cluster_name for s in report.cluster_stats] == ["c"]

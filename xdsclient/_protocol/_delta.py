@@ -132,8 +132,11 @@ class DeltaTypeState(TypeState):
 
     # ----------------------------------------------------------------- responses
 
-    def receive(self, response: Any, now: float, events: list[Event]) -> None:
-        """Apply one DeltaDiscoveryResponse for this type and queue its ACK or NACK."""
+    def receive(
+        self, response: Any, now: float, events: list[Event], raw: bytes | None = None
+    ) -> None:
+        """Apply one DeltaDiscoveryResponse for this type and queue its ACK or NACK (``raw``,
+        its bytes, is not read: Delta names each resource on its message)."""
         self.system_version_info = response.system_version_info
         type_url = self.type_url
         names = self.names

@@ -161,6 +161,16 @@ class ClusterLoad:
         if counts.in_progress > 0:
             counts.in_progress -= 1
 
+    def call_not_sent(self, locality: Locality | LocalityEndpoints) -> None:
+        """A call counted by `call_started` was never sent: gRPC refused it before its pick
+        (metadata it rejects, a request that is not bytes), which C-core counts nowhere, so it
+        is neither issued nor in progress (unless a report already carried it as issued)."""
+        counts = self._counts(locality)
+        if counts.issued > 0:
+            counts.issued -= 1
+        if counts.in_progress > 0:
+            counts.in_progress -= 1
+
     def call_dropped(self, category: str | None = None) -> None:
         """A call was dropped: by a ``drop_overloads`` category, or by the circuit breaker
         (None: counted in the total only)."""

@@ -86,7 +86,7 @@ class LoadReporting:
         self._last_empty = not reports
         return [] if skip else [_request(reports)]
 
-    def receive(self, message: Any, now: float) -> list[Any]:
+    def receive(self, message: Any, now: float, raw: bytes | None = None) -> list[Any]:
         self.response_received = True
         self.clusters = None if message.send_all_clusters else frozenset(message.clusters)
         interval = message.load_reporting_interval

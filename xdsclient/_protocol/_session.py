@@ -250,8 +250,11 @@ class Session(SessionWriter):
             self._node_sent = True
         return requests
 
-    def receive(self, response: Response, now: float) -> list[Event]:
-        """Apply one response; its ACK or NACK is in the next `requests_to_send`."""
+    def receive(self, response: Response, now: float, raw: bytes | None = None) -> list[Event]:
+        """Apply one response; its ACK or NACK is in the next `requests_to_send`. ``raw``: the
+        bytes ``response`` was decoded from, where the transport has them (SotW then reads the
+        resources from them; without, it serializes the message again where it reads bytes).
+        Given or not, the verdicts, events and requests are the same."""
         if not self._connected:
             raise ProtocolError("receive() on a session that is not connected")
         if not isinstance(response, self._response_class):
@@ -276,7 +279,7 @@ class Session(SessionWriter):
                 response.nonce, f"{count} resources exceed max_resources_per_response ({limit})"
             )
         else:
-            state.receive(response, now, events)
+            state.receive(response, now, events, raw)
         return events
 
     def verdicts(self) -> list[tuple[str, str | None]]:

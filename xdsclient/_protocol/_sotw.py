@@ -90,8 +90,12 @@ class SotwTypeState(TypeState):
             )
         )
 
-    def receive(self, response: Any, now: float, events: list[Event]) -> None:
-        """Apply one DiscoveryResponse for this type and queue its ACK or NACK."""
+    def receive(
+        self, response: Any, now: float, events: list[Event], raw: bytes | None = None
+    ) -> None:
+        """Apply one DiscoveryResponse for this type and queue its ACK or NACK; ``raw``: the
+        bytes it was decoded from, if the transport kept them (else, compiled, the message is
+        serialized again to read its resources from bytes)."""
         self.nonce = response.nonce
         version = response.version_info
         type_url = self.type_url
@@ -102,9 +106,11 @@ class SotwTypeState(TypeState):
             self._unwrap(index, packed, version, classified, wanted)
 
         resources = response.resources
-        values = (
-            resource_values(response.SerializeToString(), type_url.encode()) if COMPILED else None
-        )
+        values = None
+        if COMPILED:
+            wire = response.SerializeToString() if raw is None else raw
+            values = resource_values(wire, type_url.encode())
+            del wire
         if values is None or len(values) != len(resources):
             values = upb_values(resources, type_url)
         classified.sotw_bodies(resources, values, version, wanted, unwrap)

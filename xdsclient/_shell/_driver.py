@@ -72,8 +72,9 @@ class StreamProtocol(Protocol):
         disconnected, to settle state: it must then return none)."""
         ...
 
-    def receive(self, message: Any, now: float) -> list[Any]:
-        """Apply one response; returns the events it caused."""
+    def receive(self, message: Any, now: float, raw: bytes | None = None) -> list[Any]:
+        """Apply one response; returns the events it caused. ``raw``: the bytes ``message``
+        was decoded from, where the transport has them (None: only the message)."""
         ...
 
     def next_deadline(self) -> float | None:
@@ -260,7 +261,8 @@ class StreamDriver(Generic[P]):
     async def _serve(self, stream: Stream) -> NoReturn:
         """Serve an established stream until it fails (it ends only by raising)."""
         protocol, listener = self._protocol, self._events
-        read: asyncio.Future[Any] | None = None
+        receive = _raw_reader(stream)
+        read: asyncio.Future[tuple[Any, bytes | None]] | None = None
         delivery: asyncio.Future[None] | None = None
         held = CollectorHold()
         writes = _Writes(stream, self._life, self._clock, listener.on_request)
@@ -268,7 +270,7 @@ class StreamDriver(Generic[P]):
             writes.start(protocol.requests_to_send(self._clock.time()))
             while True:
                 if delivery is None and read is None:
-                    read = asyncio.ensure_future(stream.read())
+                    read = asyncio.ensure_future(receive())
                 waiting = delivery if delivery is not None else read
                 assert waiting is not None
                 until = _earliest(protocol.next_deadline(), held.deadline)
@@ -280,10 +282,10 @@ class StreamDriver(Generic[P]):
                 if delivery is not None and delivery.done():
                     delivery = None
                     if read is None:  # read on while what the watchers asked for is written
-                        read = asyncio.ensure_future(stream.read())
-                response = None
+                        read = asyncio.ensure_future(receive())
+                response = raw = None
                 if read is not None and read.done():
-                    response, read = read.result(), None
+                    (response, raw), read = read.result(), None
                 if response is None:
                     # What deadlines, commands or watchers made due (a walk's subscriptions)
                     # is written without waiting for it: a response to it is read meanwhile.
@@ -299,7 +301,7 @@ class StreamDriver(Generic[P]):
                 held.hold(now)
                 self._life.received()
                 listener.on_response(response, now)
-                events.extend(protocol.receive(response, now))
+                events.extend(protocol.receive(response, now, raw))
                 listener.on_applied(response, now)
                 # The ACK is written before the watchers run: they (and the walk after them)
                 # may take long, and the server is waiting on the ACK.
@@ -311,7 +313,7 @@ class StreamDriver(Generic[P]):
                     written.set_result(None)
                 # Let go of the response and its events before waiting on the watchers: an
                 # update's parsed message is freed before the walk builds the next snapshot.
-                del response, events
+                del response, raw, events
         finally:
             held.release()
             writes.discard()
@@ -407,3 +409,19 @@ def _discard(future: asyncio.Future[Any]) -> None:
 def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+def _raw_reader(stream: Stream) -> Callable[[], Awaitable[tuple[Any, bytes | None]]]:
+    """The stream's read of a response with the bytes it was decoded from, where it has one
+    (the gRPC transport's ``read_raw``); else its ``read``, with no bytes (REST, files, fakes:
+    a reader of the bytes then serializes the message itself)."""
+    read_raw: Callable[[], Awaitable[tuple[Any, bytes | None]]] | None = getattr(
+        stream, "read_raw", None
+    )
+    if read_raw is not None:
+        return read_raw
+
+    async def read() -> tuple[Any, bytes | None]:
+        return await stream.read(), None
+
+    return read

@@ -6,12 +6,15 @@ here and never appear in logs or errors. A stream is established when gRPC has s
 on a ready connection (``wait_for_connection``): through a proxy that holds the connection, that
 is when the proxy lets it through, not when the call object was made. A stream measures the
 messages it decodes, and around a large one (before its decode, and before the next read) hands
-glibc's freed memory back to the system (`.._runtime._malloc`).
+glibc's freed memory back to the system (`.._runtime._malloc`). A stream receives each
+response's bytes itself and decodes them once, handing both on (`GrpcStream.read_raw`): the
+SotW classify step walks those bytes rather than serializing the parsed message again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from .._settings._options import ClientOptions
 
 __all__ = ["GrpcStream", "GrpcTransport", "map_rpc_error"]
+
+logger = logging.getLogger("xdsclient.transport")
 
 
 class GrpcTransport:
@@ -61,7 +66,7 @@ class GrpcTransport:
             request_serializer=spec.request_serializer,
             response_deserializer=decode,
         )()
-        stream = GrpcStream(call, self._server.uri, self._options, self._memory, first=decode)
+        stream = GrpcStream(call, self._server.uri, self._options, self._memory, decode=decode)
         try:
             await call.wait_for_connection()
         except grpc.aio.AioRpcError as exc:
@@ -86,16 +91,16 @@ class GrpcStream:
         options: ClientOptions,
         memory: MemoryRelease | None = None,
         *,
-        first: Callable[[bytes], Any] | None = None,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> None:
-        """``first``: the response decoder, to read the first response in one step (see
-        `_first_read`); None: every read through ``call.read()``."""
+        """``decode``: the response decoder, to receive every response's bytes and decode them
+        here (see `_receive`); None: every read through ``call.read()``."""
         self._call = call
         self._server = server
         self._options = options
         self._statuses = CallStatuses(call)
         self._memory = MemoryRelease(None) if memory is None else memory
-        self._first = _first_read(call, first)
+        self._receive = _receive(call, decode)
 
     async def write(self, request: Any) -> None:
         try:
@@ -117,15 +122,21 @@ class GrpcStream:
             ) from exc
 
     async def read(self) -> Any:
+        response, _ = await self.read_raw()
+        return response
+
+    async def read_raw(self) -> tuple[Any, bytes | None]:
+        """The next response and the bytes it was decoded from (None where grpc.aio decoded
+        it: a call without the receive `_receive` relies on), for a reader that walks them
+        instead of serializing the message again; raises as `read` does."""
         # The last response is applied, ACKed and let go by now (the driver reads the next
         # one only then): trim what a large one left in glibc's heaps.
         self._memory.settle()
         try:
-            if self._first is not None:
-                first, self._first = self._first, None
-                response = await first()
+            if self._receive is not None:
+                response, raw = await self._receive()
             else:
-                response = await self._call.read()
+                response, raw = await self._call.read(), None
         except grpc.aio.AioRpcError as exc:
             raise map_rpc_error(exc, server=self._server, options=self._options) from None
         if response is grpc.aio.EOF:
@@ -133,43 +144,49 @@ class GrpcStream:
             raise TransportError(
                 f"xDS server {self._server} ended the stream ({status.name})", code=status.name
             )
-        return response
+        return response, raw
 
     def close(self) -> None:
         self._call.cancel()
 
 
-def _first_read(
+def _receive(
     call: Any, decode: Callable[[bytes], Any] | None
-) -> Callable[[], Awaitable[Any]] | None:
-    """The first read of ``call`` as one receive, where grpc.aio's own takes two in turn.
+) -> Callable[[], Awaitable[tuple[Any, bytes | None]]] | None:
+    """Every read of ``call`` as one receive of its bytes, decoded here once: the response
+    with its bytes. None (read as grpc.aio does, no bytes) when the call has not the receive
+    this relies on (grpc.aio's internal ``_cython_call``), or ``decode`` is None.
 
-    grpc.aio's ``read`` asks gRPC for a message only once the server's headers have arrived,
-    and a server sends its headers with its first response: so the first response reaches the
-    loop through two completions one after the other (the headers, then the message), each a
-    hand-off from gRPC's thread to grpc.aio's poller thread to the loop, where every later read
-    takes one (its receive is asked for before the response arrives). gRPC (C-core) takes a
-    message receive before the headers arrive and completes it after them, so the first read
-    asks for the message at once and the response arrives in one hand-off (on a busy machine,
-    each hand-off can wait a few ms for a CPU). None (read as grpc.aio does) when the call has
-    not the receive this relies on (grpc.aio's internal ``_cython_call``), or ``decode`` is
-    None.
+    The bytes: grpc.aio's ``read`` receives them too, decodes them and lets them go, so a
+    reader of a response's bytes (the SotW classify step) would have to serialize the parsed
+    message again. The first read: grpc.aio's asks gRPC for a message only once the server's
+    headers have arrived, and a server sends its headers with its first response, so the first
+    response reaches the loop through two completions one after the other (the headers, then
+    the message), each a hand-off from gRPC's thread to grpc.aio's poller thread to the loop.
+    gRPC (C-core) takes a message receive before the headers arrive and completes it after
+    them, so asked at once the first response arrives in one hand-off (on a busy machine,
+    each hand-off can wait a few ms for a CPU). A response that does not decode reads as
+    None, as through grpc.aio's ``read`` (which logs it): the driver reads on.
     """
     receive = getattr(getattr(call, "_cython_call", None), "receive_serialized_message", None)
     if decode is None or not callable(receive):
         return None
 
-    async def first() -> Any:
+    async def read() -> tuple[Any, bytes | None]:
         try:
             raw = await receive()
         except asyncio.CancelledError:
             call.cancel()  # gRPC cannot take back a receive it was asked for: end the call
             raise
         if raw is grpc.aio.EOF or raw is None:
-            return await call.read()  # the call ended: grpc.aio raises or reports its status
-        return decode(raw)
+            return await call.read(), None  # ended: grpc.aio raises or reports its status
+        try:
+            return decode(raw), raw
+        except Exception:
+            logger.exception("xDS response of %d bytes does not decode", len(raw))
+            return None, None
 
-    return first
+    return read
 
 
 def _measured(decode: Callable[[bytes], Any], memory: MemoryRelease) -> Callable[[bytes], Any]:

@@ -69,7 +69,7 @@ from ..lb import PickOutcome, PickResult
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
 from ._requests import RequestStream, RetryBuffer, metadata_size
-from ._status import outcome_of, rpc_error
+from ._status import outcome_of, refused_by_core, rpc_error
 from ._tls import TlsError
 
 __all__ = ["CallTarget", "Starter", "XdsCall"]
@@ -616,8 +616,10 @@ class XdsCall(
         if load is not None and locality is not None:
             load.call_started(locality)
         ok = False
+        sent = True  # False: gRPC refused it, or it could not be made (no outcome, as C-core)
         self._load_report = None
         started = core.clock()
+        call = None
         try:
             call = self._send(connection.channel, number, deadline, started)
             if self._request_streaming or self._response_streaming:
@@ -636,12 +638,26 @@ class XdsCall(
                         self._load_report = load_report_of(await call.trailing_metadata())
                     outcome = _OK
             ok = outcome.code is Code.OK
+            if not ok and outcome.code is Code.INTERNAL and self._error is not None:
+                # C-core's own refusal of the metadata (a stream's): never sent, never picked
+                failed = self._error
+                sent = not refused_by_core(failed.details(), failed.debug_error_string())
+        except Exception:  # not grpc.aio's answer: the call never went out if it has no status
+            sent = _went_out(call)
+            raise
         finally:
-            now = core.clock()
-            report = self._load_report
-            core.picker.call_finished(picked, ok, now, elapsed=now - started, load_report=report)
-            if load is not None and locality is not None:
-                load.call_finished(locality, ok, named_metrics(report))
+            if sent:
+                now = core.clock()
+                report = self._load_report
+                core.picker.call_finished(
+                    picked, ok, now, elapsed=now - started, load_report=report
+                )
+                if load is not None and locality is not None:
+                    load.call_finished(locality, ok, named_metrics(report))
+            else:  # C-core refuses it before any pick: the pick handed back, nothing counted
+                core.picker.call_abandoned(picked)
+                if load is not None and locality is not None:
+                    load.call_not_sent(locality)
             if connection.held:  # `Connections.call_ended`, inline: a held one stays open
                 connection.calls -= 1
             else:
@@ -813,6 +829,18 @@ class XdsCall(
             if not self._running():
                 self._start_on_task()
             await asyncio.shield(self.ended())
+
+
+def _went_out(call: Any) -> bool:
+    """Whether grpc.aio's ``call``, whose use raised an error of no gRPC status, was sent:
+    False when it was never made (None) or gRPC refused it (metadata C-core rejects, a request
+    that is not bytes: it raises before the call has a status, which is then cancelled)."""
+    if call is None:
+        return False
+    if call.done():
+        return True
+    call.cancel()
+    return False
 
 
 class _Expiry:

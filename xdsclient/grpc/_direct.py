@@ -14,14 +14,26 @@ refuses to send (metadata C-core rejects, a request that is not bytes) can be se
 invocation, which raises before the call has a status, so no done callback would run: the
 subclass's invocation ends such a call there, at no cost to the calls that are sent.
 
+Why a refused call counts nothing: C-core checks a batch's metadata before the batch goes
+down the channel's stack, so a call it refuses is never picked: no endpoint's failure (outlier
+detection), no call in the load report. Here the pick came first, so it is handed back with no
+outcome (`call_abandoned`) and the load report's counts undone (`ClusterLoad.call_not_sent`).
+
 Any other case (no configuration yet, a pick that queues, fails or drops, a connection not
 ready, TLS refused) is an `XdsCall`, handed the pick already made so that no draw is repeated.
+
+Why a guard: the class leans on grpc.aio's private parts (`UnaryUnaryCall`'s constructor and
+invocation, the attributes they set, `grpc._common`'s serializers, the multi-callable's
+attributes, the Cython call's). `_usable` checks them at import; where one is missing or
+shaped otherwise (a grpcio this was not written for), every unary call is an `XdsCall`, which
+uses only grpc.aio's public API and behaves the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import time
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
@@ -39,14 +51,87 @@ from ._tls import TlsError
 
 __all__ = ["DirectCall", "unary_call"]
 
-#: grpc.aio's unary call class and what its invocation uses (private to grpc.aio, untyped)
-_AioUnaryUnaryCall: Any = importlib.import_module("grpc.aio._call").UnaryUnaryCall
-_serialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").serialize
-_deserialize: Callable[[Any, Any], Any] = importlib.import_module("grpc._common").deserialize
+#: what `DirectCall` reads of grpc.aio's unary call: its constructor's parameters, in order,
+#: and the attributes its constructors set
+_CALL_PARAMETERS = (
+    "self", "request", "deadline", "metadata", "credentials", "wait_for_ready", "channel",
+    "method", "request_serializer", "response_deserializer", "loop", "registered_call_handle",
+)  # fmt: skip
+_CALL_ATTRIBUTES = frozenset(
+    ("_cython_call", "_request", "_metadata", "_context", "_request_serializer",
+     "_response_deserializer", "_loop")
+)  # fmt: skip
+#: what `DirectCall` reads of grpc.aio's multi-callable and of its Cython call
+_MULTICALLABLE_ATTRIBUTES = frozenset(
+    ("_channel", "_method", "_request_serializer", "_response_deserializer", "_loop",
+     "_registered_call_handle", "_python_channel")
+)  # fmt: skip
+_CYTHON_CALL_ATTRIBUTES = (
+    "unary_unary", "add_done_callback", "is_ok", "done", "cancelled", "cancel", "_status",
+)  # fmt: skip
+
+
+def _module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _set_in_init(cls: type) -> frozenset[str]:
+    """The names the ``__init__`` of ``cls`` uses (the attributes it sets), and those of its
+    bases' while each calls ``super()``'s."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        code = getattr(klass.__dict__.get("__init__"), "__code__", None)
+        if code is not None:
+            names.update(code.co_names)
+            if "super" not in code.co_names:
+                break
+    return frozenset(names)
+
+
+def _usable(call: Any, channel: Any, common: Any, cygrpc: Any) -> bool:
+    """Whether grpc.aio's private parts `DirectCall` relies on are there with the shape it
+    expects (``call``, ``channel``, ``common``, ``cygrpc``: grpc.aio's ``_call`` and
+    ``_channel`` modules, ``grpc._common`` and the Cython module, None where missing)."""
+    if call is None or channel is None or common is None or cygrpc is None:
+        return False
+    unary = getattr(call, "UnaryUnaryCall", None)
+    multicallable = getattr(channel, "UnaryUnaryMultiCallable", None)
+    cython_call = getattr(cygrpc, "_AioCall", None)
+    if unary is None or multicallable is None or cython_call is None:
+        return False
+    try:
+        parameters = tuple(inspect.signature(unary.__init__).parameters)
+    except (TypeError, ValueError):
+        return False
+    return (
+        parameters == _CALL_PARAMETERS
+        and inspect.iscoroutinefunction(getattr(unary, "_invoke", None))
+        and callable(getattr(unary, "__await__", None))
+        and _CALL_ATTRIBUTES.issubset(_set_in_init(unary))
+        and _MULTICALLABLE_ATTRIBUTES.issubset(_set_in_init(multicallable))
+        and callable(getattr(multicallable, "_init_metadata", None))
+        and all(hasattr(cython_call, name) for name in _CYTHON_CALL_ATTRIBUTES)
+        and callable(getattr(common, "serialize", None))
+        and callable(getattr(common, "deserialize", None))
+    )
+
+
+_aio_call, _aio_channel = _module("grpc.aio._call"), _module("grpc.aio._channel")
+_common = _module("grpc._common")
+#: whether unary calls may be `DirectCall`s (else every one is an `XdsCall`); a test flips it
+USABLE = _usable(_aio_call, _aio_channel, _common, _module("grpc._cython.cygrpc"))
+#: grpc.aio's unary call class and what its invocation uses (private to grpc.aio, untyped;
+#: never used when not `USABLE`)
+_AioUnaryUnaryCall: Any = _aio_call.UnaryUnaryCall if USABLE else object
+_serialize: Any = _common.serialize if USABLE else None
+_deserialize: Any = _common.deserialize if USABLE else None
 _EOF: Any = grpc.aio.EOF
 #: whether grpc.aio's channel keeps a registry of its calls (its close cancels them; an older
 #: grpc.aio finds them by their invocation's frame, which a `DirectCall`'s is too)
-_REGISTERS = hasattr(importlib.import_module("grpc.aio._channel").Channel, "_register_call")
+_REGISTERS = hasattr(getattr(_aio_channel, "Channel", None), "_register_call")
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
 _CLOSED_CODE = status_code(CLOSED.code)
@@ -70,6 +155,9 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
         "_registry",
         "_started",
     )  # fmt: skip
+    #: set on the instance (not a slot: no call but a refused one pays for it) when gRPC
+    #: refused to send the call: it ends as never picked
+    _refused = False
 
     def __init__(
         self,
@@ -110,7 +198,8 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
         """grpc.aio's invocation of the call (serialize, send, read the reply), which also
         ends a call gRPC refuses to send (metadata it rejects, a request that is not bytes):
         that raises here before the call has a status, so no done callback would run. It is
-        cancelled (a status, so `_finished` runs, once) and the caller gets the error."""
+        marked refused and cancelled (a status, so `_finished` runs, once) and the caller gets
+        the error."""
         cython = self._cython_call
         try:
             response = await cython.unary_unary(
@@ -122,6 +211,8 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
             return _EOF
         except BaseException:
             if not cython.done():
+                # grpc.aio's classes have no slots: the instance's dict takes it
+                self._refused = True  # type: ignore[misc]
                 cython.cancel("the call could not be sent")
             raise
         if cython.is_ok():
@@ -137,20 +228,28 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
             raise
 
     def _finished(self) -> None:
-        """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
+        """grpc.aio's call ended: tell the picker, the load reporter and the connection (a
+        call gRPC refused to send: the pick handed back, the load report's counts undone)."""
         core = self._core
         picked = self._picked
         cython = self._cython_call
         ok = cython.is_ok()
-        report = None
-        if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
-            status = cython._status
-            report = None if status is None else load_report_of(status.trailing_metadata())
-        now = core.clock()
-        core.picker.call_finished(picked, ok, now, elapsed=now - self._started, load_report=report)
-        load = self._load
-        if load is not None:
-            load.call_finished(picked.locality, ok, named_metrics(report))
+        if ok or not self._refused:
+            report = None
+            if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
+                status = cython._status
+                report = None if status is None else load_report_of(status.trailing_metadata())
+            now = core.clock()
+            core.picker.call_finished(
+                picked, ok, now, elapsed=now - self._started, load_report=report
+            )
+            load = self._load
+            if load is not None:
+                load.call_finished(picked.locality, ok, named_metrics(report))
+        else:  # never sent: C-core refuses it before any pick
+            core.picker.call_abandoned(picked)
+            if self._load is not None:
+                self._load.call_not_sent(picked.locality)
         connection = self._connection
         if connection.held:  # `Connections.call_ended`, inline: a held one stays open
             connection.calls -= 1
@@ -213,7 +312,12 @@ def unary_call(
     picked: Any = None
     core = target.core
     config = core.config
-    if config.__class__ is CallConfig and not core.closed and (timeout is None or timeout > 0):
+    if (
+        USABLE
+        and config.__class__ is CallConfig
+        and not core.closed
+        and (timeout is None or timeout > 0)
+    ):
         metadata = tuple(metadata) if metadata else ()
         method = target.method
         direct = (core.metadata_directs if metadata else core.directs).get(method, _UNKNOWN)

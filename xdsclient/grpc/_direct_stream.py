@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -27,18 +28,30 @@ import grpc
 
 from .._call import CallConfig, LazyHeaderView, Status
 from ..lb import PickOutcome, PickResult
+from . import _direct
 from ._call import _NO_METADATA_HEADERS, _UNKNOWN, CallTarget, XdsCall
 from ._connections import Connection
 from ._core import CLOSED, ChannelCore
-from ._direct import _REGISTERS, _serialize
+from ._direct import _CALL_PARAMETERS, _REGISTERS, _serialize
 from ._orca import load_report_of, named_metrics
-from ._status import rpc_error, status_code
+from ._status import refused_by_core, rpc_error, status_code
 from ._tls import TlsError
 
 __all__ = ["DirectStream", "stream_call"]
 
 #: grpc.aio's server-streaming call class (private to grpc.aio, untyped)
-_AioUnaryStreamCall: Any = importlib.import_module("grpc.aio._call").UnaryStreamCall
+_AioUnaryStreamCall: Any = getattr(_direct._aio_call, "UnaryStreamCall", None)
+#: whether what `DirectStream` adds to `DirectCall`'s private parts (`_direct.USABLE`) is
+#: there with the shape it expects: else every server-streaming call is an `XdsCall`
+_SHAPED = (
+    _AioUnaryStreamCall is not None
+    and tuple(inspect.signature(_AioUnaryStreamCall.__init__).parameters) == _CALL_PARAMETERS
+    and inspect.iscoroutinefunction(getattr(_AioUnaryStreamCall, "_send_unary_request", None))
+    and inspect.iscoroutinefunction(getattr(_AioUnaryStreamCall, "_raise_for_status", None))
+    and hasattr(importlib.import_module("grpc._cython.cygrpc")._AioCall, "initiate_unary_stream")
+)
+if not _SHAPED:
+    _AioUnaryStreamCall = object
 _KIND = (False, True)
 _COMPLETE = PickOutcome.COMPLETE
 _ENDPOINTS_KEPT = 64
@@ -63,6 +76,9 @@ class DirectStream(_AioUnaryStreamCall):  # type: ignore[misc]  # grpc.aio's cal
         "_registry",
         "_started",
     )  # fmt: skip
+    #: set on the instance (not a slot: no call but a refused one pays for it) when gRPC
+    #: refused to send the call: it ends as never picked (`DirectCall._refused`)
+    _refused = False
 
     def __init__(
         self,
@@ -115,6 +131,8 @@ class DirectStream(_AioUnaryStreamCall):  # type: ignore[misc]  # grpc.aio's cal
             raise
         except BaseException:
             if not cython.done():
+                # grpc.aio's classes have no slots: the instance's dict takes it
+                self._refused = True  # type: ignore[misc]
                 cython.cancel("the call could not be sent")
             raise
 
@@ -126,20 +144,35 @@ class DirectStream(_AioUnaryStreamCall):  # type: ignore[misc]  # grpc.aio's cal
         await super()._raise_for_status()
 
     def _finished(self) -> None:
-        """grpc.aio's call ended: tell the picker, the load reporter and the connection."""
+        """grpc.aio's call ended: tell the picker, the load reporter and the connection (a
+        call gRPC refused to send: the pick handed back, the load report's counts undone, as
+        C-core refuses it before any pick)."""
         core = self._core
         picked = self._picked
         cython = self._cython_call
         ok = cython.is_ok()
-        report = None
-        if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
+        if not ok and not self._refused:  # C-core may refuse it with a status of its own
             status = cython._status
-            report = None if status is None else load_report_of(status.trailing_metadata())
-        now = core.clock()
-        core.picker.call_finished(picked, ok, now, elapsed=now - self._started, load_report=report)
-        load = self._load
-        if load is not None:
-            load.call_finished(picked.locality, ok, named_metrics(report))
+            if status is not None and refused_by_core(
+                status.details(), status.debug_error_string()
+            ):
+                self._refused = True  # type: ignore[misc]  # the instance's dict
+        if ok or not self._refused:
+            report = None
+            if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
+                status = cython._status
+                report = None if status is None else load_report_of(status.trailing_metadata())
+            now = core.clock()
+            core.picker.call_finished(
+                picked, ok, now, elapsed=now - self._started, load_report=report
+            )
+            load = self._load
+            if load is not None:
+                load.call_finished(picked.locality, ok, named_metrics(report))
+        else:  # never sent
+            core.picker.call_abandoned(picked)
+            if self._load is not None:
+                self._load.call_not_sent(picked.locality)
         connection = self._connection
         if connection.held:  # `Connections.call_ended`, inline: a held one stays open
             connection.calls -= 1
@@ -202,7 +235,13 @@ def stream_call(
     picked: Any = None
     core = target.core
     config = core.config
-    if config.__class__ is CallConfig and not core.closed and (timeout is None or timeout > 0):
+    if (
+        config.__class__ is CallConfig
+        and not core.closed
+        and (timeout is None or timeout > 0)
+        and _SHAPED
+        and _direct.USABLE
+    ):
         metadata = tuple(metadata) if metadata else ()
         method = target.method
         direct = (core.metadata_directs if metadata else core.directs).get(method, _UNKNOWN)

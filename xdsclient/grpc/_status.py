@@ -49,3 +49,16 @@ def outcome_of(error: grpc.aio.AioRpcError, *, committed: bool) -> AttemptOutcom
     return AttemptOutcome(
         code=code, details=error.details() or "", committed=committed, pushback=pushback
     )
+
+
+#: the status C-core gives a call whose metadata it refused after the call began receiving
+#: its status (a stream: grpc.aio asks for the status first), before any pick
+_REFUSED_DETAILS = "Invalid metadata"
+_REFUSED_DEBUG = "INTERNAL:Invalid metadata"
+
+
+def refused_by_core(details: str | None, debug: str | None) -> bool:
+    """Whether a call's INTERNAL status of ``details`` and debug string ``debug`` is C-core's
+    own refusal of its metadata (the call never sent, never picked), not a server's answer
+    (whose debug string says it came from the peer)."""
+    return details == _REFUSED_DETAILS and debug == _REFUSED_DEBUG
