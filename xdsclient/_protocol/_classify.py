@@ -127,6 +127,8 @@ def resource_values(wire: bytes, type_url: bytes) -> list[bytes | None] | None:
 
 
 def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
+    if pos < end and data[pos] < 0x80:  # a key or a short length: no call
+        return data[pos], pos + 1
     value, pos = varint(data, pos, end)
     if pos < 0:
         raise _Odd
