@@ -29,11 +29,12 @@ from types import ModuleType
 
 __all__ = ["MODULES", "PURE_VARIABLE", "from_sources", "install", "is_compiled"]
 
-#: The modules the compiled build compiles: the update path of every response (the EDS wire
-#: reader, the common cluster's and route configuration's wire readers, the cache entries, the
-#: classify step, the per-type state that applies what it found, and its SotW and Delta
-#: variants).
+#: The modules the compiled build compiles: the update path of every response (the wire
+#: primitives, the EDS wire reader, the common cluster's and route configuration's wire
+#: readers, the cache entries, the classify step, the per-type state that applies what it
+#: found, and its SotW and Delta variants).
 MODULES = (
+    "xdsclient._wire",
     "xdsclient.resources._endpoint_wire",
     "xdsclient.resources._cluster_wire",
     "xdsclient.resources._route_wire",

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.resources.differential import FUZZ_SETTINGS
-from tests.resources.test_mutations import _mutate
+from tests.resources.wire_cases import Edit, edited, edits, mutated
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import _cluster, _cluster_wire
 from xdsclient.resources._cluster import ClusterView, _decode_upb
@@ -192,31 +192,14 @@ def test_clusters_near_the_common_shape_get_upbs_verdict(data: bytes) -> None:
 @FUZZ_SETTINGS
 @given(seed=st.sampled_from([eds("c", "s"), bench_shape(2), from_self()]), data=st.data())
 def test_mutated_clusters_get_upbs_verdict(seed: Any, data: st.DataObject) -> None:
-    message = cluster_pb2.Cluster()
-    message.CopyFrom(seed)
-    for _ in range(data.draw(st.integers(1, 3))):
-        _mutate(message, data)
-    assert_agrees(message.SerializeToString())
+    assert_agrees(mutated(seed, data, 3).SerializeToString())
 
 
 @FUZZ_SETTINGS
 @given(
     seed=st.sampled_from([eds("c", "s"), bench_shape(2), from_self()]),
-    edits=st.lists(
-        st.tuples(st.integers(0, 63), st.integers(0, 255), st.integers(0, 2)), max_size=3
-    ),
+    changes=edits(63),
 )
-def test_clusters_with_edited_bytes_get_upbs_verdict(seed: Any, edits: Any) -> None:
+def test_clusters_with_edited_bytes_get_upbs_verdict(seed: Any, changes: list[Edit]) -> None:
     """Bytes replaced, inserted or cut (keys, lengths and values alike) give upb's verdict."""
-    data = bytearray(seed.SerializeToString())
-    for at, byte, how in edits:
-        at %= len(data) + 1
-        if how == 0 and at < len(data):
-            data[at] = byte
-        elif how == 1:
-            data.insert(at, byte)
-        else:
-            del data[at:]
-        if not data:
-            break
-    assert_agrees(bytes(data))
+    assert_agrees(edited(seed.SerializeToString(), changes))

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.builders import endpoints
 from tests.resources.differential import FUZZ_SETTINGS, plain
 from tests.resources.test_endpoint_differential import _WEIGHTS, _rich, assignments
-from tests.resources.test_mutations import _mutate
+from tests.resources.wire_cases import mutated
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import ENDPOINT, ClusterLoadAssignmentView, _endpoint, _endpoint_wire
 from xdsclient.resources._endpoint import _lean, decode_cluster_load_assignment
@@ -194,11 +194,7 @@ def test_generated_assignments_are_read_as_upb_reads_them(message: Any) -> None:
 @FUZZ_SETTINGS
 @given(seed=st.sampled_from([_common(0), endpoints("e"), _rich()]), data=st.data())
 def test_mutated_assignments_are_read_as_upb_reads_them(seed: Any, data: st.DataObject) -> None:
-    message = endpoint_pb2.ClusterLoadAssignment()
-    message.CopyFrom(seed)
-    for _ in range(data.draw(st.integers(1, 4))):
-        _mutate(message, data)
-    assert_agrees(message.SerializeToString())
+    assert_agrees(mutated(seed, data, 4).SerializeToString())
 
 
 @FUZZ_SETTINGS
@@ -305,11 +301,7 @@ def test_the_compiled_decoder_builds_a_checked_views_localities_only_when_first_
 def test_a_view_the_decoder_accepted_always_builds_as_upbs(seed: Any, data: st.DataObject) -> None:
     """An ACKed view never fails to build later: whatever the decoder accepts without building,
     its localities read from the bytes are upb's, and an invalid message raises at decode."""
-    message = endpoint_pb2.ClusterLoadAssignment()
-    message.CopyFrom(seed)
-    for _ in range(data.draw(st.integers(0, 3))):
-        _mutate(message, data)
-    raw = message.SerializeToString()
+    raw = mutated(seed, data, 3, least=0).SerializeToString()
     try:
         upb_view = _endpoint._decode_upb(raw)[1]
     except ResourceDecodeError as exc:

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.resources.differential import FUZZ_SETTINGS
-from tests.resources.test_mutations import _mutate
+from tests.resources.wire_cases import Edit, edited, edits, mutate, mutated
 from xdsclient import ResourceDecodeError
 from xdsclient.resources import _route, _route_wire
 from xdsclient.resources._route import RouteConfigurationView, _decode_upb
@@ -287,11 +287,7 @@ SEEDS = [configuration(2), configuration(2, path=True, hosts=2), istio_shape()]
 @FUZZ_SETTINGS
 @given(seed=st.sampled_from(SEEDS), data=st.data())
 def test_mutated_configurations_get_upbs_verdict(seed: Any, data: st.DataObject) -> None:
-    message = route_pb2.RouteConfiguration()
-    message.CopyFrom(seed)
-    for _ in range(data.draw(st.integers(1, 3))):
-        _mutate(message, data)
-    assert_agrees(message.SerializeToString())
+    assert_agrees(mutated(seed, data, 3).SerializeToString())
 
 
 @FUZZ_SETTINGS
@@ -305,29 +301,15 @@ def test_configurations_with_a_mutated_route_or_virtual_host_get_upbs_verdict(
     message.CopyFrom(data.draw(st.sampled_from(SEEDS)))
     vhost = message.virtual_hosts[0]
     target = vhost.routes[data.draw(st.integers(0, 1))] if part == "route" else vhost
-    for _ in range(data.draw(st.integers(1, 2))):
-        _mutate(target, data)
+    mutate(target, data, 2)
     assert_agrees(message.SerializeToString())
 
 
 @FUZZ_SETTINGS
 @given(
     seed=st.sampled_from(SEEDS),
-    edits=st.lists(
-        st.tuples(st.integers(0, 127), st.integers(0, 255), st.integers(0, 2)), max_size=3
-    ),
+    changes=edits(127),
 )
-def test_configurations_with_edited_bytes_get_upbs_verdict(seed: Any, edits: Any) -> None:
+def test_configurations_with_edited_bytes_get_upbs_verdict(seed: Any, changes: list[Edit]) -> None:
     """Bytes replaced, inserted or cut (keys, lengths and values alike) give upb's verdict."""
-    data = bytearray(seed.SerializeToString())
-    for at, byte, how in edits:
-        at %= len(data) + 1
-        if how == 0 and at < len(data):
-            data[at] = byte
-        elif how == 1:
-            data.insert(at, byte)
-        else:
-            del data[at:]
-        if not data:
-            break
-    assert_agrees(bytes(data))
+    assert_agrees(edited(seed.SerializeToString(), changes))

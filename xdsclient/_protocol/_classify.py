@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import ResourceDecodeError
 from .._names import WILDCARD
+from .._wire import skip, varint
 from .._xdstp import XDSTP_PREFIX, InvalidNameError, canonical_name
 from ._cache import Table
 
@@ -126,34 +127,19 @@ def resource_values(wire: bytes, type_url: bytes) -> list[bytes | None] | None:
 
 
 def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    result: i64 = 0
-    shift: i64 = 0
-    while True:
-        if pos >= end or shift > 56:
-            raise _Odd
-        byte: i64 = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
+    if pos < end and data[pos] < 0x80:  # a key or a short length: no call
+        return data[pos], pos + 1
+    value, pos = varint(data, pos, end)
+    if pos < 0:
+        raise _Odd
+    return value, pos
 
 
 def _skip(data: bytes, wire: i64, pos: i64, end: i64) -> i64:
     """The position after a field's value of wire type ``wire`` starting at ``pos``."""
-    if wire == 0:
-        _, pos = _varint(data, pos, end)
-    elif wire == 1:
-        pos += 8
-    elif wire == 5:
-        pos += 4
-    elif wire == 2:
-        size, pos = _varint(data, pos, end)
-        pos += size
-    else:
-        raise _Odd  # a group
-    if pos > end:
-        raise _Odd
+    pos = skip(data, wire, pos, end)
+    if pos < 0:
+        raise _Odd  # a group, or a value that does not fit
     return pos
 
 

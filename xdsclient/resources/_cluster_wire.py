@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:  # compiled, positions and bytes are native 64-bit integers; plain int as Python
     from mypy_extensions import i64
 
+from .._wire import span, text, varint
+
 __all__ = ["COMPILED", "bind_view", "decode", "read"]
 
 #: Whether this module runs compiled (mypyc), not from its source file.
@@ -57,40 +59,9 @@ _LENT: Final = _Lent()
 
 
 # Every reader below takes the message's bytes and the bounds of the part it reads. None of them
-# raises at what it leaves to upb: it returns a position of -1 (or None), as compiled a raised
-# exception costs more than reading a whole common cluster (a traceback entry per frame).
-_NO: Final = -1
-
-
-def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    """(value, position after it); the position is -1 past ``end`` or beyond 63 bits."""
-    result: i64 = 0
-    shift: i64 = 0
-    while pos < end and shift <= 56:
-        byte: i64 = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-    return 0, _NO
-
-
-def _span(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    """A length-delimited value's (start, end); (-1, -1) when it does not fit."""
-    size, pos = _varint(data, pos, end)
-    stop = pos + size
-    if pos < 0 or stop > end:
-        return _NO, _NO
-    return pos, stop
-
-
-def _text(data: bytes, start: i64, stop: i64) -> str | None:
-    """The UTF-8 text, None when invalid (upb rejects it)."""
-    try:
-        return data[start:stop].decode()
-    except UnicodeDecodeError:
-        return None
+# raises at what it leaves to upb: it returns a position of -1 (`NO`; the primitives of `_wire` do
+# the same) or None, as compiled a raised exception costs more than reading a whole common cluster
+# (a traceback entry per frame).
 
 
 def _varints(data: bytes, pos: i64, end: i64, allowed: i64) -> bool:
@@ -103,7 +74,7 @@ def _varints(data: bytes, pos: i64, end: i64, allowed: i64) -> bool:
         if key >= 0x80 or key & 7 != 0 or not (allowed & bit) or seen & bit:
             return False
         seen |= bit
-        _, pos = _varint(data, pos + 1, end)
+        _, pos = varint(data, pos + 1, end)
         if pos < 0:
             return False
     return True
@@ -116,7 +87,7 @@ def _config_source(data: bytes, pos: i64, end: i64) -> bool:
     while pos < end:
         key: i64 = data[pos]
         if key == 0x1A or key == 0x2A:  # ads (3), self (5): length-delimited
-            start, pos = _span(data, pos + 1, end)
+            start, pos = span(data, pos + 1, end)
             if start < 0 or found:
                 return False
             found = True
@@ -126,7 +97,7 @@ def _config_source(data: bytes, pos: i64, end: i64) -> bool:
                 return False
         elif key == 0x30 and not version:  # resource_api_version (6): varint
             version = True
-            _, pos = _varint(data, pos + 1, end)
+            _, pos = varint(data, pos + 1, end)
             if pos < 0:
                 return False
         else:
@@ -143,7 +114,7 @@ def _eds_config(data: bytes, pos: i64, end: i64) -> str | None:
         key: i64 = data[pos]
         if key != 0x0A and key != 0x12:  # eds_config (1), service_name (2)
             return None
-        start, pos = _span(data, pos + 1, end)
+        start, pos = span(data, pos + 1, end)
         if start < 0:
             return None
         if key == 0x0A and not source:
@@ -151,7 +122,7 @@ def _eds_config(data: bytes, pos: i64, end: i64) -> str | None:
             if not _config_source(data, start, pos):
                 return None
         elif key == 0x12 and service is None:
-            service = _text(data, start, pos)
+            service = text(data, start, pos)
             if service is None:
                 return None
         else:
@@ -174,17 +145,17 @@ def _cluster(data: bytes, end: i64) -> tuple[str, str] | None:
             return None  # a field numbered 16 or more, or one given twice
         seen |= bit
         if key == 0x10 or key == 0x30:  # type (2), lb_policy (6): varints
-            value, pos = _varint(data, pos + 1, end)
+            value, pos = varint(data, pos + 1, end)
             if pos < 0 or value != (_EDS if key == 0x10 else 0):
                 return None
             continue
         if key & 7 != 2:
             return None
-        start, pos = _span(data, pos + 1, end)
+        start, pos = span(data, pos + 1, end)
         if start < 0:
             return None
         if key == 0x0A:  # name (1)
-            name = _text(data, start, pos)
+            name = text(data, start, pos)
         elif key == 0x1A:  # eds_cluster_config (3)
             service = _eds_config(data, start, pos)
         elif key == 0x22:  # connect_timeout (4): a Duration's seconds and nanos

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from .._wire import text, varint
 from ._endpoint_records import (
     _HEALTH,
     _LOCALITIES,
@@ -99,17 +100,10 @@ class _Unusual(Exception):
 def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
     """(value, position after it); a value of 63 bits at most (a longer one is `_Unusual`: no
     field this reader takes holds one, so upb decides)."""
-    result: i64 = 0
-    shift: i64 = 0
-    while True:
-        if pos >= end or shift > 56:
-            raise _Unusual
-        byte: i64 = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
+    value, pos = varint(data, pos, end)
+    if pos < 0:
+        raise _Unusual
+    return value, pos
 
 
 def _field(data: bytes, pos: i64, end: i64) -> tuple[i64, i64, i64]:
@@ -137,10 +131,10 @@ def _span(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
 
 
 def _text(data: bytes, start: int, stop: int) -> str:
-    try:
-        return data[start:stop].decode()
-    except UnicodeDecodeError:
-        raise _Unusual from None
+    value = text(data, start, stop)
+    if value is None:
+        raise _Unusual
+    return value
 
 
 def _uint32(data: bytes, pos: int, end: int) -> tuple[int, int]:

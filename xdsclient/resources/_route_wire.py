@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:  # compiled, positions and bytes are native 64-bit integers; plain int as Python
     from mypy_extensions import i64
 
+from .._wire import NO, span, text, varint
+
 __all__ = ["COMPILED", "bind_views", "decode", "read"]
 
 #: Whether this module runs compiled (mypyc), not from its source file.
 COMPILED: Final = not __file__.endswith(".py")
 
 _object_new: Final = object.__new__
-_NO: Final = -1  # a position no reader returns but for what it leaves to upb
 
 
 class _Lent:
@@ -69,39 +70,8 @@ _LENT: Final = _Lent()
 
 
 # Every reader below takes the message's bytes and the bounds of the part it reads. None of them
-# raises at what it leaves to upb: it returns a position of -1 (or None), as compiled a raised
-# exception costs more than reading many common routes.
-
-
-def _varint(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    """(value, position after it); the position is -1 past ``end`` or beyond 63 bits."""
-    result: i64 = 0
-    shift: i64 = 0
-    while pos < end and shift <= 56:
-        byte: i64 = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-    return 0, _NO
-
-
-def _span(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
-    """A length-delimited value's (start, end); (-1, -1) when it does not fit."""
-    size, pos = _varint(data, pos, end)
-    stop = pos + size
-    if pos < 0 or stop > end:
-        return _NO, _NO
-    return pos, stop
-
-
-def _text(data: bytes, start: i64, stop: i64) -> str | None:
-    """The UTF-8 text, None when invalid (upb rejects it)."""
-    try:
-        return data[start:stop].decode()
-    except UnicodeDecodeError:
-        return None
+# raises at what it leaves to upb: it returns a position of -1 (`NO`; the primitives of `_wire` do
+# the same) or None, as compiled a raised exception costs more than reading many common routes.
 
 
 def _one_varint(data: bytes, pos: i64, end: i64) -> bool:
@@ -110,7 +80,7 @@ def _one_varint(data: bytes, pos: i64, end: i64) -> bool:
         return True
     if data[pos] != 0x08:
         return False
-    _, pos = _varint(data, pos + 1, end)
+    _, pos = varint(data, pos + 1, end)
     return pos == end
 
 
@@ -120,7 +90,7 @@ def _utf8(data: bytes, start: i64, stop: i64) -> bool:
     pos = start
     while pos < stop:
         if data[pos] >= 0x80:
-            return _text(data, start, stop) is not None
+            return text(data, start, stop) is not None
         pos += 1
     return True
 
@@ -132,7 +102,7 @@ def _one_text(data: bytes, pos: i64, end: i64) -> bool:
         return True
     if data[pos] != 0x0A:
         return False
-    start, stop = _span(data, pos + 1, end)
+    start, stop = span(data, pos + 1, end)
     return start >= 0 and stop == end and _utf8(data, start, stop)
 
 
@@ -140,13 +110,13 @@ def _match(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
     """A RouteMatch of a prefix (field 1) or a path (field 2) alone: the text's (start, end),
     its start negated minus one for a path; (-1, -1) for anything else."""
     if pos >= end:
-        return _NO, _NO
+        return NO, NO
     key: i64 = data[pos]
     if key != 0x0A and key != 0x12:
-        return _NO, _NO
-    start, stop = _span(data, pos + 1, end)
+        return NO, NO
+    start, stop = span(data, pos + 1, end)
     if start < 0 or stop != end or not _utf8(data, start, stop):
-        return _NO, _NO
+        return NO, NO
     return (start if key == 0x0A else -2 - start), stop
 
 
@@ -154,20 +124,20 @@ def _cluster(data: bytes, pos: i64, end: i64) -> tuple[i64, i64]:
     """A RouteAction of a non-empty cluster (field 1) alone: the name's (start, end); (-1, -1)
     for anything else."""
     if pos >= end or data[pos] != 0x0A:
-        return _NO, _NO
-    start, stop = _span(data, pos + 1, end)
+        return NO, NO
+    start, stop = span(data, pos + 1, end)
     if start < 0 or stop != end or start == stop or not _utf8(data, start, stop):
-        return _NO, _NO
+        return NO, NO
     return start, stop
 
 
 def _route(data: bytes, pos: i64, end: i64, build: bool) -> Any:
     """The common route's value, built through the lent slot setters (True when not
     ``build``ing: checked only); None for any other."""
-    path_at: i64 = _NO
-    path_end: i64 = _NO
-    cluster_at: i64 = _NO
-    cluster_end: i64 = _NO
+    path_at: i64 = NO
+    path_end: i64 = NO
+    cluster_at: i64 = NO
+    cluster_end: i64 = NO
     name_at: i64 = 0
     name_end: i64 = 0
     seen: i64 = 0
@@ -177,7 +147,7 @@ def _route(data: bytes, pos: i64, end: i64, build: bool) -> Any:
         if key >= 0x80 or key & 7 != 2 or seen & bit:
             return None  # a field numbered 16 or more, not length-delimited, or given twice
         seen |= bit
-        start, pos = _span(data, pos + 1, end)
+        start, pos = span(data, pos + 1, end)
         if start < 0:
             return None
         if key == 0x0A:  # match (1)
@@ -285,8 +255,8 @@ def _valid_domain(data: bytes, start: i64, stop: i64) -> bool:
 def _virtual_host(data: bytes, pos: i64, end: i64, build: bool) -> Any:
     """The common virtual host's value (True when not ``build``ing: checked only); None for
     any other (or an invalid one)."""
-    name_at: i64 = _NO
-    name_end: i64 = _NO
+    name_at: i64 = NO
+    name_end: i64 = NO
     flagged = False
     domains: list[str] = []
     routes: list[Any] = []
@@ -294,13 +264,13 @@ def _virtual_host(data: bytes, pos: i64, end: i64, build: bool) -> Any:
         key: i64 = data[pos]
         if key == 0x70 and not flagged:  # include_request_attempt_count (14): gRPC ignores it
             flagged = True
-            _, pos = _varint(data, pos + 1, end)
+            _, pos = varint(data, pos + 1, end)
             if pos < 0:
                 return None
             continue
         if key != 0x0A and key != 0x12 and key != 0x1A:
             return None
-        start, pos = _span(data, pos + 1, end)
+        start, pos = span(data, pos + 1, end)
         if start < 0:
             return None
         if key == 0x1A:  # routes (3)
@@ -351,7 +321,7 @@ def _configuration(data: bytes, end: i64, build: bool) -> tuple[str, tuple[Any, 
         key: i64 = data[pos]
         bit: i64 = 1 << (key >> 3)
         if key == 0x12:  # virtual_hosts (2)
-            start, pos = _span(data, pos + 1, end)
+            start, pos = span(data, pos + 1, end)
             if start < 0:
                 return None
             host = _virtual_host(data, start, pos, build)
@@ -364,14 +334,14 @@ def _configuration(data: bytes, end: i64, build: bool) -> tuple[str, tuple[Any, 
             return None
         seen |= bit
         if key == 0x70:  # ignore_port_in_host_matching (14): a bool
-            value, pos = _varint(data, pos + 1, end)
+            value, pos = varint(data, pos + 1, end)
             if pos < 0 or value > 1:
                 return None
             ignore_port = value == 1
             continue
         if key != 0x0A and key != 0x3A:  # name (1), validate_clusters (7)
             return None
-        start, pos = _span(data, pos + 1, end)
+        start, pos = span(data, pos + 1, end)
         if start < 0:
             return None
         if key == 0x0A:
