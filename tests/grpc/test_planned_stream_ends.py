@@ -41,6 +41,9 @@ def _max_duration(vhost: Any) -> None:
     duration.FromMilliseconds(int(DEADLINE * 1000))
 
 
+Scenario = Callable[[EchoStub, StreamBackend, float], Awaitable[tuple[Any, str]]]
+
+
 async def _ended(call: Any) -> None:
     """Wait (bounded) until ``call``'s done callbacks are given it."""
     ended: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -62,18 +65,15 @@ async def _seen(call: Any, seen: list[str]) -> str:
     return f"{seen} {end}; {(await call.code()).name}: {await call.details()}"
 
 
-async def _never_read(stub: EchoStub, backend: StreamBackend, timeout: float) -> tuple[Any, str]:
-    call = stub.Count(Text(value="2"), timeout=timeout)
-    await _ended(call)
-    return call, await _seen(call, [])
+def _unread(value: str) -> Scenario:
+    """The scenario of a ``Count`` stream of ``value`` nobody reads until it has ended."""
 
+    async def scenario(stub: EchoStub, backend: StreamBackend, timeout: float) -> tuple[Any, str]:
+        call = stub.Count(Text(value=value), timeout=timeout)
+        await _ended(call)
+        return call, await _seen(call, [])
 
-async def _last_message_unread(
-    stub: EchoStub, backend: StreamBackend, timeout: float
-) -> tuple[Any, str]:
-    call = stub.Count(Text(value="1"), timeout=timeout)
-    await _ended(call)
-    return call, await _seen(call, [])
+    return scenario
 
 
 async def _read_once(stub: EchoStub, backend: StreamBackend, timeout: float) -> tuple[Any, str]:
@@ -81,18 +81,6 @@ async def _read_once(stub: EchoStub, backend: StreamBackend, timeout: float) -> 
     first = await call.read()
     await _ended(call)
     return call, await _seen(call, [first.value])
-
-
-async def _held(stub: EchoStub, backend: StreamBackend, timeout: float) -> tuple[Any, str]:
-    call = stub.Count(Text(value="hold"), timeout=timeout)
-    await _ended(call)
-    return call, await _seen(call, [])
-
-
-async def _failed_unread(stub: EchoStub, backend: StreamBackend, timeout: float) -> tuple[Any, str]:
-    call = stub.Count(Text(value="fail:INTERNAL"), timeout=timeout)
-    await _ended(call)
-    return call, await _seen(call, [])
 
 
 async def _cancelled_unread(
@@ -125,14 +113,13 @@ async def _collect_never_awaited(
     return call, f"{(await call.code()).name}: {await call.details()}"
 
 
-Scenario = Callable[[EchoStub, StreamBackend, float], Awaitable[tuple[Any, str]]]
 #: each unread end: the scenario, the code its caller sees (the details are grpc.aio's)
 ENDS: dict[str, tuple[Scenario, str]] = {
-    "never read": (_never_read, "DEADLINE_EXCEEDED"),
-    "last message unread": (_last_message_unread, "DEADLINE_EXCEEDED"),
+    "never read": (_unread("2"), "DEADLINE_EXCEEDED"),
+    "last message unread": (_unread("1"), "DEADLINE_EXCEEDED"),
     "read once, then not": (_read_once, "DEADLINE_EXCEEDED"),
-    "held by the server, unread": (_held, "DEADLINE_EXCEEDED"),
-    "failed by the server, unread": (_failed_unread, "DEADLINE_EXCEEDED"),
+    "held by the server, unread": (_unread("hold"), "DEADLINE_EXCEEDED"),
+    "failed by the server, unread": (_unread("fail:INTERNAL"), "DEADLINE_EXCEEDED"),
     "cancelled unread": (_cancelled_unread, "CancelledError"),
     "bidi never read": (_chat_never_read, "DEADLINE_EXCEEDED"),
     "client streaming never awaited": (_collect_never_awaited, "DEADLINE_EXCEEDED"),

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import grpc
@@ -364,12 +364,7 @@ class XdsCall(
 
     def ended(self) -> asyncio.Future[None]:
         """A future done once the call has ended."""
-        future = self._ended_future
-        if future is None:
-            future = self._ended_future = asyncio.get_running_loop().create_future()
-            if self._outcome is not None:
-                future.set_result(None)
-        return future
+        return ended_future(self, self._outcome is not None)
 
     # --- where the driver runs ---
 
@@ -829,6 +824,24 @@ class XdsCall(
             if not self._running():
                 self._start_on_task()
             await asyncio.shield(self.ended())
+
+
+class Ending(Protocol):
+    """A call of the channel's (`XdsCall`, or a direct one) as `ended_future` sees it."""
+
+    #: the future `ended_future` made for it (None until one was asked for)
+    _ended_future: asyncio.Future[None] | None
+
+
+def ended_future(call: Ending, done: bool) -> asyncio.Future[None]:
+    """A future done once ``call`` has ended (``done``: it has), made at the first ask and
+    kept on it (its end sets it)."""
+    future = call._ended_future
+    if future is None:
+        future = call._ended_future = asyncio.get_running_loop().create_future()
+        if done:
+            future.set_result(None)
+    return future
 
 
 def _went_out(call: Any) -> bool:

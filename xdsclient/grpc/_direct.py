@@ -19,6 +19,12 @@ down the channel's stack, so a call it refuses is never picked: no endpoint's fa
 detection), no call in the load report. Here the pick came first, so it is handed back with no
 outcome (`call_abandoned`) and the load report's counts undone (`ClusterLoad.call_not_sent`).
 
+Why one base for the two direct kinds: `DirectCall` and `DirectStream` differ only in how
+grpc.aio sends them (its unary invocation, its stream's sending task); their making, their
+end's bookkeeping, the refused mark, the channel's close and hooks are `DirectBase`, mixed in
+before grpc.aio's call class (its slots beside grpc.aio's instance dict), and one
+`direct_call` decides for both, bound once to each class (`unary_call`, `stream_call`).
+
 Any other case (no configuration yet, a pick that queues, fails or drops, a connection not
 ready, TLS refused) is an `XdsCall`, handed the pick already made so that no draw is repeated.
 
@@ -36,20 +42,21 @@ import importlib
 import inspect
 import time
 from collections.abc import Callable, Generator, Iterable
+from types import MethodType
 from typing import Any
 
 import grpc
 
 from .._call import CallConfig, LazyHeaderView, Status
 from ..lb import PickOutcome, PickResult
-from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, CallTarget, XdsCall
+from ._call import _NO_METADATA_HEADERS, _UNARY, _UNKNOWN, CallTarget, XdsCall, ended_future
 from ._connections import Connection
 from ._core import CLOSED, ChannelCore
 from ._orca import load_report_of, named_metrics
-from ._status import rpc_error, status_code
+from ._status import refused_by_core, rpc_error, status_code
 from ._tls import TlsError
 
-__all__ = ["DirectCall", "unary_call"]
+__all__ = ["DirectBase", "DirectCall", "direct_call", "unary_call"]
 
 #: what `DirectCall` reads of grpc.aio's unary call: its constructor's parameters, in order,
 #: and the attributes its constructors set
@@ -138,12 +145,15 @@ _CLOSED_CODE = status_code(CLOSED.code)
 #: `_send`'s answer when the pick was handed back (its connection just left READY, or the
 #: call could not be made): the `XdsCall` picks again
 _PICK_AGAIN: Any = object()
+#: `DirectBase`'s base: ``object``, typed as grpc.aio's call it is mixed with (untyped)
+_Untyped: Any = object
 
 
-class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, untyped
-    """A direct unary call: grpc.aio's own unary call on the picked endpoint's channel, made
-    by `_send` from grpc.aio's multi-callable for it, whose end's bookkeeping is one done
-    callback on its Cython call, and whose invocation ends it when gRPC refuses to send it."""
+class DirectBase(_Untyped):  # type: ignore[misc]  # grpc.aio's call, untyped
+    """What a direct call of either kind (`DirectCall`, `DirectStream`) adds to grpc.aio's
+    call it subclasses (it comes first in their bases): its making from the endpoint's
+    multi-callable, the one done callback on its Cython call that does its end's bookkeeping,
+    the refused mark, the channel's close, and its hooks for the channel."""
 
     __slots__ = (
         "_closed",
@@ -158,6 +168,11 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
     #: set on the instance (not a slot: no call but a refused one pays for it) when gRPC
     #: refused to send the call: it ends as never picked
     _refused = False
+    #: the subclass's kind of call: (request streaming, response streaming)
+    _KIND: tuple[bool, bool]
+    #: whether grpc.aio's private parts the subclass adds to `DirectCall`'s have the shape it
+    #: expects (else its calls are `XdsCall`s)
+    _SHAPED = True
 
     def __init__(
         self,
@@ -172,8 +187,8 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
         started: float,
         registry: set[Any],
     ) -> None:
-        # grpc.aio's `UnaryUnaryMultiCallable.__call__`, for this class: its deadline by the
-        # wall clock, as grpc.aio's (metadata stays a tuple: grpc.aio's call makes it one)
+        # grpc.aio's multi-callable's ``__call__``, for this class: its deadline by the wall
+        # clock, as grpc.aio's (metadata stays a tuple: grpc.aio's call makes it one)
         m = multicallable
         super().__init__(
             request, None if timeout is None else time.time() + timeout, metadata,
@@ -191,49 +206,34 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
         self._closed = False
         self._ended_future: asyncio.Future[None] | None = None
         # grpc.aio's own `add_done_callback` would wrap the callback in a partial of its call:
-        # the Cython call's takes one without arguments
+        # the Cython call's takes one without arguments, and runs however the call gets its
+        # status
         self._cython_call.add_done_callback(self._finished)
 
-    async def _invoke(self) -> Any:
-        """grpc.aio's invocation of the call (serialize, send, read the reply), which also
-        ends a call gRPC refuses to send (metadata it rejects, a request that is not bytes):
-        that raises here before the call has a status, so no done callback would run. It is
-        marked refused and cancelled (a status, so `_finished` runs, once) and the caller gets
-        the error."""
+    def _not_sent(self) -> None:
+        """gRPC refused to send the call (its sending raised before the call had a status,
+        so no done callback would run): it is marked refused and cancelled (a status, so
+        `_finished` runs, once)."""
         cython = self._cython_call
-        try:
-            response = await cython.unary_unary(
-                _serialize(self._request, self._request_serializer), self._metadata, self._context
-            )
-        except asyncio.CancelledError:
-            if not cython.cancelled():
-                self.cancel()
-            return _EOF
-        except BaseException:
-            if not cython.done():
-                # grpc.aio's classes have no slots: the instance's dict takes it
-                self._refused = True  # type: ignore[misc]
-                cython.cancel("the call could not be sent")
-            raise
-        if cython.is_ok():
-            return _deserialize(response, self._response_deserializer)
-        return _EOF
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        try:
-            return (yield from super().__await__())
-        except asyncio.CancelledError:
-            if self._closed:
-                raise rpc_error(CLOSED) from None
-            raise
+        if not cython.done():
+            # grpc.aio's classes have no slots: the instance's dict takes it
+            self._refused = True  # type: ignore[misc]
+            cython.cancel("the call could not be sent")
 
     def _finished(self) -> None:
         """grpc.aio's call ended: tell the picker, the load reporter and the connection (a
-        call gRPC refused to send: the pick handed back, the load report's counts undone)."""
+        call gRPC refused to send: the pick handed back, the load report's counts undone, as
+        C-core refuses it before any pick)."""
         core = self._core
         picked = self._picked
         cython = self._cython_call
         ok = cython.is_ok()
+        if not ok and not self._refused:  # C-core may refuse it with a status of its own
+            status = cython._status
+            if status is not None and refused_by_core(
+                status.details(), status.debug_error_string()
+            ):
+                self._refused = True  # type: ignore[misc]  # the instance's dict
         if ok or not self._refused:
             report = None
             if not ok or picked.cluster not in core.quiet:  # someone reads its ORCA report
@@ -246,7 +246,7 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
             load = self._load
             if load is not None:
                 load.call_finished(picked.locality, ok, named_metrics(report))
-        else:  # never sent: C-core refuses it before any pick
+        else:  # never sent
             core.picker.call_abandoned(picked)
             if self._load is not None:
                 self._load.call_not_sent(picked.locality)
@@ -260,7 +260,7 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
         if future is not None and not future.done():
             future.set_result(None)
 
-    # --- grpc.aio's call interface, where the channel's close or the wrapper differ ---
+    # --- grpc.aio's call interface, where the channel's close or the subclass differ ---
 
     def cancelled(self) -> bool:
         return not self._closed and bool(self._cython_call.cancelled())
@@ -289,15 +289,48 @@ class DirectCall(_AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's call, 
 
     def ended(self) -> asyncio.Future[None]:
         """A future done once the call has ended."""
-        future = self._ended_future
-        if future is None:
-            future = self._ended_future = asyncio.get_running_loop().create_future()
-            if self._cython_call.done():
-                future.set_result(None)
-        return future
+        return ended_future(self, self._cython_call.done())
 
 
-def unary_call(
+class DirectCall(DirectBase, _AioUnaryUnaryCall):  # type: ignore[misc]  # grpc.aio's, untyped
+    """A direct unary call: grpc.aio's own unary call on the picked endpoint's channel, made
+    by `_send` from grpc.aio's multi-callable for it, whose end's bookkeeping is one done
+    callback on its Cython call, and whose invocation ends it when gRPC refuses to send it."""
+
+    __slots__ = ()
+    _KIND = _UNARY
+
+    async def _invoke(self) -> Any:
+        """grpc.aio's invocation of the call (serialize, send, read the reply), which also
+        ends a call gRPC refuses to send (metadata it rejects, a request that is not bytes,
+        `_not_sent`) and gives the caller the error."""
+        cython = self._cython_call
+        try:
+            response = await cython.unary_unary(
+                _serialize(self._request, self._request_serializer), self._metadata, self._context
+            )
+        except asyncio.CancelledError:
+            if not cython.cancelled():
+                self.cancel()
+            return _EOF
+        except BaseException:
+            self._not_sent()
+            raise
+        if cython.is_ok():
+            return _deserialize(response, self._response_deserializer)
+        return _EOF
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        try:
+            return (yield from super().__await__())
+        except asyncio.CancelledError:
+            if self._closed:
+                raise rpc_error(CLOSED) from None
+            raise
+
+
+def direct_call(
+    cls: type[DirectBase],
     target: CallTarget,
     request: Any,
     timeout: float | None,
@@ -306,14 +339,16 @@ def unary_call(
     wait_for_ready: bool | None,
     compression: grpc.Compression | None,
 ) -> Any:
-    """A unary call of ``target``'s multi-callable: a `DirectCall` sent at once when its route
-    decides only its cluster and the pick completes now, else an `XdsCall` (given the pick if
-    one was made)."""
+    """A call of ``target``'s multi-callable (of ``cls``'s kind): a direct one, a ``cls``,
+    sent at once when its route decides only its cluster and the pick completes now, else an
+    `XdsCall` (given the pick if one was made: its driver takes it). The channel calls it
+    bound to its class once (`unary_call`, `stream_call`)."""
     picked: Any = None
     core = target.core
     config = core.config
     if (
         USABLE
+        and cls._SHAPED
         and config.__class__ is CallConfig
         and not core.closed
         and (timeout is None or timeout > 0)
@@ -331,7 +366,7 @@ def unary_call(
             picked = core.pick_now(direct, headers, request_hash, deadline, bool(wait_for_ready))
             if picked.__class__ is PickResult and picked.outcome is _COMPLETE:
                 sent = _send(
-                    core, picked, now, target, request, timeout, metadata, credentials,
+                    cls, core, picked, now, target, request, timeout, metadata, credentials,
                     compression,
                 )  # fmt: skip
                 if sent is _PICK_AGAIN:
@@ -339,7 +374,7 @@ def unary_call(
                 elif sent is not None:
                     return sent
     call = XdsCall(
-        target, _UNARY, request, timeout, metadata, credentials, wait_for_ready, compression
+        target, cls._KIND, request, timeout, metadata, credentials, wait_for_ready, compression
     )
     if picked is not None and not isinstance(picked, Status):
         call._picked = picked
@@ -350,6 +385,7 @@ def unary_call(
 
 
 def _send(
+    cls: type[DirectBase],
     core: ChannelCore,
     picked: PickResult,
     now: float,
@@ -360,7 +396,7 @@ def _send(
     credentials: grpc.CallCredentials | None,
     compression: grpc.Compression | None,
 ) -> Any:
-    """Send the call picked at ``now`` on the pick's connection: its `DirectCall`;
+    """Send the call picked at ``now`` on the pick's connection: its ``cls``;
     `_PICK_AGAIN` when the connection just left READY or the call could not be made (the pick
     is handed back: the `XdsCall` picks again); None when TLS is refused (the `XdsCall` handed
     the pick decides)."""
@@ -378,18 +414,18 @@ def _send(
     try:  # a raise here must not keep the pick: it is handed back and the `XdsCall` picks
         multicallable = target.multicallables.get(connection.channel)
         if multicallable is None:
-            multicallable = _multicallable(target, connection.channel)
+            multicallable = _multicallable(target, connection.channel, cls._KIND)
         if compression:  # grpc.aio's multi-callable adds the compression's metadata
             metadata = multicallable._init_metadata(metadata, compression)
         load = core.load_of(picked.cluster)
-        call = DirectCall(
+        call = cls(
             multicallable, request, timeout, metadata, credentials, core, picked, connection,
             now, target.registry,
         )  # fmt: skip
     except Exception:  # unused: no outcome; the `XdsCall` sends it again and fails as it does
         core.picker.call_abandoned(picked)
         return _PICK_AGAIN
-    # the call is out and ends through `DirectCall._finished`: nothing below raises
+    # the call is out and ends through `DirectBase._finished`: nothing below raises
     connection.calls += 1  # `Connections.call_started`, inline
     locality = picked.locality
     if load is not None and locality is not None:
@@ -401,17 +437,19 @@ def _send(
     return call
 
 
-def _multicallable(target: CallTarget, channel: Any) -> Any:
-    """grpc.aio's multi-callable of ``target``'s method on an endpoint's ``channel``, kept in
-    the target's (started over past `_ENDPOINTS_KEPT`: the channels of closed connections are
-    not held for long)."""
+def _multicallable(target: CallTarget, channel: Any, kind: tuple[bool, bool]) -> Any:
+    """grpc.aio's multi-callable of ``kind`` for ``target``'s method on an endpoint's
+    ``channel``, kept in the target's (started over past `_ENDPOINTS_KEPT`: the channels of
+    closed connections are not held for long)."""
     multicallables = target.multicallables
     if len(multicallables) >= _ENDPOINTS_KEPT:
         multicallables.clear()
     made = multicallables[channel] = target.core.multicallable(
-        channel,
-        (target.method, False, False, target.registered),
-        target.serializer,
-        target.deserializer,
+        channel, (target.method, *kind, target.registered), target.serializer, target.deserializer
     )
     return made
+
+
+#: the channel's unary calls: `direct_call` bound to `DirectCall` (a bound method's call costs
+#: no more than a function's)
+unary_call: Callable[..., Any] = MethodType(direct_call, DirectCall)
