@@ -191,3 +191,24 @@ def test_a_load_that_comes_back_before_a_report_is_reported_once_with_what_it_le
     assert (east.issued, east.succeeded, east.in_progress) == (2, 1, 1)
     (other,) = there.snapshot(5.0)
     assert (other.localities[0].issued, other.interval) == (1, 3.0)
+
+
+def test_a_call_not_sent_leaves_the_report_unless_a_report_already_carried_it() -> None:
+    """A refused call is neither issued nor in progress; once a report has carried it as
+    issued, its refusal takes nothing from the calls issued after that report."""
+    store = LoadStore()
+    load = store.load("c", "", now=0.0)
+    started = load.taken
+    load.call_started(EAST)
+    load.call_not_sent(EAST, started)
+    assert store.snapshot(1.0) == []
+    refused = load.taken
+    load.call_started(EAST)  # refused later, after a report carried it
+    (first,) = store.snapshot(2.0)
+    assert (first.localities[0].issued, first.localities[0].in_progress) == (1, 1)
+    load.call_started(EAST)  # sent and answered
+    load.call_not_sent(EAST, refused)
+    load.call_finished(EAST, ok=True)
+    (second,) = store.snapshot(3.0)
+    counts = second.localities[0]
+    assert (counts.issued, counts.succeeded, counts.errored, counts.in_progress) == (1, 1, 0, 0)

@@ -125,6 +125,9 @@ class ClusterLoad:
         self._dropped: Counter[str] = Counter()
         self._uncategorized = 0
         self._since = now
+        #: how many reports `take` has made: a call that records it as it starts can tell
+        #: whether a report has carried it since (`call_not_sent`)
+        self.taken = 0
 
     def call_started(self, locality: Locality | LocalityEndpoints) -> None:
         """A call was sent to an endpoint of ``locality``."""
@@ -161,12 +164,14 @@ class ClusterLoad:
         if counts.in_progress > 0:
             counts.in_progress -= 1
 
-    def call_not_sent(self, locality: Locality | LocalityEndpoints) -> None:
+    def call_not_sent(self, locality: Locality | LocalityEndpoints, taken: int) -> None:
         """A call counted by `call_started` was never sent: gRPC refused it before its pick
         (metadata it rejects, a request that is not bytes), which C-core counts nowhere, so it
-        is neither issued nor in progress (unless a report already carried it as issued)."""
+        is neither issued nor in progress. ``taken`` is `taken` as the call started: if a
+        report has been taken since, it carried the call as issued, and the issued count now
+        is other calls', so it stays."""
         counts = self._counts(locality)
-        if counts.issued > 0:
+        if taken == self.taken and counts.issued > 0:
             counts.issued -= 1
         if counts.in_progress > 0:
             counts.in_progress -= 1
@@ -190,6 +195,7 @@ class ClusterLoad:
         dropped = tuple(sorted(self._dropped.items()))
         total = sum(self._dropped.values()) + self._uncategorized
         interval, self._since = now - self._since, now
+        self.taken += 1
         self._dropped, self._uncategorized = Counter(), 0
         self._localities = {k: c for k, c in self._localities.items() if c.in_progress}
         if not localities and not total:

@@ -608,8 +608,10 @@ class XdsCall(
             raise
         connection.calls += 1  # `Connections.call_started`, inline
         locality = picked.locality
+        taken = 0
         if load is not None and locality is not None:
             load.call_started(locality)
+            taken = load.taken
         ok = False
         sent = True  # False: gRPC refused it, or it could not be made (no outcome, as C-core)
         self._load_report = None
@@ -652,7 +654,7 @@ class XdsCall(
             else:  # C-core refuses it before any pick: the pick handed back, nothing counted
                 core.picker.call_abandoned(picked)
                 if load is not None and locality is not None:
-                    load.call_not_sent(locality)
+                    load.call_not_sent(locality, taken)
             if connection.held:  # `Connections.call_ended`, inline: a held one stays open
                 connection.calls -= 1
             else:

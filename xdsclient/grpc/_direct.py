@@ -164,6 +164,7 @@ class DirectBase(_Untyped):  # type: ignore[misc]  # grpc.aio's call, untyped
         "_picked",
         "_registry",
         "_started",
+        "_taken",
     )  # fmt: skip
     #: set on the instance (not a slot: no call but a refused one pays for it) when gRPC
     #: refused to send the call: it ends as never picked
@@ -249,7 +250,7 @@ class DirectBase(_Untyped):  # type: ignore[misc]  # grpc.aio's call, untyped
         else:  # never sent
             core.picker.call_abandoned(picked)
             if self._load is not None:
-                self._load.call_not_sent(picked.locality)
+                self._load.call_not_sent(picked.locality, self._taken)
         connection = self._connection
         if connection.held:  # `Connections.call_ended`, inline: a held one stays open
             connection.calls -= 1
@@ -431,6 +432,7 @@ def _send(
     if load is not None and locality is not None:
         load.call_started(locality)
         call._load = load
+        call._taken = load.taken  # a report taken before its refusal carried it (`_finished`)
     if _REGISTERS:  # as grpc.aio's multi-callable does
         multicallable._python_channel._register_call(call)
     target.registry.add(call)
