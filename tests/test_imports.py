@@ -196,7 +196,9 @@ def test_the_cycle_finder_names_a_cycle() -> None:
 #: observers; `_watch` the watch layer; `_shell` the drive loop and the server pool; `_client`
 #: the facade over them; then the programs and the packages beside the client (`BESIDE`), which
 #: may use the facade (``__init__``).
-SHARED = ("_call_status", "_errors", "_names", "_slots", "_validators", "_version", "_xdstp")
+SHARED = (
+    "_call_status", "_errors", "_names", "_slots", "_validators", "_version", "_wire", "_xdstp"
+)  # fmt: skip
 LAYERS: dict[str, frozenset[str]] = {
     "_compiled": frozenset(),  # which build runs: the facade and the CLI ask it
     "_call_status": frozenset(),  # the status a gRPC stream call ended with (client, load, grpc)
@@ -205,6 +207,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "_slots": frozenset(),
     "_validators": frozenset(),
     "_version": frozenset(),
+    "_wire": frozenset(),  # the compiled wire readers' protobuf primitives
     "_xdstp": frozenset({"_errors"}),
     "resources": frozenset(SHARED),
     "_protocol": frozenset({*SHARED, "resources"}),
