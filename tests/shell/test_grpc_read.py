@@ -189,3 +189,41 @@ async def test_a_call_without_grpc_aios_internal_receive_reads_every_response_wi
     finally:
         stream.close()
         await transport.close()
+
+
+async def test_a_response_that_does_not_decode_is_skipped_and_the_next_one_is_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server that sends bytes that are no DiscoveryResponse, then a good response: the read
+    of the bad one logs it and hands on nothing (as C-core's XdsClient ignores a response it
+    cannot parse), the next read returns the good one with its bytes."""
+    good = discovery_pb2.DiscoveryResponse(
+        version_info="1", nonce="n1", type_url=CLUSTER.type_url
+    ).SerializeToString()
+
+    async def serve(requests: Any, context: Any) -> Any:
+        async for _ in requests:
+            yield b"\xff\xff\xff"  # a field 31 of wire type 7: no message decodes this
+            yield good
+
+    server = grpc.aio.server()
+    service, method = SPEC.method.strip("/").split("/")
+    handler: Any = grpc.stream_stream_rpc_method_handler(serve)  # bytes in, bytes out
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler(service, {method: handler})]
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    transport = GrpcTransport(ServerConfig(uri=f"127.0.0.1:{port}"), ClientOptions())
+    try:
+        stream = await asyncio.wait_for(transport.open(SPEC), 10)
+        await stream.write(_request("a"))
+        with caplog.at_level("ERROR", logger="xdsclient.transport"):
+            assert await asyncio.wait_for(stream.read_raw(), 10) == (None, None)
+        assert "xDS response of 3 bytes does not decode" in caplog.text
+        response, raw = await asyncio.wait_for(stream.read_raw(), 10)
+        assert (response.nonce, raw) == ("n1", good)
+        stream.close()
+    finally:
+        await transport.close()
+        await server.stop(None)
